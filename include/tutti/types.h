@@ -1,0 +1,70 @@
+#pragma once
+/// \file
+/// Element types and reduction operators understood by every collective.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "tutti/export.h"
+
+namespace tutti {
+
+/// Element type of a buffer. Counts in tutti are always in elements of this type.
+enum class DataType : std::uint8_t {
+  kInt8 = 0,
+  kUint8,
+  kInt32,
+  kUint32,
+  kInt64,
+  kUint64,
+  kFloat16,   ///< IEEE 754 binary16
+  kBFloat16,  ///< bfloat16 (8-bit exponent, 7-bit mantissa)
+  kFloat32,
+  kFloat64,
+};
+inline constexpr int kNumDataTypes = 10;
+
+/// Reduction operator. kAvg is the sum divided by the number of ranks (integer types use
+/// integer division, floating types divide in float, or in double for kFloat64).
+enum class ReduceOp : std::uint8_t { kSum = 0, kProd, kMin, kMax, kAvg };
+inline constexpr int kNumReduceOps = 5;
+
+/// Size in bytes of one element.
+TUTTI_API std::size_t dataTypeSize(DataType type);
+/// Canonical lower-case name ("float32", "bfloat16", ...).
+TUTTI_API const char* dataTypeName(DataType type);
+/// Accepts canonical names and the nccl-tests / common aliases ("float", "half", "double",
+/// "float16", "bf16", ...). Returns nullopt for unknown names.
+TUTTI_API std::optional<DataType> parseDataType(std::string_view name);
+/// Lower-case name ("sum", "prod", "min", "max", "avg").
+TUTTI_API const char* reduceOpName(ReduceOp op);
+TUTTI_API std::optional<ReduceOp> parseReduceOp(std::string_view name);
+/// True when the enum value is one of the declared ones (guards values cast from ints).
+TUTTI_API bool isValid(DataType type);
+TUTTI_API bool isValid(ReduceOp op);
+
+}  // namespace tutti
+
+namespace tutti {
+
+/// The operations a communicator performs; used in errors, logs and algorithm selection.
+enum class Collective : std::uint8_t {
+  kSend = 0,
+  kRecv,
+  kBarrier,
+  kBroadcast,
+  kReduce,
+  kGather,
+  kScatter,
+  kAllGather,
+  kReduceScatter,
+  kAllReduce,
+  kAllToAll,
+};
+
+/// Lower-case name, e.g. "allreduce".
+TUTTI_API const char* collectiveName(Collective kind);
+
+}  // namespace tutti

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what tutti needs from Debian 12's packages (as root), then configures and builds
+# the release preset into build/. Safe to run again: it only installs what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(
+  build-essential g++ cmake ninja-build pkg-config   # toolchain
+  libgtest-dev libgmock-dev                          # tests
+  libbenchmark-dev                                   # kernel micro-benchmarks
+  libcli11-dev                                       # command lines of the tools
+  libssl-dev                                         # HMAC for the authenticated bootstrap
+  iproute2 procps                                    # network-namespace tests, ps/pgrep
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+cmake --preset release >/dev/null
+cmake --build --preset release

@@ -1,0 +1,49 @@
+#pragma once
+// Spin-then-block waiting. A waiter spins for a short budget (cheap when the event is
+// imminent and a core is free) and then sleeps on a futex, so that more ranks than cores
+// still make progress and an idle rank burns no CPU (DESIGN.md 5).
+
+#include <atomic>
+#include <cstdint>
+
+#include "tutti/deadline.h"
+
+namespace tutti {
+
+/// Blocks while *word == expected, until woken or the deadline passes. Returns false on
+/// timeout. Spurious wake-ups are possible; callers re-check their condition.
+bool futexWait(std::atomic<std::uint32_t>* word, std::uint32_t expected, Deadline deadline);
+void futexWakeAll(std::atomic<std::uint32_t>* word);
+
+/// CPU relax hint for spin loops.
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
+/// A sequence counter that waiters watch for change. Producers call notify() after they
+/// publish a state change; a consumer takes a snapshot(), re-checks its condition, and
+/// calls waitChange(snapshot, ...) if it still needs to wait. No wake-up is lost: a
+/// notify() between snapshot and wait changes the counter.
+class WaitSignal {
+ public:
+  std::uint32_t snapshot() const { return seq_.load(std::memory_order_acquire); }
+
+  void notify() {
+    seq_.fetch_add(1, std::memory_order_acq_rel);
+    if (sleepers_.load(std::memory_order_acquire) > 0) futexWakeAll(&seq_);
+  }
+
+  /// Waits until the counter differs from `observed` or the deadline passes; spins for
+  /// about `spinNs` first. Returns false on timeout.
+  bool waitChange(std::uint32_t observed, Deadline deadline, std::int64_t spinNs);
+
+ private:
+  std::atomic<std::uint32_t> seq_{0};
+  std::atomic<std::uint32_t> sleepers_{0};
+};
+
+}  // namespace tutti

@@ -1,0 +1,30 @@
+#pragma once
+// Reduction kernels: element-wise dtype x op over contiguous arrays. Pure functions with
+// no I/O; the executor calls them on received segments.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "tutti/types.h"
+
+namespace tutti::reduce {
+
+/// dst[i] = a[i] op b[i] for i < count. `dst` may alias `a` or `b` exactly (same pointer),
+/// but must not partially overlap them. kAvg reduces as kSum; see finalize().
+/// Integer sum and product wrap around (two's complement) for signed and unsigned types.
+/// float16/bfloat16 are computed in float32 and rounded to nearest-even once per element.
+void combine(void* dst, const void* a, const void* b, std::size_t count, DataType dtype,
+             ReduceOp op);
+
+/// Applies the operator's final step in place: for kAvg divides every element by
+/// `worldSize` (integer division for integer types; float32 division for float16, bfloat16
+/// and float32; float64 for float64). A no-op for the other operators.
+void finalize(void* buf, std::size_t count, DataType dtype, ReduceOp op, int worldSize);
+
+/// Conversions with round-to-nearest-even, NaN preserved (quiet), overflow to infinity.
+float halfToFloat(std::uint16_t h);
+std::uint16_t floatToHalf(float f);
+float bfloat16ToFloat(std::uint16_t b);
+std::uint16_t floatToBfloat16(float f);
+
+}  // namespace tutti::reduce
