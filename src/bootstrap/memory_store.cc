@@ -41,17 +41,13 @@ class MemoryStore final : public Store {
 
   Result<std::int64_t> add(const std::string& key, std::int64_t delta) override {
     TUTTI_RETURN_IF_ERROR(detail::checkKey(key));
-    Result<std::int64_t> sum = Status(ErrorCode::kInternal, "unset");
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = values_.find(key);
-      bool present = it != values_.end();
-      std::vector<std::uint8_t> stored = present ? it->second : std::vector<std::uint8_t>{};
-      sum = detail::addDecimal(key, &stored, present, delta);
-      if (!sum.ok()) return sum;
-      values_[key] = std::move(stored);
-    }
-    changed_.notify_all();
+    std::unique_lock<std::mutex> lock(mu_);
+    // In place: an absent key starts at 0 and cannot fail, a present one is left as it was
+    // on failure, so nothing needs undoing.
+    auto [it, inserted] = values_.try_emplace(key);
+    Result<std::int64_t> sum = detail::addDecimal(key, &it->second, !inserted, delta);
+    lock.unlock();
+    if (sum.ok()) changed_.notify_all();
     return sum;
   }
 

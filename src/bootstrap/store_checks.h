@@ -18,9 +18,10 @@ Status checkValue(const std::vector<std::uint8_t>& value);
 /// kInvalidArgument when there are more than Store::kMaxKeysPerWait keys or one is too long.
 Status checkWaitKeys(const std::vector<std::string>& keys);
 
-/// The `add` rule: parses `*stored` as decimal (empty = absent = 0), adds `delta`, writes the
-/// sum back as decimal text and returns it. kInvalidArgument naming `key` when the stored
-/// value is not an integer or the sum overflows; `*stored` is unchanged then.
+/// The `add` rule, applied in place to the value held for `key`: parses `*stored` as a
+/// decimal integer (0 when !present), adds `delta`, writes the sum back as decimal text and
+/// returns it. kInvalidArgument naming `key` when the stored value is not an integer or the
+/// sum overflows; `*stored` is unchanged then (and an absent key can never fail).
 Result<std::int64_t> addDecimal(const std::string& key, std::vector<std::uint8_t>* stored,
                                 bool present, std::int64_t delta);
 

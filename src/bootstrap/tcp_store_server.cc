@@ -316,14 +316,15 @@ Status Server::readFrom(Client& c, bool* closed) {
   std::size_t old = c.in.size();
   c.in.resize(old + want);
   ssize_t n = ::recv(c.fd.get(), c.in.data() + old, want, 0);
+  int err = errno;
   c.in.resize(old + (n > 0 ? static_cast<std::size_t>(n) : 0));
   if (n > 0) return Status::Ok();
   if (n == 0) {
     *closed = true;
     return Status::Ok();
   }
-  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return Status::Ok();
-  return systemError("recv", errno, c.peer);
+  if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR) return Status::Ok();
+  return systemError("recv", err, c.peer);
 }
 
 Status Server::flush(Client& c) {
@@ -396,14 +397,12 @@ void Server::serve(Client& c, Message&& m) {
       return queueReply(c, Message::valueReply(m.requestId, it->second));
     }
     case Opcode::kAdd: {
-      auto it = values_.find(m.key);
-      bool present = it != values_.end();
-      std::vector<std::uint8_t> stored = present ? it->second : std::vector<std::uint8_t>{};
-      Result<std::int64_t> sum = detail::addDecimal(m.key, &stored, present, m.integer);
+      // In place, as in MemoryStore: only a present key can fail, and it is left unchanged.
+      auto [it, inserted] = values_.try_emplace(m.key);
+      Result<std::int64_t> sum = detail::addDecimal(m.key, &it->second, !inserted, m.integer);
       if (!sum.ok())
         return queueReply(
             c, Message::errorReply(m.requestId, sum.status().code(), sum.status().message()));
-      values_[m.key] = std::move(stored);
       queueReply(c, Message::intReply(m.requestId, *sum));
       wakeWaiters(m.key);
       return;
