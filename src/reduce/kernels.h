@@ -18,11 +18,13 @@ using CombineFn = void (*)(void* dst, const void* a, const void* b, std::size_t 
 using AverageFn = void (*)(void* buf, std::size_t count, int worldSize);
 
 /// Instruction sets that have their own kernels. kGeneric is portable C++ compiled for the
-/// baseline target and auto-vectorised.
+/// baseline target and auto-vectorised; the others cover only some (dtype, op) pairs and
+/// fall back to kGeneric for the rest.
 enum class Isa : std::uint8_t {
   kGeneric = 0,
+  kAvxF16c,  ///< AVX + F16C: hardware float16 conversion, 8 lanes (float16 only).
 };
-inline constexpr int kNumIsas = 1;
+inline constexpr int kNumIsas = 2;
 
 /// True when this CPU (and OS) can run the kernels of `isa`. Cheap: reads the CPU model
 /// libgcc caches at start-up, so it may be called once per combine().
@@ -42,5 +44,6 @@ AverageFn averageKernel(DataType dtype);
 // pairs they do not implement; callers go through combineKernel() instead.
 CombineFn genericCombineKernel(DataType dtype, ReduceOp op);
 AverageFn genericAverageKernel(DataType dtype);
+CombineFn f16cCombineKernel(DataType dtype, ReduceOp op);
 
 }  // namespace tutti::reduce::detail

@@ -17,15 +17,36 @@ bool isaSupported(Isa isa) {
   switch (isa) {
     case Isa::kGeneric:
       return true;
+    case Isa::kAvxF16c:
+#if defined(__x86_64__) || defined(__i386__)
+      // Idempotent and cheap once libgcc's start-up constructor has filled the CPU model;
+      // calling it covers use from other static constructors that run earlier. The "avx"
+      // bit also checks that the OS saves the YMM registers (XCR0).
+      __builtin_cpu_init();
+      return __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+#else
+      return false;
+#endif
   }
   return false;
 }
 
-Isa bestIsa() { return Isa::kGeneric; }
+Isa bestIsa() { return isaSupported(Isa::kAvxF16c) ? Isa::kAvxF16c : Isa::kGeneric; }
 
 CombineFn combineKernel(DataType dtype, ReduceOp op, Isa isa) {
-  TUTTI_ASSERT(isaSupported(isa));
-  return genericCombineKernel(dtype, op);
+  // Debug-only: combine() has just asked bestIsa(), so checking the CPU again on every call
+  // would only repeat that work.
+  TUTTI_DASSERT(isaSupported(isa));
+  CombineFn fn = nullptr;
+  switch (isa) {
+    case Isa::kAvxF16c:
+      fn = f16cCombineKernel(dtype, op);
+      break;
+    case Isa::kGeneric:
+      break;
+  }
+  // Specialised sets cover only some pairs; the portable kernels cover them all.
+  return fn != nullptr ? fn : genericCombineKernel(dtype, op);
 }
 
 AverageFn averageKernel(DataType dtype) { return genericAverageKernel(dtype); }

@@ -202,8 +202,11 @@ TEST(NarrowKernels, EveryPatternSurvivesAddingNegativeZero) {
   }
 }
 
-// Every kernel set gives the same bits, NaN payloads included, on random patterns (about
-// one float16 pattern in 32 is a NaN or infinity, one bfloat16 pattern in 256).
+// Every kernel set gives the same bits on random patterns (about one float16 pattern in
+// 32 is a NaN or infinity, one bfloat16 pattern in 256), a NaN operand's payload included.
+// The one exception: when both operands are NaN, which payload survives depends on the
+// order the compiler gives the commutative add (-O0 and -O3 differ), so there the check
+// is only that the result is a NaN.
 TEST(NarrowKernels, KernelSetsAgreeBitForBit) {
   constexpr std::size_t kN = 100'003;
   std::mt19937 rng(7);
@@ -218,10 +221,17 @@ TEST(NarrowKernels, KernelSetsAgreeBitForBit) {
       ASSERT_FALSE(fns.empty());
       std::vector<std::uint16_t> first(kN);
       fns[0](first.data(), a.data(), b.data(), kN);
+      const auto isNan = dtype == DataType::kFloat16 ? &isHalfNan : &isBf16Nan;
       for (std::size_t k = 1; k < fns.size(); ++k) {
         std::vector<std::uint16_t> out(kN);
         fns[k](out.data(), a.data(), b.data(), kN);
-        ASSERT_EQ(out, first) << dataTypeName(dtype) << " " << reduceOpName(op) << " set " << k;
+        for (std::size_t i = 0; i < kN; ++i) {
+          const bool bothNan = isNan(a[i]) && isNan(b[i]);
+          const bool same = bothNan ? isNan(out[i]) && isNan(first[i]) : out[i] == first[i];
+          ASSERT_TRUE(same) << dataTypeName(dtype) << " " << reduceOpName(op) << " set " << k
+                            << std::hex << ": 0x" << a[i] << ", 0x" << b[i] << " gave 0x" << out[i]
+                            << " and 0x" << first[i];
+        }
       }
     }
   }
