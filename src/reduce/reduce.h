@@ -1,6 +1,8 @@
 #pragma once
 // Reduction kernels: element-wise dtype x op over contiguous arrays. Pure functions with
-// no I/O; the executor calls them on received segments.
+// no I/O; the executor calls them on received segments. All functions are thread-safe
+// (no shared state), never block and never fail: arguments are checked with TUTTI_ASSERT,
+// because callers validate user input before it reaches this layer.
 
 #include <cstddef>
 #include <cstdint>
@@ -13,15 +15,25 @@ namespace tutti::reduce {
 /// but must not partially overlap them. kAvg reduces as kSum; see finalize().
 /// Integer sum and product wrap around (two's complement) for signed and unsigned types.
 /// float16/bfloat16 are computed in float32 and rounded to nearest-even once per element.
+/// Floating-point min/max: if either operand is NaN the result is a (quiet) NaN, and -0 is
+/// treated as less than +0, so the result does not depend on operand order (except for
+/// which NaN payload survives when both are NaN).
+/// The kernel is chosen once per call from the dtype, the op and the CPU's features
+/// (F16C for float16 when available); every choice gives bit-identical results, except
+/// for the payload of a NaN computed from two NaNs.
 void combine(void* dst, const void* a, const void* b, std::size_t count, DataType dtype,
              ReduceOp op);
 
 /// Applies the operator's final step in place: for kAvg divides every element by
 /// `worldSize` (integer division for integer types; float32 division for float16, bfloat16
 /// and float32; float64 for float64). A no-op for the other operators.
+/// Integer division applies to the stored (wrapped) sum and truncates toward zero for
+/// signed types. worldSize must be >= 1; worldSize == 1 leaves the values unchanged.
 void finalize(void* buf, std::size_t count, DataType dtype, ReduceOp op, int worldSize);
 
 /// Conversions with round-to-nearest-even, NaN preserved (quiet), overflow to infinity.
+/// float16 subnormals are converted exactly in both directions; widening is always exact.
+/// A NaN keeps its sign and top payload bits and gets the quiet bit set.
 float halfToFloat(std::uint16_t h);
 std::uint16_t floatToHalf(float f);
 float bfloat16ToFloat(std::uint16_t b);
