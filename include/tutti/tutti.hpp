@@ -7,4 +7,5 @@
 #include "tutti/status.h"
 #include "tutti/store.h"
 #include "tutti/types.h"
+#include "tutti/version.h"
 #include "tutti/work.h"

@@ -1,0 +1,54 @@
+#pragma once
+// Algorithms are pure functions from a CollectiveSpec to one rank's Schedule (DESIGN.md 3).
+// They do no I/O. Each lives in its own file, opening with its cost and a diagram, and is
+// listed in the explicit table of registry.cc.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "schedule/schedule.h"
+#include "tutti/status.h"
+#include "tutti/types.h"
+
+namespace tutti {
+
+/// Everything an algorithm needs to know about one call on one rank.
+struct CollectiveSpec {
+  Collective kind = Collective::kAllReduce;
+  int rank = 0;
+  int size = 1;
+  std::uint64_t count = 0;  // elements per rank, as the collective defines it
+  DataType dtype = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  int root = 0;             // rooted collectives
+  int peer = -1;            // send/recv
+  bool inPlace = false;
+  std::uint64_t segmentCount = 1;  // pipelining segment, in elements (>= 1)
+};
+
+struct AlgorithmInfo {
+  const char* name;
+  Collective kind;
+  /// One line for tutti-info and error messages.
+  const char* summary;
+  /// Empty when the algorithm applies to `spec`; otherwise why not.
+  std::string (*unsupportedReason)(const CollectiveSpec& spec);
+  Schedule (*build)(const CollectiveSpec& spec);
+};
+
+/// Every algorithm, in the order they are preferred by default for their collective.
+const std::vector<AlgorithmInfo>& algorithmRegistry();
+
+/// The algorithm named `forced` (when not empty), else the default for the call. An unknown
+/// name, or one that does not apply, is kInvalidArgument listing the names that do.
+Result<const AlgorithmInfo*> selectAlgorithm(const CollectiveSpec& spec, std::string_view forced);
+
+// The builders, one per algorithm file.
+Schedule buildAllreduceRing(const CollectiveSpec& spec);
+Schedule buildBarrierDissemination(const CollectiveSpec& spec);
+Schedule buildSendDirect(const CollectiveSpec& spec);
+Schedule buildRecvDirect(const CollectiveSpec& spec);
+
+}  // namespace tutti

@@ -1,0 +1,111 @@
+#pragma once
+// CommImpl: the state of one communicator and the path every operation takes:
+//   validate -> assign a sequence number -> select algorithm -> build (or reuse) the
+//   schedule -> run it with the executor over the transport.
+// Operations run in issue order: on the calling thread when nothing is queued (blocking
+// calls), or on the communicator's worker thread (async calls, and blocking calls issued
+// while async ones are pending).
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <tuple>
+
+#include "algorithms/algorithm.h"
+#include "base/config.h"
+#include "executor/executor.h"
+#include "transport/link.h"
+#include "tutti/communicator.h"
+
+namespace tutti {
+class TcpStoreServer;
+}
+
+namespace tutti::detail {
+
+class WorkState;
+
+/// One operation as issued by the user.
+struct OpRequest {
+  Collective kind = Collective::kAllReduce;
+  const void* input = nullptr;
+  void* output = nullptr;
+  std::uint64_t count = 0;
+  DataType dtype = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  int peer = -1;
+  int tag = 0;
+  int root = 0;
+  std::string algorithm;
+  Deadline deadline = Deadline::never();
+  std::uint64_t seq = 0;  // collective sequence number on this communicator
+  std::shared_ptr<WorkState> work;
+};
+
+class CommImpl {
+ public:
+  struct InitParams {
+    std::shared_ptr<Store> store;
+    int rank = 0;
+    int size = 1;
+    CommOptions options;
+    std::string bindHost;  // empty: TUTTI_BIND_ADDR, else 127.0.0.1
+    std::unique_ptr<TcpStoreServer> ownedServer;  // a store this rank serves (rank 0)
+  };
+
+  static Result<std::unique_ptr<CommImpl>> create(InitParams params);
+  ~CommImpl();
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  const std::string& name() const { return name_; }
+  Status health() const;
+
+  /// Checks arguments, then runs the operation (blocking) or queues it (async).
+  Status runBlocking(OpRequest request, const CallOptions& options);
+  Work submit(OpRequest request, const CallOptions& options);
+
+  Result<std::string> algorithmFor(Collective kind, std::size_t count, DataType dtype,
+                                   const std::string& forced) const;
+
+ private:
+  CommImpl(const Config& config, int rank, int size, std::string name);
+  Status validate(const OpRequest& request) const;
+  void prepare(OpRequest& request, const CallOptions& options);
+  Status execute(const OpRequest& request);
+  CollectiveSpec specFor(const OpRequest& request) const;
+  std::string describe(const OpRequest& request, const char* algorithm) const;
+  const Schedule& scheduleFor(const CollectiveSpec& spec, const AlgorithmInfo& algorithm);
+  void workerLoop();
+
+  const Config config_;
+  const int rank_;
+  const int size_;
+  const std::string name_;
+  std::chrono::milliseconds timeout_{0};
+  std::unique_ptr<TcpStoreServer> ownedServer_;
+  std::shared_ptr<Store> store_;
+  std::unique_ptr<Transport> transport_;
+  ExecutorPool pool_;
+  std::uint64_t nextSeq_ = 0;  // touched only by the issuing thread
+
+  // Schedules by (kind, count, dtype, op, inPlace, peer, root, algorithm); bounded.
+  using CacheKey = std::tuple<int, std::uint64_t, int, int, bool, int, int, std::string>;
+  std::map<CacheKey, Schedule> cache_;
+
+  // Ordering of operations between the issuing thread and the worker.
+  std::mutex queueMutex_;
+  std::condition_variable queueCv_;
+  std::deque<OpRequest> queue_;
+  bool workerBusy_ = false;
+  bool inlineBusy_ = false;
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+}  // namespace tutti::detail

@@ -1,0 +1,33 @@
+#include "tutti/work.h"
+
+#include "core/work_state.h"
+
+namespace tutti {
+
+namespace detail {
+
+Status WorkState::wait(Deadline deadline) const {
+  while (true) {
+    auto seen = signal_.snapshot();
+    if (done()) return status_;
+    if (!signal_.waitChange(seen, deadline, spinNs_) && deadline.expired() && !done())
+      return Status(ErrorCode::kTimeout,
+                    "the operation has not finished yet (it keeps running; wait again)");
+  }
+}
+
+}  // namespace detail
+
+Work::Work() = default;
+Work::Work(std::shared_ptr<detail::WorkState> state) : state_(std::move(state)) {}
+
+bool Work::test() const { return state_ != nullptr && state_->done(); }
+
+Status Work::wait() const { return wait(Deadline::never()); }
+
+Status Work::wait(Deadline deadline) const {
+  if (state_ == nullptr) return Status(ErrorCode::kInvalidUsage, "wait() on an empty Work handle");
+  return state_->wait(deadline);
+}
+
+}  // namespace tutti

@@ -1,0 +1,262 @@
+#include "executor/executor.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/assert.h"
+#include "base/log.h"
+#include "base/strings.h"
+#include "reduce/reduce.h"
+
+namespace tutti {
+
+struct ExecutorPool::Slot {
+  StepId step = 0;
+  bool busy = false;
+  bool receiving = false;  // waiting for the receive half (else for the send half)
+  TransferRequest recv;
+  TransferRequest send;
+  std::vector<char> staging;
+};
+
+ExecutorPool::ExecutorPool() = default;
+ExecutorPool::~ExecutorPool() = default;
+
+void ExecutorPool::reserve(std::size_t slots, std::size_t stagingBytes) {
+  if (stagingBytes > stagingBytes_) {
+    for (auto& s : slots_) s->staging.resize(stagingBytes);
+    stagingBytes_ = stagingBytes;
+  }
+  while (slots_.size() < slots) {
+    slots_.push_back(std::make_unique<Slot>());
+    slots_.back()->staging.resize(stagingBytes_);
+  }
+}
+
+ExecutorPool::Slot& ExecutorPool::slot(std::size_t i) { return *slots_[i]; }
+
+namespace {
+
+enum StepState : std::uint8_t { kNotStarted = 0, kRunning = 1, kComplete = 2 };
+
+// One run of one schedule. Kept as a class so each phase is a short method.
+class Run {
+ public:
+  Run(Transport& transport, const Schedule& schedule, const ExecBuffers& buffers,
+      const ExecParams& params, ExecutorPool& pool)
+      : transport_(transport),
+        schedule_(schedule),
+        buffers_(buffers),
+        params_(params),
+        pool_(pool),
+        elemSize_(dataTypeSize(params.dtype)) {}
+
+  Status run();
+
+ private:
+  using Slot = ExecutorPool::Slot;
+
+  char* address(const Region& region) const;
+  bool depsComplete(StepId id) const;
+  Status start(Slot& slot, StepId id);
+  Status advance(Slot& slot, bool* progressed);
+  void computeAfterReceive(const Step& step, const Slot& slot);
+  void finishStep(Slot& slot);
+  void cancelAll();
+  std::string waitingOn() const;
+  Tag tagFor(std::uint32_t index) const { return params_.tagBase + index; }
+
+  Transport& transport_;
+  const Schedule& schedule_;
+  const ExecBuffers& buffers_;
+  const ExecParams& params_;
+  ExecutorPool& pool_;
+  const std::size_t elemSize_;
+  std::size_t slotCount_ = 0;
+  std::size_t active_ = 0;
+  std::size_t completed_ = 0;
+};
+
+char* Run::address(const Region& region) const {
+  char* base = nullptr;
+  switch (region.buffer) {
+    case BufferKind::kInput: base = const_cast<char*>(static_cast<const char*>(buffers_.input)); break;
+    case BufferKind::kOutput: base = static_cast<char*>(buffers_.output); break;
+    case BufferKind::kScratch: base = static_cast<char*>(buffers_.scratch); break;
+  }
+  if (region.count == 0) return base;
+  TUTTI_ASSERT(base != nullptr);
+  return base + region.offset * elemSize_;
+}
+
+bool Run::depsComplete(StepId id) const {
+  const Step& step = schedule_.steps[id];
+  for (std::uint32_t d = 0; d < step.depCount; ++d) {
+    if (pool_.stepState()[schedule_.deps[step.depBegin + d]] != kComplete) return false;
+  }
+  return true;
+}
+
+void Run::finishStep(Slot& slot) {
+  pool_.stepState()[slot.step] = kComplete;
+  slot.busy = false;
+  --active_;
+  ++completed_;
+}
+
+Status Run::start(Slot& slot, StepId id) {
+  const Step& step = schedule_.steps[id];
+  slot.step = id;
+  slot.busy = true;
+  ++active_;
+  pool_.stepState()[id] = kRunning;
+  const std::size_t srcBytes = step.src.count * elemSize_;
+  const std::size_t dstBytes = step.dst.count * elemSize_;
+  switch (step.op) {
+    case OpCode::kSend:
+      slot.receiving = false;
+      transport_.link(step.sendPeer).postSend(&slot.send, tagFor(step.sendIndex), address(step.src), srcBytes);
+      return Status::Ok();
+    case OpCode::kRecv:
+    case OpCode::kRecvCopySend:
+      slot.receiving = true;
+      transport_.link(step.recvPeer).postRecv(&slot.recv, tagFor(step.recvIndex), address(step.dst), dstBytes);
+      return Status::Ok();
+    case OpCode::kRecvReduce:
+    case OpCode::kRecvReduceSend:
+      slot.receiving = true;
+      TUTTI_ASSERT_CMP(slot.staging.size(), >=, srcBytes);
+      transport_.link(step.recvPeer).postRecv(&slot.recv, tagFor(step.recvIndex), slot.staging.data(), srcBytes);
+      return Status::Ok();
+    case OpCode::kCopy: {
+      char* dst = address(step.dst);
+      const char* src = address(step.src);
+      if (dst != src && dstBytes > 0) std::memmove(dst, src, dstBytes);
+      break;
+    }
+    case OpCode::kReduce:
+      reduce::combine(address(step.dst), address(step.dst), address(step.src), step.dst.count,
+                      params_.dtype, params_.op);
+      break;
+  }
+  if (step.finalize)
+    reduce::finalize(address(step.dst), step.dst.count, params_.dtype, params_.op, params_.worldSize);
+  finishStep(slot);
+  return Status::Ok();
+}
+
+void Run::computeAfterReceive(const Step& step, const Slot& slot) {
+  if (step.op == OpCode::kRecvReduce || step.op == OpCode::kRecvReduceSend) {
+    reduce::combine(address(step.dst), address(step.src), slot.staging.data(), step.dst.count,
+                    params_.dtype, params_.op);
+  }
+  if (step.finalize)
+    reduce::finalize(address(step.dst), step.dst.count, params_.dtype, params_.op, params_.worldSize);
+}
+
+Status Run::advance(Slot& slot, bool* progressed) {
+  const Step& step = schedule_.steps[slot.step];
+  if (slot.receiving) {
+    if (!slot.recv.done()) return Status::Ok();
+    if (!slot.recv.status().ok()) return slot.recv.status();
+    computeAfterReceive(step, slot);
+    *progressed = true;
+    if (!opSends(step.op)) {
+      finishStep(slot);
+      return Status::Ok();
+    }
+    slot.receiving = false;
+    transport_.link(step.sendPeer).postSend(&slot.send, tagFor(step.sendIndex), address(step.dst),
+                                            step.dst.count * elemSize_);
+  }
+  if (!slot.send.done()) return Status::Ok();
+  if (!slot.send.status().ok()) return slot.send.status();
+  *progressed = true;
+  finishStep(slot);
+  return Status::Ok();
+}
+
+void Run::cancelAll() {
+  for (std::size_t i = 0; i < slotCount_; ++i) {
+    Slot& slot = pool_.slot(i);
+    if (!slot.busy) continue;
+    const Step& step = schedule_.steps[slot.step];
+    if (slot.receiving && opReceives(step.op)) transport_.link(step.recvPeer).cancel(&slot.recv);
+    if (opSends(step.op) && !slot.receiving) transport_.link(step.sendPeer).cancel(&slot.send);
+    slot.busy = false;
+  }
+  active_ = 0;
+}
+
+std::string Run::waitingOn() const {
+  std::string out;
+  for (std::size_t i = 0; i < slotCount_; ++i) {
+    const Slot& slot = pool_.slot(i);
+    if (!slot.busy) continue;
+    const Step& step = schedule_.steps[slot.step];
+    if (!out.empty()) out += ", ";
+    if (slot.receiving)
+      out += strFormat("data from rank %d (step %u)", step.recvPeer, slot.step);
+    else
+      out += strFormat("rank %d to accept data (step %u)", step.sendPeer, slot.step);
+  }
+  return out;
+}
+
+Status Run::run() {
+  const std::size_t steps = schedule_.steps.size();
+  if (steps == 0) return Status::Ok();
+  std::size_t staging = 0;
+  for (const Step& s : schedule_.steps) {
+    if (s.op == OpCode::kRecvReduce || s.op == OpCode::kRecvReduceSend)
+      staging = std::max<std::size_t>(staging, s.src.count * elemSize_);
+  }
+  slotCount_ = std::max<std::size_t>(1, std::min(params_.maxInflight, steps));
+  pool_.reserve(slotCount_, staging);
+  pool_.stepState().assign(steps, kNotStarted);
+  for (std::size_t i = 0; i < slotCount_; ++i) pool_.slot(i).busy = false;
+
+  StepId next = 0;
+  Status failure;
+  while (completed_ < steps) {
+    auto seen = transport_.progressSignal().snapshot();
+    bool progressed = false;
+    // Issue steps in order while their dependencies are met and a slot is free.
+    while (next < steps && failure.ok() && active_ < slotCount_ && depsComplete(next)) {
+      std::size_t free = 0;
+      while (pool_.slot(free).busy) ++free;  // exists: active_ < slotCount_
+      failure = start(pool_.slot(free), next++);
+      progressed = true;
+    }
+    for (std::size_t i = 0; i < slotCount_ && failure.ok(); ++i) {
+      if (pool_.slot(i).busy) failure = advance(pool_.slot(i), &progressed);
+    }
+    if (failure.ok()) failure = transport_.health();
+    if (!failure.ok()) break;
+    if (completed_ == steps || progressed) continue;
+    if (!transport_.progressSignal().waitChange(seen, params_.deadline, params_.spinNs) &&
+        params_.deadline.expired()) {
+      failure = Status(ErrorCode::kTimeout,
+                       strFormat("%s timed out after completing %zu of %zu steps; still waiting "
+                                 "for %s",
+                                 params_.what.c_str(), completed_, steps, waitingOn().c_str()));
+      break;
+    }
+  }
+  if (failure.ok()) return Status::Ok();
+  cancelAll();
+  transport_.fail(failure);
+  return failure;
+}
+
+}  // namespace
+
+Status execute(Transport& transport, const Schedule& schedule, const ExecBuffers& buffers,
+               const ExecParams& params, ExecutorPool& pool) {
+  TUTTI_ASSERT_CMP(schedule.size, ==, transport.size());
+  TUTTI_ASSERT_CMP(schedule.rank, ==, transport.rank());
+  Run run(transport, schedule, buffers, params, pool);
+  return run.run();
+}
+
+}  // namespace tutti

@@ -1,0 +1,67 @@
+#pragma once
+// The executor (DESIGN.md 3): the only code that runs a Schedule for real. It issues steps
+// in schedule order as their dependencies complete, keeps at most `maxInflight` steps in
+// flight (this is what pipelines segments), receives reductions into pooled staging
+// buffers, and bounds everything by the call's deadline.
+//
+// Failure: any failed transfer, a transport failure (a peer died elsewhere in the mesh), or
+// the deadline marks the transport failed, cancels every request still pending, and returns
+// the error; the user's buffers are never touched after execute() returns.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "schedule/schedule.h"
+#include "transport/link.h"
+#include "tutti/deadline.h"
+#include "tutti/types.h"
+
+namespace tutti {
+
+/// Memory reused across calls so that no call allocates on its path once warm: staging
+/// buffers for received operands and the executor's per-step bookkeeping.
+class ExecutorPool {
+ public:
+  ExecutorPool();
+  ~ExecutorPool();
+  ExecutorPool(const ExecutorPool&) = delete;
+  ExecutorPool& operator=(const ExecutorPool&) = delete;
+
+  struct Slot;  // one in-flight step (defined in executor.cc)
+
+  /// Ensures `slots` slots with staging buffers of at least `stagingBytes` each.
+  void reserve(std::size_t slots, std::size_t stagingBytes);
+  Slot& slot(std::size_t i);
+  std::vector<std::uint8_t>& stepState() { return stepState_; }
+
+ private:
+  std::vector<std::unique_ptr<Slot>> slots_;
+  std::size_t stagingBytes_ = 0;
+  std::vector<std::uint8_t> stepState_;
+};
+
+struct ExecBuffers {
+  const void* input = nullptr;
+  void* output = nullptr;
+  void* scratch = nullptr;
+};
+
+struct ExecParams {
+  DataType dtype = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  int worldSize = 1;       // for the operator's finalization (kAvg)
+  Tag tagBase = 0;         // message tag = tagBase + message index
+  Deadline deadline = Deadline::never();
+  std::int64_t spinNs = 20000;
+  std::size_t maxInflight = 16;
+  /// Names the operation in errors, e.g. "allreduce #12".
+  std::string what;
+};
+
+/// Runs `schedule` over `transport`. Blocks until it completes, fails or the deadline passes.
+Status execute(Transport& transport, const Schedule& schedule, const ExecBuffers& buffers,
+               const ExecParams& params, ExecutorPool& pool);
+
+}  // namespace tutti

@@ -1,0 +1,32 @@
+#pragma once
+// Tags: 64-bit message labels that keep concurrent operations from matching each other's
+// messages (Gloo's Slot idea). Layout, most significant bits first:
+//
+//   collective:  [63:62]=0  [61:48] comm id  [47:24] operation sequence  [23:0] message index
+//   p2p:         [63:62]=1  [61:48] comm id  [47:16] user tag            [15:0] zero
+//
+// The message index is the k-th message between an ordered pair of ranks within one
+// operation; schedules assign it so that sender and receiver agree (see schedule.h).
+// Sequences wrap after 2^24 operations, far longer than any message can stay pending.
+
+#include <cstdint>
+
+namespace tutti {
+
+using Tag = std::uint64_t;
+
+inline constexpr std::uint32_t kMaxCommId = (1u << 14) - 1;
+inline constexpr std::uint32_t kMaxMessageIndex = (1u << 24) - 1;
+
+/// Base tag of collective operation `seq` on communicator `commId`; add the message index.
+constexpr Tag collectiveTagBase(std::uint32_t commId, std::uint64_t seq) {
+  return (static_cast<Tag>(commId & kMaxCommId) << 48) | ((seq & 0xffffffu) << 24);
+}
+
+/// Tag of a point-to-point message with user tag `userTag` (non-negative int).
+constexpr Tag p2pTag(std::uint32_t commId, std::uint32_t userTag) {
+  return (Tag{1} << 62) | (static_cast<Tag>(commId & kMaxCommId) << 48) |
+         (static_cast<Tag>(userTag) << 16);
+}
+
+}  // namespace tutti

@@ -1,0 +1,510 @@
+#include "transport/tcp/tcp_link.h"
+
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "base/assert.h"
+#include "base/log.h"
+#include "base/strings.h"
+#include "transport/tcp/tcp_transport.h"
+
+namespace tutti::tcp {
+namespace {
+
+// Most bytes read from one link per readiness event, so one busy peer cannot starve the
+// others on the loop thread.
+constexpr std::size_t kReadBudgetBytes = 8u << 20;
+constexpr std::size_t kDiscardChunk = 64u << 10;
+
+}  // namespace
+
+TcpLink::TcpLink(TcpTransport* owner, int peer, UniqueFd fd, std::string peerName,
+                 std::uint64_t maxUnexpectedBytes)
+    : owner_(owner),
+      peer_(peer),
+      fd_(std::move(fd)),
+      peerName_(std::move(peerName)),
+      maxUnexpectedBytes_(maxUnexpectedBytes) {
+  TUTTI_ASSERT(owner_ != nullptr);
+  TUTTI_ASSERT(fd_.valid());
+  interest_ = EPOLLIN;
+}
+
+TcpLink::~TcpLink() = default;
+
+void TcpLink::completeLocked(TransferRequest* request, Status status, DoneList& done) {
+  request->status_ = std::move(status);
+  request->state.store(TransferRequest::kDone, std::memory_order_release);
+  done.push_back(request);
+}
+
+void TcpLink::finish(DoneList& done, const Status& failure) {
+  if (!failure.ok()) owner_->reportFailure(failure);
+  if (!done.empty() || !failure.ok()) owner_->progressSignal().notify();
+}
+
+void TcpLink::failLocked(const Status& status, DoneList& done) {
+  if (!failure_.ok()) return;
+  failure_ = status;
+  TUTTI_INFO(kTcp, "link to %s failed: %s", peerName_.c_str(), status.toString().c_str());
+  for (TransferRequest* r : sendQueue_) completeLocked(r, status, done);
+  sendQueue_.clear();
+  for (TransferRequest* r : posted_) completeLocked(r, status, done);
+  posted_.clear();
+  if (readTarget_ != nullptr) completeLocked(readTarget_, status, done);
+  readTarget_ = nullptr;
+  for (auto& u : unexpected_) {
+    if (u->claimedBy != nullptr) completeLocked(u->claimedBy, status, done);
+  }
+  unexpected_.clear();
+  unexpectedBytes_ = 0;
+  owner_->unwatch(fd_.get());
+  interest_ = 0;
+}
+
+void TcpLink::updateInterestLocked() {
+  if (!failure_.ok() || !fd_.valid()) return;
+  std::uint32_t want = 0;
+  if (!eof_ && readState_ != ReadState::kPaused) want |= EPOLLIN;
+  if (!sendQueue_.empty() || (closeQueued_ && !closeSent_)) want |= EPOLLOUT;
+  if (want != interest_) {
+    interest_ = want;
+    owner_->modify(fd_.get(), want, this);
+  }
+}
+
+// ---- sending ------------------------------------------------------------------------------
+
+void TcpLink::postSend(TransferRequest* request, Tag tag, const void* data, std::size_t bytes) {
+  TUTTI_ASSERT(request != nullptr);
+  TUTTI_ASSERT(data != nullptr || bytes == 0);
+  DoneList done;
+  Status failure;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    request->state.store(TransferRequest::kPending, std::memory_order_relaxed);
+    request->status_ = Status();
+    request->tag = tag;
+    request->data = const_cast<char*>(static_cast<const char*>(data));
+    request->bytes = bytes;
+    request->progress = 0;
+    if (!failure_.ok()) {
+      completeLocked(request, failure_, done);
+    } else if (peerClosed_) {
+      completeLocked(request,
+                     Status(ErrorCode::kPeerFailure,
+                            strFormat("cannot send to %s: it has left the communicator",
+                                      peerName_.c_str()),
+                            peer_),
+                     done);
+    } else {
+      sendQueue_.push_back(request);
+      if (sendQueue_.size() == 1) trySendLocked(done);  // fast path: write from this thread
+      if (!failure_.ok()) failure = failure_;
+      updateInterestLocked();
+    }
+  }
+  finish(done, failure);
+}
+
+void TcpLink::trySendLocked(DoneList& done) {
+  while (failure_.ok()) {
+    iovec iov[2];
+    int iovCount = 0;
+    TransferRequest* front = sendQueue_.empty() ? nullptr : sendQueue_.front();
+    std::size_t total = 0;
+    std::size_t progress = 0;
+    if (front != nullptr) {
+      if (front->progress == 0) {
+        sendHeader_ = encodeHeader(FrameHeader{FrameType::kData, front->tag, front->bytes, 0});
+      }
+      progress = front->progress;
+      total = kHeaderBytes + front->bytes;
+      if (progress < kHeaderBytes) {
+        iov[iovCount++] = {sendHeader_.data() + progress, kHeaderBytes - progress};
+        if (front->bytes > 0) iov[iovCount++] = {front->data, front->bytes};
+      } else {
+        iov[iovCount++] = {front->data + (progress - kHeaderBytes), total - progress};
+      }
+    } else if (closeQueued_ && !closeSent_) {
+      if (closeProgress_ == 0) sendHeader_ = encodeHeader(FrameHeader{FrameType::kClose, 0, 0, 0});
+      iov[iovCount++] = {sendHeader_.data() + closeProgress_, kHeaderBytes - closeProgress_};
+    } else {
+      return;
+    }
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = static_cast<std::size_t>(iovCount);
+    ssize_t n = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      failLocked(Status(ErrorCode::kPeerFailure,
+                        strFormat("sending to %s failed: %s (the peer process died?)",
+                                  peerName_.c_str(), std::strerror(errno)),
+                        peer_),
+                 done);
+      return;
+    }
+    auto written = static_cast<std::size_t>(n);
+    if (front != nullptr) {
+      front->progress += written;
+      if (front->progress == total) {
+        sendQueue_.pop_front();
+        completeLocked(front, Status(), done);
+      }
+    } else {
+      closeProgress_ += written;
+      if (closeProgress_ == kHeaderBytes) closeSent_ = true;
+    }
+  }
+}
+
+void TcpLink::onWritable() {
+  DoneList done;
+  Status failure;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!fd_.valid() || !failure_.ok()) return;
+    trySendLocked(done);
+    failure = failure_;
+    updateInterestLocked();
+  }
+  finish(done, failure);
+}
+
+void TcpLink::queueClose() {
+  DoneList done;
+  Status failure;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (closeQueued_ || !failure_.ok() || !fd_.valid()) return;
+    closeQueued_ = true;
+    if (sendQueue_.empty()) trySendLocked(done);
+    failure = failure_;
+    updateInterestLocked();
+  }
+  // A failure while saying goodbye is not worth reporting: this rank is leaving anyway.
+  finish(done, Status());
+  (void)failure;
+}
+
+bool TcpLink::sendsDrained() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return !failure_.ok() || !fd_.valid() || (sendQueue_.empty() && (!closeQueued_ || closeSent_));
+}
+
+// ---- receiving ----------------------------------------------------------------------------
+
+void TcpLink::postRecv(TransferRequest* request, Tag tag, void* data, std::size_t bytes) {
+  TUTTI_ASSERT(request != nullptr);
+  TUTTI_ASSERT(data != nullptr || bytes == 0);
+  DoneList done;
+  Status failure;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    request->state.store(TransferRequest::kPending, std::memory_order_relaxed);
+    request->status_ = Status();
+    request->tag = tag;
+    request->data = static_cast<char*>(data);
+    request->bytes = bytes;
+    request->progress = 0;
+    if (!failure_.ok()) {
+      completeLocked(request, failure_, done);
+    } else {
+      auto it = std::find_if(unexpected_.begin(), unexpected_.end(), [&](const auto& u) {
+        return u->tag == tag && u->claimedBy == nullptr;
+      });
+      if (it != unexpected_.end()) {
+        Unexpected& u = **it;
+        if (u.data.size() != bytes) {
+          completeLocked(request,
+                         Status(ErrorCode::kMismatch,
+                                strFormat("%s sent a %zu-byte message but this rank expected %zu "
+                                          "bytes (tag 0x%llx): the ranks called different "
+                                          "operations or counts",
+                                          peerName_.c_str(), u.data.size(), bytes,
+                                          static_cast<unsigned long long>(tag)),
+                                peer_),
+                         done);
+        } else if (u.received == u.data.size()) {
+          if (bytes > 0) std::memcpy(data, u.data.data(), bytes);
+          unexpectedBytes_ -= u.data.size();
+          unexpected_.erase(it);
+          completeLocked(request, Status(), done);
+        } else {
+          u.claimedBy = request;  // completes when the rest of the payload arrives
+        }
+      } else if (peerClosed_) {
+        completeLocked(request,
+                       Status(ErrorCode::kPeerFailure,
+                              strFormat("%s left the communicator while this rank still "
+                                        "expected a message from it",
+                                        peerName_.c_str()),
+                              peer_),
+                       done);
+      } else {
+        posted_.push_back(request);
+        if (readState_ == ReadState::kPaused && pausedHeader_.tag == tag) {
+          readState_ = ReadState::kHeader;
+          startPayloadLocked(pausedHeader_, done);
+        }
+      }
+    }
+    failure = failure_;
+    updateInterestLocked();
+  }
+  finish(done, failure);
+}
+
+void TcpLink::startPayloadLocked(const FrameHeader& header, DoneList& done) {
+  auto it = std::find_if(posted_.begin(), posted_.end(),
+                         [&](TransferRequest* r) { return r->tag == header.tag; });
+  if (it != posted_.end()) {
+    TransferRequest* request = *it;
+    posted_.erase(it);
+    if (request->bytes != header.length) {
+      completeLocked(request,
+                     Status(ErrorCode::kMismatch,
+                            strFormat("%s sent a %llu-byte message but this rank expected %zu "
+                                      "bytes (tag 0x%llx): the ranks called different "
+                                      "operations or counts",
+                                      peerName_.c_str(),
+                                      static_cast<unsigned long long>(header.length),
+                                      request->bytes, static_cast<unsigned long long>(header.tag)),
+                            peer_),
+                     done);
+      discardLeft_ = header.length;
+      readState_ = discardLeft_ > 0 ? ReadState::kDiscard : ReadState::kHeader;
+      return;
+    }
+    if (header.length == 0) {
+      completeLocked(request, Status(), done);
+      readState_ = ReadState::kHeader;
+      return;
+    }
+    readTarget_ = request;
+    readState_ = ReadState::kPayloadToRequest;
+    return;
+  }
+  if (unexpectedBytes_ + header.length > maxUnexpectedBytes_ && header.length > 0) {
+    // Back-pressure: stop reading this socket until a matching receive is posted.
+    pausedHeader_ = header;
+    readState_ = ReadState::kPaused;
+    TUTTI_DEBUG(kTcp, "pausing reads from %s: %llu unexpected bytes buffered", peerName_.c_str(),
+                static_cast<unsigned long long>(unexpectedBytes_));
+    return;
+  }
+  auto entry = std::make_unique<Unexpected>();
+  entry->tag = header.tag;
+  entry->data.resize(header.length);  // bounded by maxUnexpectedBytes_ above
+  unexpectedBytes_ += header.length;
+  readUnexpected_ = entry.get();
+  unexpected_.push_back(std::move(entry));
+  readState_ = header.length > 0 ? ReadState::kPayloadToUnexpected : ReadState::kHeader;
+}
+
+void TcpLink::handleHeaderLocked(const FrameHeader& header, DoneList& done) {
+  switch (header.type) {
+    case FrameType::kData:
+      startPayloadLocked(header, done);
+      return;
+    case FrameType::kClose: {
+      peerClosed_ = true;
+      Status left(ErrorCode::kPeerFailure,
+                  strFormat("%s left the communicator while this rank still expected a "
+                            "message from it",
+                            peerName_.c_str()),
+                  peer_);
+      for (TransferRequest* r : posted_) completeLocked(r, left, done);
+      posted_.clear();
+      return;
+    }
+    case FrameType::kHello:
+      failLocked(Status(ErrorCode::kProtocolError,
+                        strFormat("%s sent a hello frame on an established connection",
+                                  peerName_.c_str()),
+                        peer_),
+                 done);
+      return;
+  }
+}
+
+bool TcpLink::readPayloadLocked(DoneList& done) {
+  char* dst = nullptr;
+  std::size_t want = 0;
+  char discard[kDiscardChunk];
+  if (readState_ == ReadState::kPayloadToRequest) {
+    dst = readTarget_->data + readTarget_->progress;
+    want = readTarget_->bytes - readTarget_->progress;
+  } else if (readState_ == ReadState::kPayloadToUnexpected) {
+    dst = readUnexpected_->data.data() + readUnexpected_->received;
+    want = readUnexpected_->data.size() - readUnexpected_->received;
+  } else {
+    TUTTI_ASSERT(readState_ == ReadState::kDiscard);
+    dst = discard;
+    want = static_cast<std::size_t>(std::min<std::uint64_t>(discardLeft_, kDiscardChunk));
+  }
+  ssize_t n = ::recv(fd_.get(), dst, want, MSG_DONTWAIT);
+  if (n <= 0) {
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return false;
+    failLocked(Status(ErrorCode::kPeerFailure,
+                      strFormat("%s closed the connection in the middle of a message (%s): the "
+                                "peer process died or was killed",
+                                peerName_.c_str(), n == 0 ? "EOF" : std::strerror(errno)),
+                      peer_),
+               done);
+    return false;
+  }
+  auto got = static_cast<std::size_t>(n);
+  if (readState_ == ReadState::kPayloadToRequest) {
+    readTarget_->progress += got;
+    if (readTarget_->progress == readTarget_->bytes) {
+      completeLocked(readTarget_, Status(), done);
+      readTarget_ = nullptr;
+      readState_ = ReadState::kHeader;
+    }
+  } else if (readState_ == ReadState::kPayloadToUnexpected) {
+    Unexpected* u = readUnexpected_;
+    u->received += got;
+    if (u->received == u->data.size()) {
+      readUnexpected_ = nullptr;
+      readState_ = ReadState::kHeader;
+      if (u->claimedBy != nullptr) {
+        TransferRequest* r = u->claimedBy;
+        std::memcpy(r->data, u->data.data(), u->data.size());
+        unexpectedBytes_ -= u->data.size();
+        auto it = std::find_if(unexpected_.begin(), unexpected_.end(),
+                               [&](const auto& e) { return e.get() == u; });
+        unexpected_.erase(it);
+        completeLocked(r, Status(), done);
+      }
+    }
+  } else {
+    discardLeft_ -= got;
+    if (discardLeft_ == 0) readState_ = ReadState::kHeader;
+  }
+  return true;
+}
+
+void TcpLink::onReadable() {
+  DoneList done;
+  Status failure;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!fd_.valid() || !failure_.ok()) return;
+    std::size_t budget = kReadBudgetBytes;
+    while (failure_.ok() && !eof_ && budget > 0) {
+      if (readState_ == ReadState::kPaused) {
+        // Reads are off; only look for a dead peer (error or EOF) without consuming data.
+        int err = 0;
+        socklen_t len = sizeof(err);
+        char probe;
+        getsockopt(fd_.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+        if (err != 0 || ::recv(fd_.get(), &probe, 1, MSG_PEEK | MSG_DONTWAIT) == 0) {
+          failLocked(Status(ErrorCode::kPeerFailure,
+                            strFormat("%s closed the connection: the peer process died or was "
+                                      "killed",
+                                      peerName_.c_str()),
+                            peer_),
+                     done);
+        }
+        break;
+      }
+      if (readState_ != ReadState::kHeader) {
+        if (!readPayloadLocked(done)) break;
+        budget -= std::min<std::size_t>(budget, 64u << 10);
+        continue;
+      }
+      ssize_t n = ::recv(fd_.get(), readHeader_.data() + headerGot_, kHeaderBytes - headerGot_,
+                         MSG_DONTWAIT);
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      if (n < 0 && errno == EINTR) continue;
+      if (n == 0 && headerGot_ == 0 && peerClosed_) {
+        eof_ = true;  // an orderly goodbye: CLOSE, then EOF
+        owner_->unwatch(fd_.get());
+        interest_ = 0;
+        break;
+      }
+      if (n <= 0) {
+        failLocked(Status(ErrorCode::kPeerFailure,
+                          strFormat("%s closed the connection without leaving the communicator "
+                                    "(%s): the peer process exited or was killed",
+                                    peerName_.c_str(), n == 0 ? "EOF" : std::strerror(errno)),
+                          peer_),
+                   done);
+        break;
+      }
+      headerGot_ += static_cast<std::size_t>(n);
+      if (headerGot_ < kHeaderBytes) continue;
+      headerGot_ = 0;
+      Result<FrameHeader> header = decodeHeader(readHeader_.data(), peerName_);
+      if (!header.ok()) {
+        failLocked(Status(header.status().code(), header.status().message(), peer_), done);
+        break;
+      }
+      handleHeaderLocked(*header, done);
+    }
+    failure = failure_;
+    updateInterestLocked();
+  }
+  finish(done, failure);
+}
+
+void TcpLink::cancel(TransferRequest* request) {
+  DoneList done;
+  Status failure;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (request->done()) return;
+    Status cancelled(ErrorCode::kAborted, "transfer cancelled");
+    auto posted = std::find(posted_.begin(), posted_.end(), request);
+    if (posted != posted_.end()) posted_.erase(posted);
+    if (readTarget_ == request) {
+      discardLeft_ = request->bytes - request->progress;
+      readTarget_ = nullptr;
+      readState_ = discardLeft_ > 0 ? ReadState::kDiscard : ReadState::kHeader;
+    }
+    for (auto& u : unexpected_) {
+      if (u->claimedBy == request) u->claimedBy = nullptr;
+    }
+    auto queued = std::find(sendQueue_.begin(), sendQueue_.end(), request);
+    if (queued != sendQueue_.end()) {
+      bool onTheWire = queued == sendQueue_.begin() && request->progress > 0;
+      sendQueue_.erase(queued);
+      if (onTheWire) {
+        failLocked(Status(ErrorCode::kAborted,
+                          strFormat("a send to %s was cancelled part-way; the link is closed",
+                                    peerName_.c_str()),
+                          peer_),
+                   done);
+      }
+    }
+    completeLocked(request, cancelled, done);
+    failure = failure_;
+    updateInterestLocked();
+  }
+  finish(done, Status());
+  (void)failure;
+}
+
+void TcpLink::closeSocket() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!fd_.valid()) return;
+  owner_->unwatch(fd_.get());
+  // Drain input we will never read, so that close() sends FIN rather than RST (an RST
+  // could destroy our CLOSE frame before the peer reads it). Bounded: at most 64 reads.
+  char sink[kDiscardChunk];
+  for (int i = 0; i < 64; ++i) {
+    ssize_t n = ::recv(fd_.get(), sink, sizeof(sink), MSG_DONTWAIT);
+    if (n <= 0) break;
+  }
+  fd_.reset();
+}
+
+}  // namespace tutti::tcp

@@ -1,0 +1,105 @@
+#pragma once
+// TcpLink: the connection to one peer over one TCP socket.
+//
+// Sends are queued FIFO and written with sendmsg(header, payload) — first directly by the
+// posting thread when the queue is empty (no thread hop on the fast path), otherwise by the
+// loop thread when the socket becomes writable. All reads happen on the loop thread: a
+// header is read and validated, then the payload goes straight into the matching posted
+// receive, or into an "unexpected" buffer when the receive is not posted yet. Unexpected
+// bytes per link are capped (TUTTI_TCP_MAX_UNEXPECTED); past the cap the link stops
+// reading (TCP back-pressure) until a matching receive is posted.
+//
+// Locking: one mutex per link guards all of its state; the loop thread and posting threads
+// take it. Completions are signalled after the lock is released.
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/fd.h"
+#include "transport/link.h"
+#include "transport/tcp/wire.h"
+
+namespace tutti::tcp {
+
+class TcpTransport;
+
+class TcpLink final : public Link {
+ public:
+  TcpLink(TcpTransport* owner, int peer, UniqueFd fd, std::string peerName,
+          std::uint64_t maxUnexpectedBytes);
+  ~TcpLink() override;
+
+  int peer() const override { return peer_; }
+  void postSend(TransferRequest* request, Tag tag, const void* data, std::size_t bytes) override;
+  void postRecv(TransferRequest* request, Tag tag, void* data, std::size_t bytes) override;
+  void cancel(TransferRequest* request) override;
+
+  int fd() const { return fd_.get(); }
+  const std::string& peerName() const { return peerName_; }
+
+  // --- called by the transport's loop thread -------------------------------------------
+  void onReadable();
+  void onWritable();
+  /// Queues a CLOSE frame after every queued send.
+  void queueClose();
+  /// True when nothing is left to write (or the link is dead).
+  bool sendsDrained();
+  /// Reads and drops whatever input is available, then closes the socket.
+  void closeSocket();
+
+ private:
+  struct Unexpected {
+    Tag tag = 0;
+    std::vector<char> data;
+    std::size_t received = 0;
+    TransferRequest* claimedBy = nullptr;  // a receive posted while the payload streams in
+  };
+  enum class ReadState { kHeader, kPayloadToRequest, kPayloadToUnexpected, kDiscard, kPaused };
+
+  // Everything *Locked() runs with mutex_ held and appends finished requests to `done`.
+  using DoneList = std::vector<TransferRequest*>;
+  void trySendLocked(DoneList& done);
+  void handleHeaderLocked(const FrameHeader& header, DoneList& done);
+  bool readPayloadLocked(DoneList& done);  // false when the socket has no more data
+  void startPayloadLocked(const FrameHeader& header, DoneList& done);
+  void failLocked(const Status& status, DoneList& done);
+  void completeLocked(TransferRequest* request, Status status, DoneList& done);
+  void updateInterestLocked();
+  void finish(DoneList& done, const Status& failure);
+
+  TcpTransport* owner_;
+  const int peer_;
+  UniqueFd fd_;
+  const std::string peerName_;
+  const std::uint64_t maxUnexpectedBytes_;
+
+  std::mutex mutex_;
+  // send side
+  std::deque<TransferRequest*> sendQueue_;
+  HeaderBytes sendHeader_{};
+  bool closeQueued_ = false;
+  std::size_t closeProgress_ = 0;  // bytes of the CLOSE frame written
+  bool closeSent_ = false;
+  // receive side
+  std::deque<TransferRequest*> posted_;
+  std::deque<std::unique_ptr<Unexpected>> unexpected_;
+  std::uint64_t unexpectedBytes_ = 0;
+  ReadState readState_ = ReadState::kHeader;
+  HeaderBytes readHeader_{};
+  std::size_t headerGot_ = 0;
+  FrameHeader pausedHeader_;
+  TransferRequest* readTarget_ = nullptr;
+  Unexpected* readUnexpected_ = nullptr;
+  std::uint64_t discardLeft_ = 0;
+  // lifecycle
+  bool peerClosed_ = false;  // the peer sent CLOSE: it left on purpose
+  bool eof_ = false;
+  Status failure_;           // set once the link is dead
+  std::uint32_t interest_ = 0;
+};
+
+}  // namespace tutti::tcp

@@ -1,0 +1,84 @@
+#pragma once
+// TcpTransport: a full mesh of TCP connections between the ranks of a communicator, driven
+// by one epoll loop thread.
+//
+// Establishment (create): every rank listens on an ephemeral port of the bind address and
+// publishes host:port in the store; it then (1) connects to every lower rank and sends a
+// HELLO, (2) accepts a connection from every higher rank, checks its HELLO (communicator id,
+// rank, size) and answers with its own, (3) reads the answers of the lower ranks. No phase
+// waits on a later phase of another rank, so establishment cannot deadlock; connections from
+// strangers (wrong id, bad bytes) are logged and dropped. The listener is closed afterwards.
+//
+// Why a full mesh: when a process dies, every rank holds a socket to it and sees the EOF at
+// once, so every rank's pending operation fails naming the dead rank (DESIGN.md 7) even if
+// the algorithm never talks to it directly.
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/fd.h"
+#include "transport/link.h"
+#include "transport/tcp/tcp_link.h"
+#include "tutti/store.h"
+
+namespace tutti::tcp {
+
+class TcpTransport final : public Transport {
+ public:
+  struct Options {
+    int rank = 0;
+    int size = 1;
+    /// Identifies the communicator; connections carrying another id are refused.
+    std::uint64_t commUid = 0;
+    /// Address to listen on and publish (numeric or resolvable host).
+    std::string bindHost = "127.0.0.1";
+    std::uint64_t maxUnexpectedBytes = 64u << 20;
+    /// Bounds the whole establishment.
+    Deadline deadline = Deadline::afterSeconds(60);
+  };
+
+  /// Connects to every peer through `store` (keys "<keyPrefix>addr/<rank>") and starts the
+  /// loop thread. Blocks until all links are up or the deadline passes (kTimeout naming the
+  /// ranks that never connected).
+  static Result<std::unique_ptr<TcpTransport>> create(Store& store, const std::string& keyPrefix,
+                                                      const Options& options);
+  ~TcpTransport() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  Link& link(int peer) override;
+  WaitSignal& progressSignal() override { return progress_; }
+  Status health() const override;
+  void fail(const Status& status) override;
+  void shutdown(Deadline deadline) override;
+
+  // --- for TcpLink ------------------------------------------------------------------------
+  void reportFailure(const Status& status);
+  void modify(int fd, std::uint32_t events, TcpLink* link);
+  void unwatch(int fd);
+
+ private:
+  TcpTransport(int rank, int size);
+  Status startLoop(std::vector<UniqueFd> sockets, const std::vector<std::string>& names,
+                   std::uint64_t maxUnexpectedBytes);
+  void loop();
+
+  const int rank_;
+  const int size_;
+  std::vector<std::unique_ptr<TcpLink>> links_;  // indexed by peer rank; null for self
+  UniqueFd epoll_;
+  UniqueFd wakeFd_;  // eventfd that interrupts epoll_wait for shutdown
+  std::thread loopThread_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> failed_{false};
+  mutable std::mutex healthMutex_;
+  Status health_;
+  WaitSignal progress_;
+  bool shutDown_ = false;
+};
+
+}  // namespace tutti::tcp

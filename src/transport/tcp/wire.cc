@@ -1,0 +1,109 @@
+#include "transport/tcp/wire.h"
+
+#include <cstring>
+
+#include "base/strings.h"
+
+namespace tutti::tcp {
+namespace {
+
+void put32(std::uint8_t* p, std::uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
+}
+void put64(std::uint8_t* p, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
+}
+std::uint32_t get32(const std::uint8_t* p) {
+  std::uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+std::uint64_t get64(const std::uint8_t* p) {
+  std::uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+
+std::uint32_t fnv1a(const std::uint8_t* p, std::size_t n) {
+  std::uint32_t h = 2166136261u;
+  for (std::size_t i = 0; i < n; ++i) {
+    h ^= p[i];
+    h *= 16777619u;
+  }
+  return h;
+}
+
+Status protocolError(const std::string& peer, const std::string& what) {
+  return Status(ErrorCode::kProtocolError, "bad frame from " + peer + ": " + what);
+}
+
+}  // namespace
+
+HeaderBytes encodeHeader(const FrameHeader& header) {
+  HeaderBytes out{};
+  put32(&out[0], kWireMagic);
+  out[4] = kWireVersion;
+  out[5] = static_cast<std::uint8_t>(header.type);
+  // out[6..7]: flags, zero
+  put64(&out[8], header.tag);
+  put64(&out[16], header.length);
+  put32(&out[24], header.aux);
+  put32(&out[28], fnv1a(out.data(), 28));
+  return out;
+}
+
+Result<FrameHeader> decodeHeader(const std::uint8_t* bytes, const std::string& peer) {
+  std::uint32_t magic = get32(bytes);
+  if (magic != kWireMagic)
+    return protocolError(peer, strFormat("magic 0x%08x is not tutti's (0x%08x)", magic, kWireMagic));
+  if (bytes[4] != kWireVersion)
+    return protocolError(peer, strFormat("wire version %u, this build speaks %u", bytes[4],
+                                         kWireVersion));
+  std::uint32_t check = get32(bytes + 28);
+  if (check != fnv1a(bytes, 28)) return protocolError(peer, "header checksum mismatch");
+  std::uint8_t type = bytes[5];
+  if (type < static_cast<std::uint8_t>(FrameType::kData) ||
+      type > static_cast<std::uint8_t>(FrameType::kClose))
+    return protocolError(peer, strFormat("unknown frame type %u", type));
+  if (bytes[6] != 0 || bytes[7] != 0) return protocolError(peer, "reserved flags are set");
+  FrameHeader header;
+  header.type = static_cast<FrameType>(type);
+  header.tag = get64(bytes + 8);
+  header.length = get64(bytes + 16);
+  header.aux = get32(bytes + 24);
+  if (header.length > kMaxFrameBytes)
+    return protocolError(peer, strFormat("declared length %llu exceeds the %llu-byte limit",
+                                         static_cast<unsigned long long>(header.length),
+                                         static_cast<unsigned long long>(kMaxFrameBytes)));
+  if (header.type == FrameType::kHello && header.length != kHelloBytes)
+    return protocolError(peer, strFormat("hello of %llu bytes (expected %zu)",
+                                         static_cast<unsigned long long>(header.length),
+                                         kHelloBytes));
+  if (header.type == FrameType::kClose && header.length != 0)
+    return protocolError(peer, "close frame with a payload");
+  return header;
+}
+
+std::array<std::uint8_t, kHelloBytes> encodeHello(const Hello& hello) {
+  std::array<std::uint8_t, kHelloBytes> out{};
+  put64(&out[0], hello.commUid);
+  put32(&out[8], hello.rank);
+  put32(&out[12], hello.size);
+  // out[16..23]: reserved, zero
+  return out;
+}
+
+Result<Hello> decodeHello(const std::uint8_t* bytes, std::size_t length, const std::string& peer) {
+  if (length != kHelloBytes)
+    return protocolError(peer, strFormat("hello of %zu bytes (expected %zu)", length, kHelloBytes));
+  for (std::size_t i = 16; i < kHelloBytes; ++i) {
+    if (bytes[i] != 0) return protocolError(peer, "reserved hello bytes are set");
+  }
+  Hello hello;
+  hello.commUid = get64(bytes);
+  hello.rank = get32(bytes + 8);
+  hello.size = get32(bytes + 12);
+  return hello;
+}
+
+}  // namespace tutti::tcp

@@ -1,0 +1,61 @@
+#pragma once
+// The TCP wire format: every frame starts with a fixed 32-byte header, validated on
+// receipt so that garbage on a socket is a kProtocolError naming the peer, never a crash
+// or a hang. Layout (little-endian):
+//
+//   0  u32 magic    "tutt" (0x74747574)
+//   4  u8  version  kWireVersion
+//   5  u8  type     FrameType
+//   6  u16 flags    must be 0 in this version
+//   8  u64 tag      Tag of a DATA frame (0 otherwise)
+//  16  u64 length   payload bytes that follow the header
+//  24  u32 aux      reserved for the call fingerprint (0 in this version)
+//  28  u32 check    FNV-1a of bytes 0..27, catches torn or shifted streams
+//
+// A HELLO frame opens every connection: its 24-byte payload carries the communicator's
+// unique id, the connecting rank and the world size, so that a connection from another
+// job, or from a rank that does not exist, is refused.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "transport/tag.h"
+#include "tutti/status.h"
+
+namespace tutti::tcp {
+
+inline constexpr std::uint32_t kWireMagic = 0x74747574u;
+inline constexpr std::uint8_t kWireVersion = 1;
+inline constexpr std::size_t kHeaderBytes = 32;
+inline constexpr std::size_t kHelloBytes = 24;
+/// Largest payload a frame may declare (1 TiB); anything larger is garbage.
+inline constexpr std::uint64_t kMaxFrameBytes = std::uint64_t{1} << 40;
+
+enum class FrameType : std::uint8_t { kData = 1, kHello = 2, kClose = 3 };
+
+struct FrameHeader {
+  FrameType type = FrameType::kData;
+  Tag tag = 0;
+  std::uint64_t length = 0;
+  std::uint32_t aux = 0;
+};
+
+using HeaderBytes = std::array<std::uint8_t, kHeaderBytes>;
+
+HeaderBytes encodeHeader(const FrameHeader& header);
+
+/// Validates and decodes a header; `peer` names the sender in the error message.
+Result<FrameHeader> decodeHeader(const std::uint8_t* bytes, const std::string& peer);
+
+struct Hello {
+  std::uint64_t commUid = 0;
+  std::uint32_t rank = 0;
+  std::uint32_t size = 0;
+};
+
+std::array<std::uint8_t, kHelloBytes> encodeHello(const Hello& hello);
+Result<Hello> decodeHello(const std::uint8_t* bytes, std::size_t length, const std::string& peer);
+
+}  // namespace tutti::tcp

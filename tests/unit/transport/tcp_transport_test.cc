@@ -1,0 +1,243 @@
+// The TCP transport over real loopback sockets, ranks as threads rendezvousing through an
+// in-memory store.
+
+#include "transport/tcp/tcp_transport.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+#include <numeric>
+#include <thread>
+#include <vector>
+
+#include "base/net.h"
+#include "transport/tcp/wire.h"
+
+namespace tutti::tcp {
+namespace {
+
+constexpr std::uint64_t kUid = 0xabcdef;
+
+std::vector<std::unique_ptr<TcpTransport>> connectAll(int size, std::shared_ptr<Store> store,
+                                                     std::uint64_t maxUnexpected = 64u << 20) {
+  std::vector<std::unique_ptr<TcpTransport>> out(static_cast<std::size_t>(size));
+  std::vector<std::thread> threads;
+  std::vector<Status> errors(static_cast<std::size_t>(size));
+  for (int r = 0; r < size; ++r) {
+    threads.emplace_back([&, r] {
+      TcpTransport::Options o;
+      o.rank = r;
+      o.size = size;
+      o.commUid = kUid;
+      o.maxUnexpectedBytes = maxUnexpected;
+      o.deadline = Deadline::afterSeconds(30);
+      auto t = TcpTransport::create(*store, "t/", o);
+      if (t.ok()) out[static_cast<std::size_t>(r)] = std::move(t).value();
+      else errors[static_cast<std::size_t>(r)] = t.status();
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& e : errors) EXPECT_TRUE(e.ok()) << e.toString();
+  return out;
+}
+
+// Waits for a request with a bound; fails the test rather than hanging.
+Status waitFor(Transport& t, TransferRequest& req) {
+  Deadline deadline = Deadline::afterSeconds(30);
+  while (!req.done()) {
+    auto seen = t.progressSignal().snapshot();
+    if (req.done()) break;
+    if (!t.progressSignal().waitChange(seen, deadline, 1000) && deadline.expired())
+      return Status(ErrorCode::kTimeout, "test wait timed out");
+  }
+  return req.status();
+}
+
+std::vector<std::uint8_t> pattern(std::size_t n, int seed) {
+  std::vector<std::uint8_t> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::uint8_t>(i * 31 + seed * 7 + (i >> 8));
+  return v;
+}
+
+TEST(TcpTransport, AllPairsExchangeMessagesOfManySizes) {
+  const int size = 4;
+  auto ts = connectAll(size, makeMemoryStore());
+  ASSERT_EQ(ts.size(), 4u);
+  const std::vector<std::size_t> sizes = {0, 1, 31, 4096, 3u << 20};
+  std::vector<std::thread> threads;
+  std::vector<std::string> failures(size);
+  for (int r = 0; r < size; ++r) {
+    threads.emplace_back([&, r] {
+      Transport& t = *ts[static_cast<std::size_t>(r)];
+      std::vector<std::vector<std::uint8_t>> out, in;
+      std::vector<std::unique_ptr<TransferRequest>> reqs;
+      for (int p = 0; p < size; ++p) {
+        if (p == r) continue;
+        for (std::size_t k = 0; k < sizes.size(); ++k) {
+          out.push_back(pattern(sizes[k], r * 100 + p * 10 + static_cast<int>(k)));
+          reqs.push_back(std::make_unique<TransferRequest>());
+          t.link(p).postSend(reqs.back().get(), 1000 + k, out.back().data(), sizes[k]);
+        }
+      }
+      // Receives are posted in reverse size order to exercise the unexpected path.
+      std::vector<std::pair<int, std::size_t>> expected;
+      for (int p = 0; p < size; ++p) {
+        if (p == r) continue;
+        for (std::size_t k = sizes.size(); k-- > 0;) {
+          in.emplace_back(sizes[k]);
+          reqs.push_back(std::make_unique<TransferRequest>());
+          t.link(p).postRecv(reqs.back().get(), 1000 + k, in.back().data(), sizes[k]);
+          expected.emplace_back(p, k);
+        }
+      }
+      for (auto& req : reqs) {
+        Status s = waitFor(t, *req);
+        if (!s.ok()) failures[r] += s.toString() + "\n";
+      }
+      for (std::size_t i = 0; i < expected.size(); ++i) {
+        auto [p, k] = expected[i];
+        if (in[i] != pattern(sizes[k], p * 100 + r * 10 + static_cast<int>(k)))
+          failures[r] += "wrong data from " + std::to_string(p) + " size " + std::to_string(sizes[k]) + "\n";
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int r = 0; r < size; ++r) EXPECT_EQ(failures[r], "") << "rank " << r;
+}
+
+TEST(TcpTransport, EqualTagsAreReceivedInSendOrder) {
+  auto ts = connectAll(2, makeMemoryStore());
+  std::vector<std::uint32_t> values(100);
+  std::iota(values.begin(), values.end(), 0u);
+  std::vector<TransferRequest> sends(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i)
+    ts[0]->link(1).postSend(&sends[i], 7, &values[i], sizeof(std::uint32_t));
+  std::vector<std::uint32_t> got(values.size(), 999);
+  std::vector<TransferRequest> recvs(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i)
+    ts[1]->link(0).postRecv(&recvs[i], 7, &got[i], sizeof(std::uint32_t));
+  for (auto& r : recvs) ASSERT_TRUE(waitFor(*ts[1], r).ok());
+  for (auto& s : sends) ASSERT_TRUE(waitFor(*ts[0], s).ok());
+  EXPECT_EQ(got, values);
+}
+
+TEST(TcpTransport, SizeMismatchIsAnErrorNamingThePeer) {
+  auto ts = connectAll(2, makeMemoryStore());
+  std::vector<char> out(100, 'x'), in(64);
+  TransferRequest send, recv;
+  ts[0]->link(1).postSend(&send, 1, out.data(), out.size());
+  ts[1]->link(0).postRecv(&recv, 1, in.data(), in.size());
+  Status s = waitFor(*ts[1], recv);
+  EXPECT_EQ(s.code(), ErrorCode::kMismatch) << s.toString();
+  EXPECT_NE(s.message().find("rank 0"), std::string::npos) << s.toString();
+  EXPECT_NE(s.message().find("100-byte"), std::string::npos) << s.toString();
+  EXPECT_EQ(s.peerRank(), 0);
+}
+
+TEST(TcpTransport, UnexpectedBytesAreCappedByBackPressure) {
+  // A 1 MiB cap and a 4 MiB message: the receiver stops reading until the receive is
+  // posted, then the message arrives intact.
+  auto ts = connectAll(2, makeMemoryStore(), 1u << 20);
+  auto data = pattern(4u << 20, 3);
+  TransferRequest send, recv;
+  ts[0]->link(1).postSend(&send, 5, data.data(), data.size());
+  std::vector<std::uint8_t> in(data.size());
+  ts[1]->link(0).postRecv(&recv, 5, in.data(), in.size());
+  ASSERT_TRUE(waitFor(*ts[1], recv).ok());
+  ASSERT_TRUE(waitFor(*ts[0], send).ok());
+  EXPECT_EQ(in, data);
+}
+
+TEST(TcpTransport, PeerThatLeavesFailsPendingReceivesNamingIt) {
+  auto ts = connectAll(3, makeMemoryStore());
+  std::vector<char> in(8);
+  TransferRequest recv;
+  ts[0]->link(2).postRecv(&recv, 9, in.data(), in.size());
+  ts[2]->shutdown(Deadline::afterSeconds(5));
+  Status s = waitFor(*ts[0], recv);
+  EXPECT_EQ(s.code(), ErrorCode::kPeerFailure) << s.toString();
+  EXPECT_EQ(s.peerRank(), 2);
+  EXPECT_NE(s.message().find("left the communicator"), std::string::npos) << s.toString();
+  // Rank 1 is unaffected and can still talk to rank 0.
+  char x = 'q', y = 0;
+  TransferRequest a, b;
+  ts[1]->link(0).postSend(&a, 1, &x, 1);
+  ts[0]->link(1).postRecv(&b, 1, &y, 1);
+  ASSERT_TRUE(waitFor(*ts[0], b).ok());
+  EXPECT_EQ(y, 'q');
+  EXPECT_TRUE(ts[0]->health().ok()) << ts[0]->health().toString();
+}
+
+TEST(TcpTransport, CancelledReceiveIsNeverWritten) {
+  auto ts = connectAll(2, makeMemoryStore());
+  std::vector<char> in(16, 'z');
+  TransferRequest recv;
+  ts[1]->link(0).postRecv(&recv, 3, in.data(), in.size());
+  ts[1]->link(0).cancel(&recv);
+  EXPECT_TRUE(recv.done());
+  EXPECT_EQ(recv.status().code(), ErrorCode::kAborted);
+  std::vector<char> out(16, 'a');
+  TransferRequest send, again;
+  ts[0]->link(1).postSend(&send, 3, out.data(), out.size());
+  std::vector<char> in2(16);
+  ts[1]->link(0).postRecv(&again, 3, in2.data(), in2.size());
+  ASSERT_TRUE(waitFor(*ts[1], again).ok());
+  EXPECT_EQ(in, std::vector<char>(16, 'z'));
+  EXPECT_EQ(in2, out);
+}
+
+TEST(TcpTransport, StrangerConnectionsAreRefusedDuringEstablishment) {
+  auto store = makeMemoryStore();
+  std::unique_ptr<TcpTransport> t0, t1;
+  std::thread rank0([&] {
+    TcpTransport::Options o;
+    o.rank = 0;
+    o.size = 2;
+    o.commUid = kUid;
+    o.deadline = Deadline::afterSeconds(30);
+    auto t = TcpTransport::create(*store, "s/", o);
+    ASSERT_TRUE(t.ok()) << t.status().toString();
+    t0 = std::move(t).value();
+  });
+  auto addr = store->get("s/addr/0", Deadline::afterSeconds(30));
+  ASSERT_TRUE(addr.ok());
+  auto hp = parseHostPort(std::string(addr->begin(), addr->end()));
+  ASSERT_TRUE(hp.ok());
+  {  // garbage
+    auto fd = connectTcp(*hp, Deadline::afterSeconds(10));
+    ASSERT_TRUE(fd.ok());
+    const char junk[64] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    ASSERT_TRUE(writeFull(fd->get(), junk, sizeof(junk), Deadline::afterSeconds(5)).ok());
+  }
+  {  // a well-formed hello from another communicator
+    auto fd = connectTcp(*hp, Deadline::afterSeconds(10));
+    ASSERT_TRUE(fd.ok());
+    auto header = encodeHeader(FrameHeader{FrameType::kHello, 0, kHelloBytes, 0});
+    auto hello = encodeHello(Hello{kUid + 1, 1, 2});
+    ASSERT_TRUE(writeFull(fd->get(), header.data(), header.size(), Deadline::afterSeconds(5)).ok());
+    ASSERT_TRUE(writeFull(fd->get(), hello.data(), hello.size(), Deadline::afterSeconds(5)).ok());
+  }
+  std::thread rank1([&] {
+    TcpTransport::Options o;
+    o.rank = 1;
+    o.size = 2;
+    o.commUid = kUid;
+    o.deadline = Deadline::afterSeconds(30);
+    auto t = TcpTransport::create(*store, "s/", o);
+    ASSERT_TRUE(t.ok()) << t.status().toString();
+    t1 = std::move(t).value();
+  });
+  rank0.join();
+  rank1.join();
+  ASSERT_TRUE(t0 && t1);
+  int v = 77, w = 0;
+  TransferRequest a, b;
+  t1->link(0).postSend(&a, 1, &v, sizeof(v));
+  t0->link(1).postRecv(&b, 1, &w, sizeof(w));
+  ASSERT_TRUE(waitFor(*t0, b).ok());
+  EXPECT_EQ(w, 77);
+}
+
+}  // namespace
+}  // namespace tutti::tcp
