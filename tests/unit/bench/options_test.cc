@@ -1,0 +1,192 @@
+#include "bench/options.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace tutti::bench {
+namespace {
+
+Result<ParsedArgs> parse(const std::vector<std::string>& args) {
+  std::vector<const char*> argv{"tutti-bench"};
+  for (const std::string& arg : args) argv.push_back(arg.c_str());
+  return parseArgs(static_cast<int>(argv.size()), argv.data());
+}
+
+BenchOptions parseOk(const std::vector<std::string>& args) {
+  Result<ParsedArgs> parsed = parse(args);
+  EXPECT_TRUE(parsed.ok()) << parsed.status().toString();
+  if (!parsed.ok()) return BenchOptions{};
+  EXPECT_FALSE(parsed->helpRequested);
+  return parsed->options;
+}
+
+// Expects kInvalidArgument whose message contains `needle`.
+void expectError(const std::vector<std::string>& args, const std::string& needle) {
+  Result<ParsedArgs> parsed = parse(args);
+  ASSERT_FALSE(parsed.ok()) << needle;
+  EXPECT_EQ(parsed.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(parsed.status().message().find(needle), std::string::npos)
+      << "message: " << parsed.status().message() << "\nwanted: " << needle;
+}
+
+TEST(BenchOptions, DefaultsAreNcclTests) {
+  const BenchOptions o = parseOk({"allreduce"});
+  ASSERT_NE(o.collective, nullptr);
+  EXPECT_EQ(o.collective->kind, Collective::kAllReduce);
+  EXPECT_EQ(o.minBytes, 32u << 20);
+  EXPECT_EQ(o.maxBytes, 32u << 20);
+  EXPECT_EQ(o.stepBytes, 1u << 20);
+  EXPECT_EQ(o.stepFactor, 1u);
+  EXPECT_EQ(o.iters, 20);
+  EXPECT_EQ(o.warmupIters, 5);
+  EXPECT_EQ(o.check, 1);
+  EXPECT_EQ(o.dtypes, std::vector<DataType>{DataType::kFloat32});
+  EXPECT_EQ(o.ops, std::vector<ReduceOp>{ReduceOp::kSum});
+  EXPECT_EQ(o.root, 0);
+  EXPECT_EQ(o.average, TimeAverage::kMean);
+  EXPECT_TRUE(o.algorithm.empty());
+  EXPECT_TRUE(o.jsonPath.empty());
+  EXPECT_EQ(o.commandLine, "tutti-bench allreduce");
+}
+
+TEST(BenchOptions, ShortFlags) {
+  const BenchOptions o = parseOk({"all_reduce", "-b", "8", "-e", "16M", "-f", "4", "-i", "64",
+                                  "-n", "7", "-w", "0", "-c", "0", "-d", "half", "-o", "max",
+                                  "-r", "-1", "-a", "3", "--algo", "ring", "--json", "r.json"});
+  EXPECT_EQ(o.collective->name(), "allreduce");
+  EXPECT_EQ(o.minBytes, 8u);
+  EXPECT_EQ(o.maxBytes, 16u << 20);
+  EXPECT_EQ(o.stepFactor, 4u);
+  EXPECT_EQ(o.stepBytes, 64u);
+  EXPECT_EQ(o.iters, 7);
+  EXPECT_EQ(o.warmupIters, 0);
+  EXPECT_EQ(o.check, 0);
+  EXPECT_EQ(o.dtypes, std::vector<DataType>{DataType::kFloat16});
+  EXPECT_EQ(o.ops, std::vector<ReduceOp>{ReduceOp::kMax});
+  EXPECT_EQ(o.root, -1);
+  EXPECT_EQ(o.average, TimeAverage::kMax);
+  EXPECT_EQ(o.algorithm, "ring");
+  EXPECT_EQ(o.jsonPath, "r.json");
+}
+
+TEST(BenchOptions, LongFlags) {
+  const BenchOptions o =
+      parseOk({"allreduce", "--minbytes", "1K", "--maxbytes", "1G", "--stepfactor", "2",
+               "--stepbytes", "4K", "--iters", "3", "--warmup_iters", "1", "--check", "2",
+               "--datatype", "bfloat16", "--op", "prod", "--root", "2", "--average", "0"});
+  EXPECT_EQ(o.minBytes, 1024u);
+  EXPECT_EQ(o.maxBytes, 1u << 30);
+  EXPECT_EQ(o.stepFactor, 2u);
+  EXPECT_EQ(o.stepBytes, 4096u);
+  EXPECT_EQ(o.iters, 3);
+  EXPECT_EQ(o.warmupIters, 1);
+  EXPECT_EQ(o.check, 2);
+  EXPECT_EQ(o.dtypes, std::vector<DataType>{DataType::kBFloat16});
+  EXPECT_EQ(o.ops, std::vector<ReduceOp>{ReduceOp::kProd});
+  EXPECT_EQ(o.root, 2);
+  EXPECT_EQ(o.average, TimeAverage::kRank0);
+}
+
+TEST(BenchOptions, DataTypeNames) {
+  const std::pair<const char*, DataType> names[] = {
+      {"int8", DataType::kInt8},        {"uint8", DataType::kUint8},
+      {"int32", DataType::kInt32},      {"uint32", DataType::kUint32},
+      {"int64", DataType::kInt64},      {"uint64", DataType::kUint64},
+      {"half", DataType::kFloat16},     {"float16", DataType::kFloat16},
+      {"float", DataType::kFloat32},    {"float32", DataType::kFloat32},
+      {"double", DataType::kFloat64},   {"float64", DataType::kFloat64},
+      {"bfloat16", DataType::kBFloat16}};
+  for (const auto& [name, dtype] : names) {
+    EXPECT_EQ(parseOk({"allreduce", "-d", name}).dtypes, std::vector<DataType>{dtype}) << name;
+  }
+  EXPECT_EQ(parseOk({"allreduce", "-d", "int8,double"}).dtypes,
+            (std::vector<DataType>{DataType::kInt8, DataType::kFloat64}));
+}
+
+TEST(BenchOptions, AllExpandsInNcclTestsOrder) {
+  const BenchOptions o = parseOk({"allreduce", "-d", "all", "-o", "all"});
+  EXPECT_EQ(o.dtypes, (std::vector<DataType>{
+                          DataType::kInt8, DataType::kUint8, DataType::kInt32, DataType::kUint32,
+                          DataType::kInt64, DataType::kUint64, DataType::kFloat16,
+                          DataType::kFloat32, DataType::kFloat64, DataType::kBFloat16}));
+  EXPECT_EQ(o.ops, (std::vector<ReduceOp>{ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMax,
+                                          ReduceOp::kMin, ReduceOp::kAvg}));
+  EXPECT_EQ(parseOk({"allreduce", "-o", "avg"}).ops, std::vector<ReduceOp>{ReduceOp::kAvg});
+  EXPECT_EQ(parseOk({"allreduce", "-o", "min"}).ops, std::vector<ReduceOp>{ReduceOp::kMin});
+}
+
+TEST(BenchOptions, Errors) {
+  expectError({}, "collective");
+  expectError({"allgatherx"}, "unknown collective 'allgatherx'; known collectives: allreduce");
+  expectError({"allreduce", "-d", "quad"}, "unknown data type 'quad'");
+  expectError({"allreduce", "-d", "float,"}, "unknown data type ''");
+  expectError({"allreduce", "-o", "mean"}, "unknown reduction operator 'mean'");
+  expectError({"allreduce", "-b", "12Q"}, "-b/--minbytes: '12Q' is not a size");
+  expectError({"allreduce", "-e", "-5"}, "-e/--maxbytes");
+  expectError({"allreduce", "-b", "64", "-e", "8"}, "-b/--minbytes (64) must not exceed");
+  expectError({"allreduce", "-n", "0"}, "-n/--iters must be >= 1, got 0");
+  expectError({"allreduce", "-n", "abc"}, "abc");
+  expectError({"allreduce", "-w", "-1"}, "-w/--warmup_iters must be >= 0");
+  expectError({"allreduce", "-c", "-1"}, "-c/--check must be >= 0");
+  expectError({"allreduce", "-a", "4"}, "-a/--average must be 0");
+  expectError({"allreduce", "-f", "0"}, "-f/--stepfactor must be >= 1, got 0");
+  expectError({"allreduce", "-r", "-2"}, "-r/--root");
+  expectError({"allreduce", "--bogus"}, "--bogus");
+  expectError({"allreduce", "extra"}, "extra");
+  expectError({"allreduce", "-b", "0", "-e", "1M", "-i", "0"}, "-i/--stepbytes must be > 0");
+  expectError({"allreduce", "-b", "0", "-e", "1G", "-i", "1"}, "more than 65536 sizes");
+}
+
+TEST(BenchOptions, HelpIsNotAnError) {
+  Result<ParsedArgs> parsed = parse({"--help"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status().toString();
+  EXPECT_TRUE(parsed->helpRequested);
+  EXPECT_NE(parsed->helpText.find("--minbytes"), std::string::npos);
+  EXPECT_NE(parsed->helpText.find("--algo"), std::string::npos);
+  EXPECT_TRUE(parse({"allreduce", "-h"})->helpRequested);
+}
+
+TEST(BenchOptions, CommandLineIsQuotedWhereNeeded) {
+  EXPECT_EQ(parseOk({"allreduce", "--json", "my file.json", "-b", "8", "-e", "8"}).commandLine,
+            "tutti-bench allreduce --json 'my file.json' -b 8 -e 8");
+}
+
+std::vector<std::uint64_t> sweep(std::uint64_t minBytes, std::uint64_t maxBytes,
+                                 std::uint64_t factor, std::uint64_t step) {
+  BenchOptions o;
+  o.minBytes = minBytes;
+  o.maxBytes = maxBytes;
+  o.stepFactor = factor;
+  o.stepBytes = step;
+  Result<std::vector<std::uint64_t>> sizes = sizeSweep(o);
+  EXPECT_TRUE(sizes.ok()) << sizes.status().toString();
+  return sizes.ok() ? *sizes : std::vector<std::uint64_t>{};
+}
+
+TEST(BenchOptions, SweepMultipliesOrAdds) {
+  EXPECT_EQ(sweep(8, 16u << 20, 4, 1),
+            (std::vector<std::uint64_t>{8, 32, 128, 512, 2048, 8192, 32768, 131072, 524288,
+                                        2097152, 8388608}));
+  // The last size is included when the factor lands on it.
+  EXPECT_EQ(sweep(8, 128, 2, 1), (std::vector<std::uint64_t>{8, 16, 32, 64, 128}));
+  // -f 1 means "add -i", as nccl-tests.
+  EXPECT_EQ(sweep(0, 10, 1, 4), (std::vector<std::uint64_t>{0, 4, 8}));
+  EXPECT_EQ(sweep(100, 100, 1, 0), (std::vector<std::uint64_t>{100}));
+  EXPECT_EQ(sweep(32u << 20, 32u << 20, 1, 1u << 20), (std::vector<std::uint64_t>{32u << 20}));
+  // A product from zero stays zero: the sweep goes on from 1.
+  EXPECT_EQ(sweep(0, 8, 2, 1), (std::vector<std::uint64_t>{0, 1, 2, 4, 8}));
+  EXPECT_EQ(sweep(0, 0, 2, 1), (std::vector<std::uint64_t>{0}));
+}
+
+TEST(BenchOptions, SweepNeverOverflows) {
+  const std::vector<std::uint64_t> sizes = sweep(1, ~0ull, 3, 1);
+  ASSERT_FALSE(sizes.empty());
+  EXPECT_EQ(sizes.size(), 41u);  // 3^40 < 2^64 < 3^41
+  for (std::size_t i = 1; i < sizes.size(); ++i) EXPECT_EQ(sizes[i], sizes[i - 1] * 3);
+  EXPECT_EQ(sweep(~0ull - 1, ~0ull, 1, 5), std::vector<std::uint64_t>{~0ull - 1});
+}
+
+}  // namespace
+}  // namespace tutti::bench

@@ -1,0 +1,75 @@
+#pragma once
+// Command line of tutti-bench, with nccl-tests' flags and defaults:
+//   tutti-bench allreduce -b 8 -e 16M -f 4 -n 20 -w 5 -c 1 -d float -o sum --json r.json
+// Without -b/-e the benchmark runs one row of 32 MiB, as nccl-tests does.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "bench/collectives.h"
+#include "tutti/status.h"
+#include "tutti/types.h"
+
+namespace tutti::bench {
+
+/// How per-rank times are combined into the reported time (-a, nccl-tests' meaning).
+enum class TimeAverage : int { kRank0 = 0, kMean = 1, kMin = 2, kMax = 3 };
+
+/// "rank0", "avg", "min" or "max".
+const char* timeAverageName(TimeAverage average);
+
+inline constexpr std::uint64_t kDefaultMinBytes = 32ull << 20;
+inline constexpr std::uint64_t kDefaultMaxBytes = 32ull << 20;
+inline constexpr std::uint64_t kDefaultStepBytes = 1ull << 20;
+/// The most sizes one sweep may have, so that a small -i on a large range is an error
+/// rather than a run that never ends.
+inline constexpr std::size_t kMaxSweepSizes = 1 << 16;
+
+/// Everything the command line sets.
+struct BenchOptions {
+  /// The collective to run (an entry of collectiveTable()).
+  const CollectiveEntry* collective = nullptr;
+  std::uint64_t minBytes = kDefaultMinBytes;  ///< -b
+  std::uint64_t maxBytes = kDefaultMaxBytes;  ///< -e
+  std::uint64_t stepBytes = kDefaultStepBytes;  ///< -i, added when stepFactor is 1
+  std::uint64_t stepFactor = 1;               ///< -f, multiplies when > 1
+  int iters = 20;                             ///< -n, timed operations per row
+  int warmupIters = 5;                        ///< -w, untimed operations before them
+  int check = 1;                              ///< -c, checked operations per row (0: none)
+  std::vector<DataType> dtypes{DataType::kFloat32};  ///< -d, in loop order
+  std::vector<ReduceOp> ops{ReduceOp::kSum};         ///< -o, in loop order
+  int root = 0;                               ///< -r, for rooted collectives; -1: every root
+  TimeAverage average = TimeAverage::kMean;   ///< -a
+  std::string algorithm;                      ///< --algo, empty: the library chooses
+  std::string jsonPath;                       ///< --json, empty: no JSON file
+  std::string commandLine;                    ///< argv joined, for the report header
+};
+
+/// The result of parsing: options to run with, or a help text to print (exit status 0).
+struct ParsedArgs {
+  BenchOptions options;
+  bool helpRequested = false;
+  std::string helpText;
+};
+
+/// Parses argv (argv[0] is the program). Errors are kInvalidArgument with a message naming
+/// the flag and value: unknown flags, malformed numbers or sizes, -b > -e, unknown
+/// collective, data type or operator (listing the known ones), out-of-range values.
+/// Never throws and never prints.
+Result<ParsedArgs> parseArgs(int argc, const char* const* argv);
+
+/// The nominal byte sizes of the sweep, before any rounding to the data type: from -b to
+/// -e, multiplying by -f when it is above 1 and adding -i otherwise. After a size of 0 the
+/// sweep continues at 1 (a product would stay 0). kInvalidArgument when -b > -e, when the
+/// step cannot advance, or when the sweep would exceed kMaxSweepSizes.
+Result<std::vector<std::uint64_t>> sizeSweep(const BenchOptions& options);
+
+/// Data types in nccl-tests' order for "-d all": int8 uint8 int32 uint32 int64 uint64
+/// float16 float32 float64 bfloat16.
+std::vector<DataType> allDataTypes();
+
+/// Operators in nccl-tests' order for "-o all": sum prod max min avg.
+std::vector<ReduceOp> allReduceOps();
+
+}  // namespace tutti::bench

@@ -1,0 +1,338 @@
+#include "bench/runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <new>
+
+#include "base/assert.h"
+#include "base/macros.h"
+#include "base/strings.h"
+#include "bench/data.h"
+
+namespace tutti::bench {
+namespace {
+
+// Page alignment gives the library's vector code aligned buffers, as cudaMalloc'd buffers
+// are for nccl-tests.
+constexpr std::size_t kBufferAlignment = 4096;
+
+// A zeroed, page-aligned heap buffer. Zeroing writes every page once, so that page faults
+// happen here and not inside timed operations.
+class AlignedBuffer {
+ public:
+  static Result<AlignedBuffer> allocate(std::size_t bytes) {
+    void* memory = ::operator new(bytes == 0 ? 1 : bytes, std::align_val_t{kBufferAlignment},
+                                  std::nothrow);
+    if (memory == nullptr) {
+      return Status(ErrorCode::kSystemError,
+                    strFormat("cannot allocate a %s benchmark buffer", humanBytes(bytes).c_str()));
+    }
+    std::memset(memory, 0, bytes);
+    return AlignedBuffer(static_cast<unsigned char*>(memory));
+  }
+
+  unsigned char* data() const { return data_.get(); }
+
+ private:
+  struct Deleter {
+    void operator()(unsigned char* p) const { ::operator delete(p, std::align_val_t{kBufferAlignment}); }
+  };
+  explicit AlignedBuffer(unsigned char* data) : data_(data) {}
+  std::unique_ptr<unsigned char, Deleter> data_;
+};
+
+// Rounds the raw sizes for one data type, dropping repeats of the previous row.
+std::vector<Counts> countsForType(const CollectiveEntry& entry,
+                                  const std::vector<std::uint64_t>& sizes, DataType dtype,
+                                  int nranks) {
+  const std::size_t typeSize = dataTypeSize(dtype);
+  std::vector<Counts> out;
+  for (const std::uint64_t size : sizes) {
+    const Counts counts = collectiveCounts(entry.kind, size / typeSize, nranks);
+    if (!out.empty() && rowBytes(out.back(), typeSize) == rowBytes(counts, typeSize) &&
+        out.back().param == counts.param) {
+      continue;
+    }
+    out.push_back(counts);
+  }
+  return out;
+}
+
+std::string describeRow(const CollectiveEntry& entry, const RowPlan& plan) {
+  std::string text = strFormat("%s of %llu bytes (%zu x %s", std::string(entry.name()).c_str(),
+                               static_cast<unsigned long long>(plan.bytes), plan.counts.param,
+                               dataTypeName(plan.dtype));
+  if (plan.op) text += strFormat(", %s", reduceOpName(*plan.op));
+  if (plan.root >= 0) text += strFormat(", root %d", plan.root);
+  return text + ")";
+}
+
+class Runner {
+ public:
+  Runner(BenchComm& comm, const BenchOptions& options, std::FILE* out)
+      : comm_(comm), options_(options), entry_(*options.collective), out_(out) {}
+
+  Result<RunSummary> run();
+
+ private:
+  Status allocateBuffers(const std::vector<RowPlan>& plans);
+  Result<RowResult> runRow(const RowPlan& plan, const std::string& algorithm);
+  Result<std::string> algorithmFor(const RowPlan& plan) const;
+  Result<PlacementResult> runPlacement(const RowPlan& plan, const std::string& algorithm,
+                                       bool inPlace);
+  Result<double> timeOperations(const RowPlan& plan, const CallArgs& call,
+                                const std::string& algorithm);
+  Result<std::int64_t> checkOperation(const RowPlan& plan, const CallArgs& call,
+                                      const std::string& algorithm, bool inPlace);
+  Result<double> combineTime(double seconds);
+  void* inputBuffer(const RowPlan& plan, bool inPlace) const;
+  CallArgs placeCall(const RowPlan& plan, bool inPlace) const;
+  DataContext dataContext(const RowPlan& plan) const;
+  void print(const std::string& text);
+
+  BenchComm& comm_;
+  const BenchOptions& options_;
+  const CollectiveEntry& entry_;
+  std::FILE* out_;
+  std::optional<AlignedBuffer> send_;
+  std::optional<AlignedBuffer> recv_;
+  std::optional<AlignedBuffer> expected_;
+};
+
+Result<RunSummary> Runner::run() {
+  TUTTI_ASSIGN_OR_RETURN(std::vector<std::uint64_t> sizes, sizeSweep(options_));
+  TUTTI_ASSIGN_OR_RETURN(std::vector<RowPlan> plans, planRows(options_, sizes, comm_.size()));
+  // Every row's algorithm is resolved before anything runs or prints, so an --algo that
+  // does not apply to some size fails at once, on every rank alike.
+  std::vector<std::string> algorithms;
+  for (const RowPlan& plan : plans) {
+    TUTTI_ASSIGN_OR_RETURN(std::string algorithm, algorithmFor(plan));
+    algorithms.push_back(std::move(algorithm));
+  }
+  TUTTI_RETURN_IF_ERROR(allocateBuffers(plans));
+  print(formatSettings(options_, comm_.size()) + formatColumnHeader());
+  RunSummary summary;
+  double busbwTotal = 0;
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    TUTTI_ASSIGN_OR_RETURN(RowResult row, runRow(plans[i], algorithms[i]));
+    print(formatRow(row));
+    for (const PlacementResult* placement : {&row.outOfPlace, &row.inPlace}) {
+      summary.wrong += placement->wrong.value_or(0);
+      busbwTotal += placement->busbwGBs;
+    }
+    summary.rows.push_back(std::move(row));
+  }
+  summary.avgBusbwGBs = busbwTotal / static_cast<double>(2 * summary.rows.size());
+  print(formatSummary(summary.wrong, options_.check > 0, summary.avgBusbwGBs));
+  if (comm_.rank() == 0 && !options_.jsonPath.empty()) {
+    TUTTI_RETURN_IF_ERROR(writeFileAtomically(options_.jsonPath, formatJson(summary.rows)));
+  }
+  return summary;
+}
+
+Status Runner::allocateBuffers(const std::vector<RowPlan>& plans) {
+  std::size_t maxBytes = 0;
+  std::size_t maxExpected = 0;
+  for (const RowPlan& plan : plans) {
+    maxBytes = std::max<std::size_t>(maxBytes, plan.bytes);
+    maxExpected = std::max(maxExpected, plan.counts.recv * dataTypeSize(plan.dtype));
+  }
+  // Both buffers hold a whole row: in place, the input and output share the receive
+  // buffer, which must then hold the larger of the two (nccl-tests sizes them alike).
+  TUTTI_ASSIGN_OR_RETURN(send_, AlignedBuffer::allocate(maxBytes));
+  TUTTI_ASSIGN_OR_RETURN(recv_, AlignedBuffer::allocate(maxBytes));
+  if (options_.check > 0) {
+    TUTTI_ASSIGN_OR_RETURN(expected_, AlignedBuffer::allocate(maxExpected));
+  }
+  return Status::Ok();
+}
+
+Result<RowResult> Runner::runRow(const RowPlan& plan, const std::string& algorithm) {
+  if (options_.check > 0) {
+    // The expectation does not depend on the placement: compute it once per row.
+    entry_.fillExpected(expected_->data(), plan.counts, dataContext(plan));
+  }
+  RowResult row;
+  row.collective = std::string(entry_.name());
+  row.bytes = plan.bytes;
+  row.count = plan.counts.param;
+  row.dtype = plan.dtype;
+  row.op = plan.op;
+  row.root = plan.root;
+  row.algorithm = algorithm;
+  row.ranks = comm_.size();
+  row.iters = options_.iters;
+  row.warmupIters = options_.warmupIters;
+  row.average = options_.average;
+  TUTTI_ASSIGN_OR_RETURN(row.outOfPlace, runPlacement(plan, algorithm, /*inPlace=*/false));
+  TUTTI_ASSIGN_OR_RETURN(row.inPlace, runPlacement(plan, algorithm, /*inPlace=*/true));
+  return row;
+}
+
+Result<std::string> Runner::algorithmFor(const RowPlan& plan) const {
+  Result<std::string> name =
+      comm_.algorithmFor(entry_.kind, plan.counts.param, plan.dtype, options_.algorithm);
+  if (name.ok()) return name;
+  if (options_.algorithm.empty()) {
+    return name.status().withContext("choosing the algorithm for " + describeRow(entry_, plan));
+  }
+  return Status(ErrorCode::kInvalidArgument,
+                strFormat("--algo %s does not apply to %s: %s", options_.algorithm.c_str(),
+                          describeRow(entry_, plan).c_str(), name.status().message().c_str()));
+}
+
+Result<PlacementResult> Runner::runPlacement(const RowPlan& plan, const std::string& algorithm,
+                                             bool inPlace) {
+  const std::string context =
+      describeRow(entry_, plan) + (inPlace ? ", in place" : ", out of place");
+  const CallArgs call = placeCall(plan, inPlace);
+  entry_.fillInput(inputBuffer(plan, inPlace), plan.counts, dataContext(plan));
+  Result<double> seconds = timeOperations(plan, call, algorithm);
+  if (!seconds.ok()) return seconds.status().withContext(context);
+  PlacementResult result;
+  result.timeUs = *seconds * 1e6;
+  const std::size_t typeSize = dataTypeSize(plan.dtype);
+  result.algbwGBs = algorithmBandwidth(
+      algorithmBytes(entry_.kind, plan.counts, typeSize, comm_.size()), *seconds);
+  result.busbwGBs = result.algbwGBs * busBandwidthFactor(entry_.kind, comm_.size());
+  for (int i = 0; i < options_.check; ++i) {
+    Result<std::int64_t> wrong = checkOperation(plan, call, algorithm, inPlace);
+    if (!wrong.ok()) return wrong.status().withContext(context + ", checking");
+    result.wrong = *wrong;
+    // As nccl-tests: one failed check is enough, further ones would repeat it.
+    if (*wrong != 0) break;
+  }
+  return result;
+}
+
+Result<double> Runner::timeOperations(const RowPlan& plan, const CallArgs& call,
+                                      const std::string& algorithm) {
+  TUTTI_ASSERT(plan.counts.param == call.count);
+  for (int i = 0; i < options_.warmupIters; ++i) {
+    TUTTI_RETURN_IF_ERROR(entry_.run(comm_, call, algorithm));
+  }
+  // The barrier lines the ranks up, so the clock measures the collective rather than a
+  // late rank's warm-up. The timed calls run back to back, as nccl-tests', and the time
+  // per operation is their mean.
+  TUTTI_RETURN_IF_ERROR(comm_.barrier());
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < options_.iters; ++i) {
+    TUTTI_RETURN_IF_ERROR(entry_.run(comm_, call, algorithm));
+  }
+  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+  return combineTime(elapsed.count() / options_.iters);
+}
+
+Result<std::int64_t> Runner::checkOperation(const RowPlan& plan, const CallArgs& call,
+                                            const std::string& algorithm, bool inPlace) {
+  const DataContext context = dataContext(plan);
+  entry_.fillInput(inputBuffer(plan, inPlace), plan.counts, context);
+  // Out of place, poison the output so that elements the call never writes are caught
+  // (all-ones bytes are NaN in every floating type). In place it holds the input.
+  if (!inPlace) std::memset(call.recv, 0xff, plan.counts.recv * dataTypeSize(plan.dtype));
+  TUTTI_RETURN_IF_ERROR(entry_.run(comm_, call, algorithm));
+  const std::int64_t local = static_cast<std::int64_t>(
+      countWrong(call.recv, expected_->data(), plan.counts.recv, plan.dtype));
+  std::int64_t total = 0;
+  TUTTI_RETURN_IF_ERROR(
+      comm_.allreduce(&local, &total, 1, DataType::kInt64, ReduceOp::kSum, std::string()));
+  return total;
+}
+
+// Each rank measured its own time; -a picks which number describes the row. All ranks
+// get the same result, so they agree on the whole report.
+Result<double> Runner::combineTime(double seconds) {
+  // Rank 0's time is a sum in which every other rank contributes zero.
+  double value = seconds;
+  ReduceOp op = ReduceOp::kSum;
+  switch (options_.average) {
+    case TimeAverage::kRank0: value = comm_.rank() == 0 ? seconds : 0.0; break;
+    case TimeAverage::kMean: break;
+    case TimeAverage::kMin: op = ReduceOp::kMin; break;
+    case TimeAverage::kMax: op = ReduceOp::kMax; break;
+  }
+  double combined = 0;
+  TUTTI_RETURN_IF_ERROR(
+      comm_.allreduce(&value, &combined, 1, DataType::kFloat64, op, std::string()));
+  if (options_.average == TimeAverage::kMean) combined /= comm_.size();
+  return combined;
+}
+
+// In place the input lies inside the receive buffer, at the rank's slot for collectives
+// that split the buffer by rank (nccl-tests' in-place offsets).
+void* Runner::inputBuffer(const RowPlan& plan, bool inPlace) const {
+  if (!inPlace) return send_->data();
+  const auto rank = static_cast<std::size_t>(comm_.rank());
+  return recv_->data() + plan.counts.sendInPlaceOffset * rank * dataTypeSize(plan.dtype);
+}
+
+CallArgs Runner::placeCall(const RowPlan& plan, bool inPlace) const {
+  const auto rank = static_cast<std::size_t>(comm_.rank());
+  CallArgs call;
+  call.send = inputBuffer(plan, inPlace);
+  call.recv = recv_->data() +
+              (inPlace ? plan.counts.recvInPlaceOffset * rank * dataTypeSize(plan.dtype) : 0);
+  call.count = plan.counts.param;
+  call.dtype = plan.dtype;
+  call.op = plan.op.value_or(ReduceOp::kSum);
+  call.root = plan.root;
+  return call;
+}
+
+DataContext Runner::dataContext(const RowPlan& plan) const {
+  return DataContext{comm_.rank(), comm_.size(), plan.dtype, plan.op.value_or(ReduceOp::kSum),
+                     plan.root};
+}
+
+void Runner::print(const std::string& text) {
+  if (comm_.rank() != 0 || out_ == nullptr) return;
+  std::fputs(text.c_str(), out_);
+  // Flushed per line so progress shows through tutti-run's pipes.
+  std::fflush(out_);
+}
+
+}  // namespace
+
+Result<std::vector<RowPlan>> planRows(const BenchOptions& options,
+                                      const std::vector<std::uint64_t>& sizes, int nranks) {
+  TUTTI_ASSERT(options.collective != nullptr);
+  const CollectiveEntry& entry = *options.collective;
+  std::vector<std::optional<ReduceOp>> ops;
+  if (entry.reduces) {
+    ops.assign(options.ops.begin(), options.ops.end());
+  } else {
+    ops.push_back(std::nullopt);
+  }
+  std::vector<int> roots;
+  if (!entry.rooted) {
+    roots.push_back(-1);
+  } else if (options.root == -1) {
+    for (int r = 0; r < nranks; ++r) roots.push_back(r);
+  } else {
+    TUTTI_CHECK_ARG(options.root < nranks, "-r/--root %d is not a rank of %d", options.root,
+                    nranks);
+    roots.push_back(options.root);
+  }
+  std::vector<RowPlan> plans;
+  for (const DataType dtype : options.dtypes) {
+    const std::vector<Counts> counts = countsForType(entry, sizes, dtype, nranks);
+    for (const std::optional<ReduceOp>& op : ops) {
+      for (const int root : roots) {
+        for (const Counts& c : counts) {
+          plans.push_back(RowPlan{dtype, op, root, c, rowBytes(c, dataTypeSize(dtype))});
+        }
+      }
+    }
+  }
+  return plans;
+}
+
+Result<RunSummary> runBenchmark(BenchComm& comm, const BenchOptions& options, std::FILE* out) {
+  TUTTI_ASSERT(options.collective != nullptr);
+  Runner runner(comm, options, out);
+  return runner.run();
+}
+
+}  // namespace tutti::bench

@@ -1,0 +1,61 @@
+#pragma once
+// The benchmark driver shared by every collective: plans the rows, times them, checks
+// their results and reports. It talks to a BenchComm, so it runs unchanged over
+// tutti::Communicator (tutti_comm.h) and over the fakes of the unit tests.
+
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <vector>
+
+#include "bench/bench_comm.h"
+#include "bench/collectives.h"
+#include "bench/options.h"
+#include "bench/report.h"
+#include "tutti/status.h"
+
+namespace tutti::bench {
+
+/// One row to run: one size of one (data type, operator, root).
+struct RowPlan {
+  DataType dtype = DataType::kFloat32;
+  /// nullopt for collectives that take no operator.
+  std::optional<ReduceOp> op;
+  /// -1 for collectives without a root.
+  int root = -1;
+  Counts counts;
+  /// The size column: rowBytes(counts, type size).
+  std::uint64_t bytes = 0;
+};
+
+/// The rows of a run in nccl-tests' loop order: for each data type, each operator, each
+/// root, each size of `sizes` (sizeSweep()). Sizes are rounded down to whole elements, and
+/// to whole rank multiples where the collective splits its buffer by rank; consecutive
+/// sizes that round to the same row are run once. kInvalidArgument when -r names a rank
+/// outside [0, nranks) for a rooted collective.
+Result<std::vector<RowPlan>> planRows(const BenchOptions& options,
+                                      const std::vector<std::uint64_t>& sizes, int nranks);
+
+/// The outcome of a run that completed (possibly with wrong elements).
+struct RunSummary {
+  std::vector<RowResult> rows;
+  /// Wrong elements over all rows, placements and ranks.
+  std::int64_t wrong = 0;
+  /// Mean bus bandwidth over rows and placements, GB/s.
+  double avgBusbwGBs = 0;
+};
+
+/// Runs the whole sweep; every rank of `comm` must call it with the same options. For each
+/// row and placement (out of place, then in place): fills the input, runs the warm-up
+/// operations, a barrier, then times `iters` operations back to back and combines the
+/// per-operation time over ranks as -a says; then, -c times, fills the input afresh, runs
+/// once and compares every output element with the expectation, summing the wrong count
+/// over ranks. Rank 0 prints the settings, the table and the summary to `out` and writes
+/// options.jsonPath; other ranks print nothing.
+/// Blocks in collective calls, each bounded by the communicator's deadlines. Errors: the
+/// first failed call's Status with the row as context, an --algo the library rejects for a
+/// row, buffers that cannot be allocated, or the JSON file's error. Wrong elements are not
+/// an error: they are counted in the summary.
+Result<RunSummary> runBenchmark(BenchComm& comm, const BenchOptions& options, std::FILE* out);
+
+}  // namespace tutti::bench

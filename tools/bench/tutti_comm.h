@@ -1,0 +1,28 @@
+#pragma once
+// BenchComm over a real tutti::Communicator: the only benchmark code that needs libtutti.
+
+#include "bench/bench_comm.h"
+#include "tutti/communicator.h"
+
+namespace tutti::bench {
+
+/// Forwards every call to `comm`, which must outlive this object; --algo becomes
+/// CallOptions::algorithm, everything else uses the communicator's defaults (timeouts).
+class TuttiComm final : public BenchComm {
+ public:
+  explicit TuttiComm(Communicator& comm) : comm_(comm) {}
+
+  // BenchComm, forwarded one to one.
+  int rank() const override;
+  int size() const override;
+  Status barrier() override;
+  Status allreduce(const void* send, void* recv, std::size_t count, DataType dtype, ReduceOp op,
+                   const std::string& algorithm) override;
+  Result<std::string> algorithmFor(Collective kind, std::size_t count, DataType dtype,
+                                   const std::string& forced) const override;
+
+ private:
+  Communicator& comm_;
+};
+
+}  // namespace tutti::bench
