@@ -25,13 +25,16 @@ class TUTTI_API Store {
   virtual ~Store();
 
   /// Sets `key` to `value`, replacing any previous value; wakes waiters on that key.
+  /// kInvalidArgument when the key or value exceeds its bound.
   virtual Status set(const std::string& key, const std::vector<std::uint8_t>& value) = 0;
 
-  /// Returns the value of `key`, blocking until it is set or `deadline` passes (kTimeout).
+  /// Returns the value of `key`, blocking until it is set or `deadline` passes (kTimeout
+  /// naming the key). A key already set is returned even when the deadline has passed.
   virtual Result<std::vector<std::uint8_t>> get(const std::string& key, Deadline deadline) = 0;
 
   /// Atomically adds `delta` to the integer stored at `key` (absent counts as 0) and returns
-  /// the new value. The value is stored as decimal text.
+  /// the new value. The value is stored as decimal text. kInvalidArgument, leaving the value
+  /// unchanged, when the stored value is not a decimal integer or the sum would overflow.
   virtual Result<std::int64_t> add(const std::string& key, std::int64_t delta) = 0;
 
   /// Blocks until every key in `keys` is set, or `deadline` passes (kTimeout naming the
@@ -42,7 +45,8 @@ class TUTTI_API Store {
 /// A store held in this process's memory; for tests and for ranks that are threads.
 TUTTI_API std::shared_ptr<Store> makeMemoryStore();
 
-/// A view of `base` in which every key is prefixed with `prefix` + "/".
+/// A view of `base` in which every key is prefixed with `prefix` + "/". The key bound
+/// applies to the prefixed key. `base` must not be null.
 TUTTI_API std::shared_ptr<Store> makePrefixStore(std::string prefix, std::shared_ptr<Store> base);
 
 }  // namespace tutti

@@ -1,0 +1,584 @@
+// TcpStoreServer: one thread, one epoll set, every socket non-blocking.
+//
+// Each client has an input buffer (bounded by one maximal message, the protocol cap) and an
+// output queue. Requests are served strictly in order, one at a time per client: while a
+// client's GET/WAIT is parked, or while its last reply has not been fully written, its
+// further input is buffered but not served. Honest clients send one request and wait for
+// the reply, so this costs them nothing, and it bounds what one connection can make the
+// server hold to one input message, one reply and one parked waiter.
+//
+// Parked waiters are indexed by the first key they still miss; setting that key re-checks
+// them and either answers them or re-indexes them under their next missing key, so a set
+// touches only the waiters that care about it. Each waiter with a timeout is also in an
+// ordered timer set; the loop sleeps until the earliest one and answers TIMEOUT with the
+// keys still missing.
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <set>
+#include <span>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "base/assert.h"
+#include "base/log.h"
+#include "base/macros.h"
+#include "base/strings.h"
+#include "bootstrap/store_checks.h"
+#include "bootstrap/store_protocol.h"
+#include "bootstrap/tcp_store.h"
+
+namespace tutti {
+namespace {
+
+using storeproto::Message;
+using storeproto::Opcode;
+
+constexpr std::size_t kMaxMessageBytes = storeproto::kHeaderBytes + storeproto::kMaxPayloadBytes;
+// Bytes read per readiness event: large enough for few wake-ups on a 64 MiB SET, small
+// enough that one busy client does not starve the others for long.
+constexpr std::size_t kReadChunk = 256 << 10;
+// An idle client's input buffer is released when it grew beyond this (after a large SET).
+constexpr std::size_t kKeepBufferBytes = 1 << 20;
+constexpr int kMaxEvents = 64;
+// Connections accepted per listener wake-up, so a connect storm cannot starve the clients.
+constexpr int kMaxAcceptsPerWake = 64;
+
+// epoll tags: the listener and the wake-up eventfd; clients have ids from kFirstClientId up.
+constexpr std::uint64_t kListenerTag = 0;
+constexpr std::uint64_t kWakeTag = 1;
+constexpr std::uint64_t kFirstClientId = 2;
+
+struct Client {
+  std::uint64_t id = 0;
+  UniqueFd fd;
+  std::string peer;              // "host:port", for logs
+  std::vector<std::uint8_t> in;  // received bytes; unserved ones start at inStart
+  std::size_t inStart = 0;
+  std::deque<std::vector<std::uint8_t>> out;  // encoded replies not yet written
+  std::size_t outOffset = 0;                  // bytes of out.front() already written
+  std::size_t outBytes = 0;                   // bytes queued in all of out
+  std::uint64_t waiter = 0;                   // its parked GET/WAIT, or 0
+  std::uint32_t events = 0;                   // current epoll interest
+
+  std::size_t buffered() const { return in.size() - inStart; }
+};
+
+struct Waiter {
+  std::uint64_t clientId = 0;
+  std::uint32_t requestId = 0;
+  Opcode opcode = Opcode::kGet;
+  std::vector<std::string> keys;  // GET: its one key
+  Deadline deadline = Deadline::never();
+  bool indexed = false;  // listed under indexedKey in waitersByKey_
+  std::string indexedKey;
+};
+
+class Server final : public TcpStoreServer {
+ public:
+  Server(std::string host, std::uint16_t port, int maxClients, UniqueFd listener, UniqueFd epoll,
+         UniqueFd wake)
+      : address_{std::move(host), port},
+        maxClients_(maxClients),
+        listener_(std::move(listener)),
+        epoll_(std::move(epoll)),
+        wake_(std::move(wake)) {}
+
+  ~Server() override { stop(); }
+
+  void startThread() {
+    thread_ = std::thread([this] { run(); });
+  }
+
+  HostPort address() const override { return address_; }
+
+  void stop() override {
+    std::lock_guard<std::mutex> lock(stopMu_);
+    if (!stopping_.exchange(true)) {
+      std::uint64_t one = 1;
+      // The eventfd counter cannot overflow from one write, so this cannot fail.
+      [[maybe_unused]] ssize_t n = ::write(wake_.get(), &one, sizeof(one));
+    }
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  // The event loop: until stop(), waits for sockets or the next parked timeout.
+  void run();
+  // Accepts pending connections, refusing those beyond maxClients_.
+  void acceptClients();
+  // Reads, writes and serves one client after epoll reported `events` on it.
+  void onClientEvent(std::uint64_t id, std::uint32_t events);
+  // Appends what the socket holds (up to the input bound); *closed on end of stream.
+  Status readFrom(Client& c, bool* closed);
+  // Writes queued replies until done or the socket is full.
+  Status flush(Client& c);
+  // Validates and serves the client's complete buffered requests, in order, while it may;
+  // drops the client on a malformed message.
+  void processInput(std::uint64_t id);
+  // Executes one request: replies at once or parks it.
+  void serve(Client& c, Message&& m);
+  // Parks a GET/WAIT whose keys are not all set.
+  void park(Client& c, Message&& m);
+  // Answers or re-indexes the waiters listed under `key`, which was just set.
+  void wakeWaiters(const std::string& key);
+  // Answers a parked request (its value/OK, or TIMEOUT with the keys still missing).
+  void finishWaiter(std::uint64_t waiterId, bool timedOut);
+  // Unlists a waiter from every index and returns it.
+  Waiter removeWaiter(std::uint64_t waiterId);
+  // Answers TIMEOUT to every waiter whose deadline has passed.
+  void expireTimers();
+  // Flushes and resumes clients whose parked request was answered.
+  void drainReady();
+  void queueReply(Client& c, const Message& reply);
+  // Brings the client's epoll interest in line with its buffers.
+  void updateInterest(Client& c);
+  // Closes a client, logging why (WARN for misbehaviour, DEBUG for a plain departure).
+  void drop(std::uint64_t id, const std::string& reason, bool warn);
+  void setListenerWatched(bool watched);
+  // epoll_wait timeout: until the earliest parked deadline, or -1 (stop() wakes the loop).
+  int nextTimeoutMs() const;
+
+  Client* find(std::uint64_t id) {
+    auto it = clients_.find(id);
+    return it == clients_.end() ? nullptr : it->second.get();
+  }
+
+  const HostPort address_;
+  const int maxClients_;
+  UniqueFd listener_;
+  UniqueFd epoll_;
+  UniqueFd wake_;
+  std::thread thread_;
+  std::mutex stopMu_;  // serialises concurrent stop() calls around the join
+  std::atomic<bool> stopping_{false};
+
+  // Loop-thread state: touched only by run() and what it calls.
+  bool listenerWatched_ = true;
+  std::uint64_t nextClientId_ = kFirstClientId;
+  std::uint64_t nextWaiterId_ = 1;
+  std::unordered_map<std::uint64_t, std::unique_ptr<Client>> clients_;
+  std::unordered_map<std::string, std::vector<std::uint8_t>> values_;
+  std::unordered_map<std::uint64_t, Waiter> waiters_;
+  std::unordered_map<std::string, std::vector<std::uint64_t>> waitersByKey_;
+  std::set<std::pair<Deadline::Clock::time_point, std::uint64_t>> timers_;
+  std::vector<std::uint64_t> ready_;  // clients whose parked request was just answered
+};
+
+void Server::run() {
+  epoll_event events[kMaxEvents];
+  while (!stopping_.load(std::memory_order_acquire)) {
+    // Without parked timeouts the loop sleeps until a socket or stop() (the eventfd) wakes it.
+    int n = ::epoll_wait(epoll_.get(), events, kMaxEvents, nextTimeoutMs());
+    if (n < 0) {
+      int err = errno;
+      if (err == EINTR) continue;
+      TUTTI_ERROR(kBootstrap, "store server on %s: epoll_wait failed: %s; no longer serving",
+                  address_.toString().c_str(), std::strerror(err));
+      break;
+    }
+    for (int i = 0; i < n; ++i) {
+      std::uint64_t tag = events[i].data.u64;
+      if (tag == kWakeTag) continue;  // stop(): the loop condition sees it
+      if (tag == kListenerTag)
+        acceptClients();
+      else
+        onClientEvent(tag, events[i].events);
+    }
+    expireTimers();
+    drainReady();
+  }
+  // Closing every connection fails the clients' pending requests with a closed connection.
+  TUTTI_DEBUG(kBootstrap, "store server on %s stopping with %zu clients",
+              address_.toString().c_str(), clients_.size());
+  waiters_.clear();
+  clients_.clear();
+  listener_.reset();
+}
+
+int Server::nextTimeoutMs() const {
+  if (timers_.empty()) return -1;
+  auto left = timers_.begin()->first - Deadline::Clock::now();
+  if (left <= Deadline::Clock::duration::zero()) return 0;
+  auto ms = std::chrono::ceil<std::chrono::milliseconds>(left).count();
+  return static_cast<int>(std::min<long long>(ms, INT_MAX));
+}
+
+void Server::setListenerWatched(bool watched) {
+  if (watched == listenerWatched_ || !listener_.valid()) return;
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = kListenerTag;
+  int rc = ::epoll_ctl(epoll_.get(), watched ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, listener_.get(), &ev);
+  if (rc == 0) listenerWatched_ = watched;
+}
+
+void Server::acceptClients() {
+  for (int i = 0; i < kMaxAcceptsPerWake; ++i) {
+    int fd = ::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      int err = errno;
+      if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR || err == ECONNABORTED) return;
+      // Out of descriptors or memory: stop watching the listener (it would stay readable and
+      // spin the loop) until a client leaves; pending connections wait in the backlog.
+      TUTTI_WARN(kBootstrap,
+                 "store server on %s: accept failed (%s) with %zu clients; pausing accepts",
+                 address_.toString().c_str(), std::strerror(err), clients_.size());
+      setListenerWatched(false);
+      return;
+    }
+    UniqueFd sock(fd);
+    Result<HostPort> peer = peerAddress(fd);
+    std::string peerText = peer.ok() ? peer->toString() : std::string("unknown peer");
+    if (clients_.size() >= static_cast<std::size_t>(maxClients_)) {
+      TUTTI_WARN(kBootstrap,
+                 "store server on %s: refusing connection from %s: already serving %zu clients "
+                 "(the limit)",
+                 address_.toString().c_str(), peerText.c_str(), clients_.size());
+      continue;  // `sock` closes it
+    }
+    (void)setNoDelay(fd);  // latency only; a failure changes nothing else
+    auto c = std::make_unique<Client>();
+    c->id = nextClientId_++;
+    c->fd = std::move(sock);
+    c->peer = std::move(peerText);
+    updateInterest(*c);
+    if (c->events == 0) continue;  // epoll_ctl failed and was logged; `c` closes the socket
+    TUTTI_DEBUG(kBootstrap, "store server: client %s connected", c->peer.c_str());
+    clients_.emplace(c->id, std::move(c));
+  }
+}
+
+void Server::updateInterest(Client& c) {
+  // Always watch for hang-up; read while the input bound allows; write while output waits.
+  std::uint32_t want = EPOLLRDHUP;
+  if (c.buffered() < kMaxMessageBytes) want |= EPOLLIN;
+  if (c.outBytes > 0) want |= EPOLLOUT;
+  if (want == c.events) return;
+  epoll_event ev{};
+  ev.events = want;
+  ev.data.u64 = c.id;
+  int rc =
+      ::epoll_ctl(epoll_.get(), c.events == 0 ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, c.fd.get(), &ev);
+  if (rc != 0) {
+    // Only ENOMEM/ENOSPC can get here for a valid socket. A new client is then refused
+    // (acceptClients sees events == 0); an existing one keeps its old interest, which at
+    // worst stalls it until its own deadline.
+    int err = errno;
+    TUTTI_WARN(kBootstrap, "store server: epoll_ctl for client %s failed: %s", c.peer.c_str(),
+               std::strerror(err));
+    return;
+  }
+  c.events = want;
+}
+
+void Server::onClientEvent(std::uint64_t id, std::uint32_t events) {
+  Client* c = find(id);
+  if (c == nullptr) return;  // dropped earlier in this batch
+  if (events & EPOLLIN) {
+    bool closed = false;
+    Status s = readFrom(*c, &closed);
+    if (!s.ok()) return drop(id, s.message(), false);
+    if (closed) {
+      std::size_t left = c->buffered();
+      return drop(
+          id,
+          left == 0
+              ? "closed the connection"
+              : strFormat("closed the connection with %zu bytes of an incomplete message", left),
+          false);
+    }
+  } else if (events & (EPOLLHUP | EPOLLRDHUP | EPOLLERR)) {
+    return drop(id, "hung up", false);
+  }
+  if (events & EPOLLOUT) {
+    Status s = flush(*c);
+    if (!s.ok()) return drop(id, s.message(), false);
+  }
+  processInput(id);
+}
+
+Status Server::readFrom(Client& c, bool* closed) {
+  std::size_t room = kMaxMessageBytes - c.buffered();
+  if (room == 0) return Status::Ok();
+  std::size_t want = std::min(kReadChunk, room);
+  std::size_t old = c.in.size();
+  c.in.resize(old + want);
+  ssize_t n = ::recv(c.fd.get(), c.in.data() + old, want, 0);
+  c.in.resize(old + (n > 0 ? static_cast<std::size_t>(n) : 0));
+  if (n > 0) return Status::Ok();
+  if (n == 0) {
+    *closed = true;
+    return Status::Ok();
+  }
+  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return Status::Ok();
+  return systemError("recv", errno, c.peer);
+}
+
+Status Server::flush(Client& c) {
+  while (!c.out.empty()) {
+    const std::vector<std::uint8_t>& front = c.out.front();
+    ssize_t n =
+        ::send(c.fd.get(), front.data() + c.outOffset, front.size() - c.outOffset, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      if (errno == EINTR) continue;
+      return systemError("send", errno, c.peer);
+    }
+    c.outOffset += static_cast<std::size_t>(n);
+    c.outBytes -= static_cast<std::size_t>(n);
+    if (c.outOffset == front.size()) {
+      c.out.pop_front();
+      c.outOffset = 0;
+    }
+  }
+  updateInterest(c);
+  return Status::Ok();
+}
+
+void Server::processInput(std::uint64_t id) {
+  Client* c = find(id);
+  if (c == nullptr) return;
+  while (c->buffered() >= storeproto::kHeaderBytes) {
+    std::span<const std::uint8_t> bytes(c->in.data() + c->inStart, c->buffered());
+    // The header is checked as soon as it arrives, even when the client must wait its turn,
+    // so garbage is caught before a single byte more of it is buffered.
+    Result<storeproto::Header> header = storeproto::decodeHeader(bytes);
+    if (!header.ok()) return drop(id, header.status().message(), true);
+    if (!storeproto::isRequest(header->opcode))
+      return drop(id,
+                  strFormat("store protocol: sent reply opcode %s where a request belongs",
+                            storeproto::opcodeName(header->opcode)),
+                  true);
+    if (c->waiter != 0 || c->outBytes > 0) break;  // served in order, one at a time
+    std::size_t total = storeproto::kHeaderBytes + header->payloadBytes;
+    if (bytes.size() < total) break;
+    Result<Message> m = storeproto::decodePayload(
+        *header, bytes.subspan(storeproto::kHeaderBytes, header->payloadBytes));
+    if (!m.ok()) return drop(id, m.status().message(), true);
+    c->inStart += total;
+    serve(*c, std::move(m).value());
+    Status s = flush(*c);
+    if (!s.ok()) return drop(id, s.message(), false);
+  }
+  if (c->inStart == c->in.size()) {
+    c->in.clear();
+    c->inStart = 0;
+    if (c->in.capacity() > kKeepBufferBytes) c->in.shrink_to_fit();
+  } else if (c->inStart > c->in.size() / 2) {
+    c->in.erase(c->in.begin(), c->in.begin() + static_cast<std::ptrdiff_t>(c->inStart));
+    c->inStart = 0;
+  }
+  updateInterest(*c);
+}
+
+void Server::serve(Client& c, Message&& m) {
+  switch (m.opcode) {
+    case Opcode::kSet:
+      values_[m.key] = std::move(m.value);
+      queueReply(c, Message::ok(m.requestId));
+      wakeWaiters(m.key);
+      return;
+    case Opcode::kGet: {
+      auto it = values_.find(m.key);
+      if (it == values_.end()) return park(c, std::move(m));
+      return queueReply(c, Message::valueReply(m.requestId, it->second));
+    }
+    case Opcode::kAdd: {
+      auto it = values_.find(m.key);
+      bool present = it != values_.end();
+      std::vector<std::uint8_t> stored = present ? it->second : std::vector<std::uint8_t>{};
+      Result<std::int64_t> sum = detail::addDecimal(m.key, &stored, present, m.integer);
+      if (!sum.ok())
+        return queueReply(
+            c, Message::errorReply(m.requestId, sum.status().code(), sum.status().message()));
+      values_[m.key] = std::move(stored);
+      queueReply(c, Message::intReply(m.requestId, *sum));
+      wakeWaiters(m.key);
+      return;
+    }
+    case Opcode::kWait:
+      for (const std::string& key : m.keys)
+        if (values_.count(key) == 0) return park(c, std::move(m));
+      return queueReply(c, Message::ok(m.requestId));
+    default:
+      // processInput admits requests only.
+      TUTTI_ASSERT(storeproto::isRequest(m.opcode));
+  }
+}
+
+void Server::park(Client& c, Message&& m) {
+  TUTTI_ASSERT_CMP(c.waiter, ==, 0u);
+  std::uint64_t id = nextWaiterId_++;
+  Waiter w;
+  w.clientId = c.id;
+  w.requestId = m.requestId;
+  w.opcode = m.opcode;
+  if (m.opcode == Opcode::kGet)
+    w.keys.push_back(std::move(m.key));
+  else
+    w.keys = std::move(m.keys);
+  if (m.timeoutMs != storeproto::kNoTimeout) {
+    w.deadline = Deadline::after(std::chrono::milliseconds(m.timeoutMs));
+    timers_.emplace(w.deadline.at(), id);
+  }
+  for (const std::string& key : w.keys) {
+    if (values_.count(key) != 0) continue;
+    w.indexed = true;
+    w.indexedKey = key;
+    waitersByKey_[key].push_back(id);
+    break;
+  }
+  TUTTI_ASSERT(w.indexed);  // serve() parks only requests with a missing key
+  waiters_.emplace(id, std::move(w));
+  c.waiter = id;
+}
+
+void Server::wakeWaiters(const std::string& key) {
+  auto it = waitersByKey_.find(key);
+  if (it == waitersByKey_.end()) return;
+  std::vector<std::uint64_t> ids = std::move(it->second);
+  waitersByKey_.erase(it);
+  for (std::uint64_t id : ids) {
+    auto w = waiters_.find(id);
+    TUTTI_ASSERT(w != waiters_.end());  // removal always unlists a waiter
+    w->second.indexed = false;
+    for (const std::string& k : w->second.keys) {
+      if (values_.count(k) != 0) continue;
+      w->second.indexed = true;
+      w->second.indexedKey = k;
+      waitersByKey_[k].push_back(id);
+      break;
+    }
+    if (!w->second.indexed) finishWaiter(id, false);
+  }
+}
+
+Waiter Server::removeWaiter(std::uint64_t waiterId) {
+  auto it = waiters_.find(waiterId);
+  TUTTI_ASSERT(it != waiters_.end());
+  Waiter w = std::move(it->second);
+  waiters_.erase(it);
+  if (w.indexed) {
+    auto list = waitersByKey_.find(w.indexedKey);
+    TUTTI_ASSERT(list != waitersByKey_.end());
+    std::erase(list->second, waiterId);
+    if (list->second.empty()) waitersByKey_.erase(list);
+  }
+  if (!w.deadline.isNever()) timers_.erase({w.deadline.at(), waiterId});
+  return w;
+}
+
+void Server::finishWaiter(std::uint64_t waiterId, bool timedOut) {
+  Waiter w = removeWaiter(waiterId);
+  Client* c = find(w.clientId);
+  TUTTI_ASSERT(c != nullptr && c->waiter == waiterId);  // drop() removes a client's waiter
+  c->waiter = 0;
+  if (timedOut) {
+    std::vector<std::string> missing;
+    for (std::string& key : w.keys)
+      if (values_.count(key) == 0) missing.push_back(std::move(key));
+    queueReply(*c, Message::timeoutReply(w.requestId, std::move(missing)));
+  } else if (w.opcode == Opcode::kGet) {
+    queueReply(*c, Message::valueReply(w.requestId, values_.at(w.keys[0])));
+  } else {
+    queueReply(*c, Message::ok(w.requestId));
+  }
+  ready_.push_back(w.clientId);
+}
+
+void Server::expireTimers() {
+  auto now = Deadline::Clock::now();
+  while (!timers_.empty() && timers_.begin()->first <= now)
+    finishWaiter(timers_.begin()->second, true);
+}
+
+void Server::drainReady() {
+  // Serving a woken client may wake others; each round serves buffered input only (nothing
+  // is read here), so the rounds end once that input is used up.
+  while (!ready_.empty()) {
+    std::vector<std::uint64_t> batch = std::move(ready_);
+    ready_.clear();
+    for (std::uint64_t id : batch) {
+      Client* c = find(id);
+      if (c == nullptr) continue;
+      Status s = flush(*c);
+      if (!s.ok()) {
+        drop(id, s.message(), false);
+        continue;
+      }
+      processInput(id);
+    }
+  }
+}
+
+void Server::queueReply(Client& c, const Message& reply) {
+  std::vector<std::uint8_t> bytes;
+  // Replies are built from validated requests and stored values, so they are within bounds.
+  Status s = storeproto::encode(reply, &bytes);
+  TUTTI_ASSERT(s.ok());
+  c.outBytes += bytes.size();
+  c.out.push_back(std::move(bytes));
+}
+
+void Server::drop(std::uint64_t id, const std::string& reason, bool warn) {
+  auto it = clients_.find(id);
+  if (it == clients_.end()) return;
+  Client& c = *it->second;
+  if (warn) {
+    TUTTI_WARN(kBootstrap, "store server on %s: disconnecting client %s: %s",
+               address_.toString().c_str(), c.peer.c_str(), reason.c_str());
+  } else {
+    TUTTI_DEBUG(kBootstrap, "store server: client %s left: %s", c.peer.c_str(), reason.c_str());
+  }
+  if (c.waiter != 0) removeWaiter(c.waiter);
+  if (c.events != 0) ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, c.fd.get(), nullptr);
+  clients_.erase(it);
+  setListenerWatched(true);  // a descriptor is free again if accepts were paused
+}
+
+}  // namespace
+
+Result<std::unique_ptr<TcpStoreServer>> TcpStoreServer::start(const std::string& host,
+                                                              std::uint16_t port) {
+  return start(host, port, kMaxClients);
+}
+
+Result<std::unique_ptr<TcpStoreServer>> TcpStoreServer::start(const std::string& host,
+                                                              std::uint16_t port, int maxClients) {
+  TUTTI_CHECK_ARG(maxClients >= 1, "store server needs maxClients >= 1, got %d", maxClients);
+  TUTTI_ASSIGN_OR_RETURN(UniqueFd listener, listenTcp(host, port));
+  TUTTI_ASSIGN_OR_RETURN(HostPort bound, localAddress(listener.get()));
+  UniqueFd epoll(::epoll_create1(EPOLL_CLOEXEC));
+  if (!epoll.valid()) return systemError("epoll_create1", errno);
+  UniqueFd wake(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!wake.valid()) return systemError("eventfd", errno);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = kListenerTag;
+  if (::epoll_ctl(epoll.get(), EPOLL_CTL_ADD, listener.get(), &ev) != 0)
+    return systemError("epoll_ctl", errno, "store listener");
+  ev.data.u64 = kWakeTag;
+  if (::epoll_ctl(epoll.get(), EPOLL_CTL_ADD, wake.get(), &ev) != 0)
+    return systemError("epoll_ctl", errno, "store wake-up eventfd");
+  std::string shownHost = (host.empty() || host == "*") ? "127.0.0.1" : host;
+  auto server = std::make_unique<Server>(shownHost, bound.port, maxClients, std::move(listener),
+                                         std::move(epoll), std::move(wake));
+  server->startThread();
+  TUTTI_INFO(kBootstrap, "store server listening on %s (bound %s)",
+             server->address().toString().c_str(), bound.toString().c_str());
+  return std::unique_ptr<TcpStoreServer>(std::move(server));
+}
+
+}  // namespace tutti
