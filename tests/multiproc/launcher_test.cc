@@ -119,6 +119,18 @@ TEST_P(LauncherWorldSize, EveryRankGetsItsCoordinates) {
 
 INSTANTIATE_TEST_SUITE_P(Sizes, LauncherWorldSize, ::testing::Values(1, 2, 5, 8));
 
+TEST(Launcher, RanksRendezvousThroughTheStore) {
+  // Each rank adds itself to a counter on the store tutti-run serves and waits until the
+  // last one has arrived, so every rank printing the full count proves the store works.
+  for (int n : {1, 16}) {
+    const ProcessResult r = launch({"-n", std::to_string(n)}, {"--store"});
+    ASSERT_FALSE(r.timedOut) << r.err;
+    ASSERT_EQ(r.exitCode(), 0) << r.err;
+    EXPECT_EQ(countLinesContaining(r.out, "] store ok arrived=" + std::to_string(n)), n)
+        << r.out;
+  }
+}
+
 TEST(Launcher, JobIdsDifferBetweenJobs) {
   const ProcessResult a = launch({"-n", "1"});
   const ProcessResult b = launch({"-n", "1"});
