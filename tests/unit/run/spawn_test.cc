@@ -1,0 +1,100 @@
+#include "run/spawn.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "run/launcher.h"
+
+namespace tutti::run {
+namespace {
+
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+TEST(JobEnvironment, SetsLauncherVariablesPerRank) {
+  const JobEnvironment env({"HOME=/root", "PATH=/bin"}, {});
+  const auto vars = env.forRank(3, 8, "127.0.0.1:5000", "job-7");
+  EXPECT_TRUE(contains(vars, "HOME=/root"));
+  EXPECT_TRUE(contains(vars, "PATH=/bin"));
+  EXPECT_TRUE(contains(vars, "TUTTI_RANK=3"));
+  EXPECT_TRUE(contains(vars, "TUTTI_WORLD_SIZE=8"));
+  EXPECT_TRUE(contains(vars, "TUTTI_LOCAL_RANK=3"));
+  EXPECT_TRUE(contains(vars, "TUTTI_LOCAL_WORLD_SIZE=8"));
+  EXPECT_TRUE(contains(vars, "TUTTI_STORE_ADDR=127.0.0.1:5000"));
+  EXPECT_TRUE(contains(vars, "TUTTI_JOB_ID=job-7"));
+}
+
+TEST(JobEnvironment, ExtraAssignmentsOverrideAndInheritedCoordinatesAreDropped) {
+  // As if tutti-run were started by a rank of another job.
+  const JobEnvironment env({"TUTTI_RANK=5", "TUTTI_STORE_ADDR=10.0.0.1:1", "A=old", "B=x=y"},
+                           {{"A", "new"}, {"EMPTY", ""}});
+  EXPECT_EQ(env.value("A"), "new");
+  EXPECT_EQ(env.value("B"), "x=y");
+  const auto vars = env.forRank(0, 1, "127.0.0.1:9", "j");
+  EXPECT_TRUE(contains(vars, "A=new"));
+  EXPECT_FALSE(contains(vars, "A=old"));
+  EXPECT_TRUE(contains(vars, "EMPTY="));
+  EXPECT_TRUE(contains(vars, "TUTTI_RANK=0"));
+  EXPECT_FALSE(contains(vars, "TUTTI_RANK=5"));
+  EXPECT_FALSE(contains(vars, "TUTTI_STORE_ADDR=10.0.0.1:1"));
+}
+
+TEST(PlanExec, ProgramWithSlashIsTriedAsGiven) {
+  auto plan = planExec({"./prog", "a", "b"}, "/usr/bin:/bin");
+  ASSERT_TRUE(plan.ok()) << plan.status().toString();
+  EXPECT_EQ(plan->candidates, std::vector<std::string>({"./prog"}));
+  EXPECT_EQ(plan->argv, std::vector<std::string>({"./prog", "a", "b"}));
+}
+
+TEST(PlanExec, BareNameIsSearchedOnPath) {
+  auto plan = planExec({"prog"}, "/opt/bin::/usr/bin");
+  ASSERT_TRUE(plan.ok());
+  // An empty PATH entry is the current directory, as in execvp.
+  EXPECT_EQ(plan->candidates,
+            std::vector<std::string>({"/opt/bin/prog", "./prog", "/usr/bin/prog"}));
+  auto fallback = planExec({"prog"}, "");
+  ASSERT_TRUE(fallback.ok());
+  EXPECT_EQ(fallback->candidates, std::vector<std::string>({"/bin/prog", "/usr/bin/prog"}));
+}
+
+TEST(PlanExec, EmptyCommandIsAnError) {
+  EXPECT_EQ(planExec({}, "/bin").status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(planExec({""}, "/bin").status().code(), ErrorCode::kInvalidArgument);
+}
+
+TEST(ValidateOptions, RejectsBadValuesByName) {
+  LaunchOptions ok;
+  ok.numRanks = 4;
+  ok.command = {"prog"};
+  ok.extraEnv = {{"FOO_1", "x"}};
+  EXPECT_TRUE(validateOptions(ok).ok());
+
+  LaunchOptions o = ok;
+  o.numRanks = 0;
+  EXPECT_NE(validateOptions(o).message().find("-n 0"), std::string::npos);
+  o = ok;
+  o.numRanks = kMaxRanks + 1;
+  EXPECT_FALSE(validateOptions(o).ok());
+  o = ok;
+  o.graceSeconds = -1;
+  EXPECT_NE(validateOptions(o).message().find("--grace"), std::string::npos);
+  o = ok;
+  o.timeoutSeconds = -2;
+  EXPECT_NE(validateOptions(o).message().find("--timeout"), std::string::npos);
+  o = ok;
+  o.command.clear();
+  EXPECT_FALSE(validateOptions(o).ok());
+  o = ok;
+  o.extraEnv = {{"1BAD", "x"}};
+  EXPECT_NE(validateOptions(o).message().find("not a valid variable name"), std::string::npos);
+  o = ok;
+  o.extraEnv = {{"TUTTI_WORLD_SIZE", "3"}};
+  const Status reserved = validateOptions(o);
+  EXPECT_EQ(reserved.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(reserved.message().find("TUTTI_WORLD_SIZE"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tutti::run

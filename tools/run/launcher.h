@@ -1,0 +1,64 @@
+#pragma once
+// The job supervisor behind tutti-run: serves the rendezvous store, starts N ranks, relays
+// their output with rank tags, forwards signals, and applies the failure policy of torchrun
+// and mpirun (the first rank to fail names the job's failure; the others get a grace period,
+// then SIGTERM, then SIGKILL).
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "run/report.h"
+#include "tutti/status.h"
+
+namespace tutti::run {
+
+/// Most ranks one tutti-run starts (the store serves at most this many clients).
+inline constexpr int kMaxRanks = 4096;
+/// Seconds between SIGTERM and SIGKILL when tutti-run stops ranks.
+inline constexpr double kKillAfterSeconds = 2;
+/// Seconds tutti-run waits for ranks to disappear after SIGKILL before giving up on them
+/// (a process stuck in uninterruptible sleep); such ranks are reported as never exited.
+inline constexpr double kAbandonAfterSeconds = 5;
+
+struct LaunchOptions {
+  /// Number of ranks, 1..kMaxRanks.
+  int numRanks = 1;
+  /// Bound on the whole job in seconds; 0 means none.
+  double timeoutSeconds = 0;
+  /// After the first failure, seconds the other ranks get to end on their own.
+  double graceSeconds = 3;
+  /// Address the store listens on ("" = every interface).
+  std::string bindHost = "127.0.0.1";
+  /// Prefix every output line with "[rank] ".
+  bool tagOutput = true;
+  /// Report the store address, job id, pids and every exit on stderr.
+  bool verbose = false;
+  /// -x NAME=VALUE assignments, applied over the inherited environment.
+  std::vector<std::pair<std::string, std::string>> extraEnv;
+  /// tutti-run's own environment ("NAME=VALUE"), passed on to every rank.
+  std::vector<std::string> inheritedEnv;
+  /// The program and its arguments.
+  std::vector<std::string> command;
+};
+
+/// Checks the options: rank count in range, non-negative timeout and grace, a program, and
+/// -x names that are well formed and not among the variables tutti-run sets itself.
+/// kInvalidArgument naming the bad option otherwise.
+Status validateOptions(const LaunchOptions& options);
+
+/// Runs one job to its end and returns the exit status tutti-run should exit with (see
+/// jobExitCode() in report.h): 0 when every rank succeeded, the first failure's status,
+/// 124 on timeout, 128 + signal when interrupted. Rank output goes to this process's
+/// stdout/stderr; launcher messages and the failure summary go to stderr.
+///
+/// Blocks until every rank has been reaped, bounded by --timeout (when given) plus the
+/// stop sequence; a job without --timeout lasts as long as its ranks. Must be called from
+/// the main thread of a process that runs one job at a time: it blocks SIGCHLD, SIGINT,
+/// SIGTERM and SIGHUP and ignores SIGPIPE while it runs (restoring them afterwards).
+///
+/// Errors (the job could not start: invalid options, the store, pipes, fork, the
+/// file-descriptor limit) are returned after any rank already started has been killed.
+Result<int> runJob(const LaunchOptions& options);
+
+}  // namespace tutti::run

@@ -1,0 +1,122 @@
+// tutti-run: starts N ranks of a program on this host, like mpirun or torchrun.
+//   tutti-run -n 4 [options] program [args...]
+// This file is the command line only; launcher.h does the work.
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "run/launcher.h"
+
+extern char** environ;  // NOLINT: POSIX
+
+namespace {
+
+// Exit status for a command line tutti-run cannot run (as getopt-based tools use).
+constexpr int kUsageExitCode = 2;
+
+constexpr const char* kDescription =
+    "tutti-run: start N ranks of a program on this host and supervise them.\n"
+    "Usage: tutti-run -n N [options] program [args...]\n"
+    "Options end at the program name (or at --); everything after it goes to the program.";
+
+constexpr const char* kFooter =
+    "Each rank gets TUTTI_RANK, TUTTI_WORLD_SIZE, TUTTI_LOCAL_RANK, TUTTI_LOCAL_WORLD_SIZE,\n"
+    "TUTTI_STORE_ADDR (host:port of the rendezvous store tutti-run serves) and TUTTI_JOB_ID,\n"
+    "on top of tutti-run's own environment and the -x assignments. Ranks read stdin from\n"
+    "/dev/null. Every output line is prefixed with \"[rank] \" unless --no-tag-output.\n"
+    "\n"
+    "When a rank exits non-zero or is killed, it is the first failure: the other ranks get\n"
+    "--grace seconds to end, then SIGTERM, then SIGKILL 2 s later, and a summary naming the\n"
+    "first failing rank is printed on stderr. SIGINT, SIGTERM and SIGHUP are forwarded to\n"
+    "every rank; a second one kills the ranks (SIGKILL).\n"
+    "\n"
+    "Exit status: 0 when every rank succeeded; the first failing rank's exit status, or\n"
+    "128+signal if it was killed; 124 when --timeout expired; 128+signal when tutti-run was\n"
+    "interrupted; 127 from a rank whose program cannot be executed; 2 for a bad command\n"
+    "line; 1 when the job could not be started.";
+
+// Splits "NAME=VALUE"; the value may be empty or contain '='.
+bool splitAssignment(const std::string& text, std::pair<std::string, std::string>* out) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos) return false;
+  *out = {text.substr(0, eq), text.substr(eq + 1)};
+  return true;
+}
+
+int usageError(const std::string& message) {
+  std::fprintf(stderr, "tutti-run: %s\nRun with --help for more information.\n",
+               message.c_str());
+  return kUsageExitCode;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  tutti::run::LaunchOptions options;
+  std::vector<std::string> assignments;
+  bool noTag = false;
+
+  CLI::App app{kDescription, "tutti-run"};
+  app.footer(kFooter);
+  app.add_option("-n,--np", options.numRanks, "number of ranks to start")
+      ->required()
+      ->check(CLI::Range(1, tutti::run::kMaxRanks));
+  app.add_option("--timeout", options.timeoutSeconds,
+                 "bound on the whole job in seconds: then the ranks still running are "
+                 "named and stopped, and tutti-run exits 124 (0 = no bound)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--grace", options.graceSeconds,
+                 "seconds the other ranks get to end on their own after the first failure, "
+                 "before SIGTERM")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--bind", options.bindHost,
+                 "address the rendezvous store listens on (\"\" = every interface)")
+      ->capture_default_str();
+  app.add_flag("--no-tag-output", noTag, "do not prefix output lines with \"[rank] \"");
+  app.add_option("-x", assignments,
+                 "set NAME=VALUE in every rank's environment (repeatable)")
+      ->type_name("NAME=VALUE")
+      ->allow_extra_args(false);
+  app.add_flag("--verbose", options.verbose,
+               "report the store address, job id, pids and every exit on stderr");
+  // Stop at the first positional argument: the program and its arguments are not ours.
+  app.prefix_command();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);  // prints help or the error
+    return code == 0 ? 0 : kUsageExitCode;
+  }
+
+  options.command = app.remaining();
+  if (!options.command.empty() && options.command.front() == "--") {
+    options.command.erase(options.command.begin());
+  } else if (!options.command.empty() && options.command.front().rfind("-", 0) == 0) {
+    return usageError("unknown option '" + options.command.front() +
+                      "' (use -- before a program whose name starts with '-')");
+  }
+  if (options.command.empty()) return usageError("no program to run was given");
+  options.tagOutput = !noTag;
+  for (const std::string& text : assignments) {
+    std::pair<std::string, std::string> kv;
+    if (!splitAssignment(text, &kv)) return usageError("-x " + text + ": expected NAME=VALUE");
+    options.extraEnv.push_back(std::move(kv));
+  }
+  // The ranks inherit tutti-run's environment as mpirun's and torchrun's do. This copies it
+  // verbatim; tutti-run itself reads no variable from it (STYLE.md 3.6).
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) options.inheritedEnv.emplace_back(*e);
+
+  const tutti::Status valid = tutti::run::validateOptions(options);
+  if (!valid.ok()) return usageError(valid.message());
+  tutti::Result<int> result = tutti::run::runJob(options);
+  if (!result.ok()) {
+    std::fprintf(stderr, "tutti-run: %s\n", result.status().toString().c_str());
+    return tutti::run::kLauncherErrorExitCode;
+  }
+  return result.value();
+}
