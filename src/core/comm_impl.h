@@ -55,6 +55,7 @@ class CommImpl {
     int size = 1;
     CommOptions options;
     std::string bindHost;  // empty: TUTTI_BIND_ADDR, else 127.0.0.1
+    int localSize = 1;     // ranks on this host, when the launcher says
     std::unique_ptr<TcpStoreServer> ownedServer;  // a store this rank serves (rank 0)
   };
 
@@ -88,6 +89,7 @@ class CommImpl {
   const int size_;
   const std::string name_;
   std::chrono::milliseconds timeout_{0};
+  std::int64_t spinNs_ = 0;  // how long waits poll before blocking (TUTTI_SPIN_US)
   std::unique_ptr<TcpStoreServer> ownedServer_;
   std::shared_ptr<Store> store_;
   std::unique_ptr<Transport> transport_;

@@ -37,6 +37,7 @@ Result<Communicator> Communicator::fromEnv(const CommOptions& options) {
   CommImpl::InitParams params;
   params.rank = env.rank;
   params.size = env.size;
+  params.localSize = env.localSize;
   params.options = options;
   Deadline deadline = Deadline::afterSeconds(config->connectRetrySec);
   HostPort storeAddress = env.storeAddress;

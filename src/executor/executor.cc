@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "base/assert.h"
+#include "base/fd.h"
 #include "base/log.h"
 #include "base/strings.h"
 #include "reduce/reduce.h"
@@ -63,7 +64,8 @@ class Run {
   void computeAfterReceive(const Step& step, const Slot& slot);
   void finishStep(Slot& slot);
   void cancelAll();
-  std::string waitingOn() const;
+  // What the run still waits for; *onlyPeer is that rank when it is a single one, else -1.
+  std::string waitingOn(int* onlyPeer) const;
   Tag tagFor(std::uint32_t index) const { return params_.tagBase + index; }
 
   Transport& transport_;
@@ -188,13 +190,16 @@ void Run::cancelAll() {
   active_ = 0;
 }
 
-std::string Run::waitingOn() const {
+std::string Run::waitingOn(int* onlyPeer) const {
   std::string out;
+  *onlyPeer = -2;  // none yet
   for (std::size_t i = 0; i < slotCount_; ++i) {
     const Slot& slot = pool_.slot(i);
     if (!slot.busy) continue;
     const Step& step = schedule_.steps[slot.step];
     if (!out.empty()) out += ", ";
+    int peer = slot.receiving ? step.recvPeer : step.sendPeer;
+    *onlyPeer = (*onlyPeer == -2 || *onlyPeer == peer) ? peer : -1;
     if (slot.receiving)
       out += strFormat("data from rank %d (step %u)", step.recvPeer, slot.step);
     else
@@ -234,19 +239,26 @@ Status Run::run() {
     if (failure.ok()) failure = transport_.health();
     if (!failure.ok()) break;
     if (completed_ == steps || progressed) continue;
-    if (!transport_.progressSignal().waitChange(seen, params_.deadline, params_.spinNs) &&
+    if (!transport_.waitForProgress(seen, params_.deadline, params_.spinNs) &&
         params_.deadline.expired()) {
+      int onlyPeer = -1;
+      std::string waiting = waitingOn(&onlyPeer);
       failure = Status(ErrorCode::kTimeout,
                        strFormat("%s timed out after completing %zu of %zu steps; still waiting "
                                  "for %s",
-                                 params_.what.c_str(), completed_, steps, waitingOn().c_str()));
+                                 params_.what.c_str(), completed_, steps, waiting.c_str()),
+                       onlyPeer >= 0 ? onlyPeer : Status::kNoRank);
       break;
     }
   }
   if (failure.ok()) return Status::Ok();
   cancelAll();
   transport_.fail(failure);
-  return failure;
+  // Report the communicator's first failure: it is the root cause (a dead peer, a peer's
+  // abort), where this run's own error may only be a symptom (a broken pipe to a rank that
+  // already left because of it).
+  Status root = transport_.health();
+  return root.ok() ? failure : root;
 }
 
 }  // namespace
@@ -255,6 +267,9 @@ Status execute(Transport& transport, const Schedule& schedule, const ExecBuffers
                const ExecParams& params, ExecutorPool& pool) {
   TUTTI_ASSERT_CMP(schedule.size, ==, transport.size());
   TUTTI_ASSERT_CMP(schedule.rank, ==, transport.rank());
+  // This thread moves the bytes while it waits (one wake-up per message, not two).
+  transport.setDriving(true);
+  ScopeExit stopDriving([&] { transport.setDriving(false); });
   Run run(transport, schedule, buffers, params, pool);
   return run.run();
 }

@@ -76,6 +76,18 @@ class Transport {
   /// Notified after any request completes and when the transport fails.
   virtual WaitSignal& progressSignal() = 0;
 
+  /// Marks the calling thread as the one driving progress (true) or not (false). While a
+  /// thread drives, waitForProgress() moves bytes on that thread, so a message costs one
+  /// wake-up instead of two (background thread, then waiter); the transport's own thread
+  /// stands back. Calls nest per transport; only one thread at a time may drive.
+  virtual void setDriving(bool driving) = 0;
+
+  /// Called by the driving thread: makes progress until progressSignal() differs from
+  /// `seen` or the deadline passes, spinning (polling without blocking) for about `spinNs`
+  /// before it blocks. May return early; callers re-check their condition. Returns false
+  /// only when the deadline has passed.
+  virtual bool waitForProgress(std::uint32_t seen, Deadline deadline, std::int64_t spinNs) = 0;
+
   /// OK while healthy; after a peer failure or protocol error, the first such error (it
   /// names the peer). Requests pending at that moment complete with errors too.
   virtual Status health() const = 0;

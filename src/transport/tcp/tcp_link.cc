@@ -52,8 +52,11 @@ void TcpLink::failLocked(const Status& status, DoneList& done) {
   if (!failure_.ok()) return;
   failure_ = status;
   TUTTI_INFO(kTcp, "link to %s failed: %s", peerName_.c_str(), status.toString().c_str());
-  for (TransferRequest* r : sendQueue_) completeLocked(r, status, done);
+  for (TransferRequest* r : sendQueue_) {
+    if (r != orphan_.get()) completeLocked(r, status, done);
+  }
   sendQueue_.clear();
+  orphan_.reset();
   for (TransferRequest* r : posted_) completeLocked(r, status, done);
   posted_.clear();
   if (readTarget_ != nullptr) completeLocked(readTarget_, status, done);
@@ -71,7 +74,7 @@ void TcpLink::updateInterestLocked() {
   if (!failure_.ok() || !fd_.valid()) return;
   std::uint32_t want = 0;
   if (!eof_ && readState_ != ReadState::kPaused) want |= EPOLLIN;
-  if (!sendQueue_.empty() || (closeQueued_ && !closeSent_)) want |= EPOLLOUT;
+  if (!sendQueue_.empty() || (controlQueued_ && !controlSent_)) want |= EPOLLOUT;
   if (want != interest_) {
     interest_ = want;
     owner_->modify(fd_.get(), want, this);
@@ -113,27 +116,31 @@ void TcpLink::postSend(TransferRequest* request, Tag tag, const void* data, std:
 }
 
 void TcpLink::trySendLocked(DoneList& done) {
+  // Source of the padding that completes an orphaned (cancelled part-way) message.
+  static const char kZeros[64 << 10] = {};
   while (failure_.ok()) {
     iovec iov[2];
     int iovCount = 0;
     TransferRequest* front = sendQueue_.empty() ? nullptr : sendQueue_.front();
     std::size_t total = 0;
-    std::size_t progress = 0;
     if (front != nullptr) {
       if (front->progress == 0) {
         sendHeader_ = encodeHeader(FrameHeader{FrameType::kData, front->tag, front->bytes, 0});
       }
-      progress = front->progress;
+      const std::size_t progress = front->progress;
       total = kHeaderBytes + front->bytes;
-      if (progress < kHeaderBytes) {
+      if (progress < kHeaderBytes)
         iov[iovCount++] = {sendHeader_.data() + progress, kHeaderBytes - progress};
-        if (front->bytes > 0) iov[iovCount++] = {front->data, front->bytes};
-      } else {
-        iov[iovCount++] = {front->data + (progress - kHeaderBytes), total - progress};
+      const std::size_t payloadDone = progress < kHeaderBytes ? 0 : progress - kHeaderBytes;
+      const std::size_t payloadLeft = front->bytes - payloadDone;
+      if (payloadLeft > 0) {
+        if (front->data != nullptr)
+          iov[iovCount++] = {front->data + payloadDone, payloadLeft};
+        else
+          iov[iovCount++] = {const_cast<char*>(kZeros), std::min(payloadLeft, sizeof(kZeros))};
       }
-    } else if (closeQueued_ && !closeSent_) {
-      if (closeProgress_ == 0) sendHeader_ = encodeHeader(FrameHeader{FrameType::kClose, 0, 0, 0});
-      iov[iovCount++] = {sendHeader_.data() + closeProgress_, kHeaderBytes - closeProgress_};
+    } else if (controlQueued_ && !controlSent_) {
+      iov[iovCount++] = {control_.data() + controlProgress_, control_.size() - controlProgress_};
     } else {
       return;
     }
@@ -144,11 +151,19 @@ void TcpLink::trySendLocked(DoneList& done) {
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return;
-      failLocked(Status(ErrorCode::kPeerFailure,
-                        strFormat("sending to %s failed: %s (the peer process died?)",
-                                  peerName_.c_str(), std::strerror(errno)),
-                        peer_),
-                 done);
+      Status sendError(ErrorCode::kPeerFailure,
+                       strFormat("sending to %s failed: %s (the peer process died?)",
+                                 peerName_.c_str(), std::strerror(errno)),
+                       peer_);
+      // A peer that failed usually said why before it went (an ABORT naming the rank at
+      // fault): read its last frames first, so we blame the culprit, not the messenger.
+      if (readState_ != ReadState::kPaused) readLocked(done);
+      if (peerClosed_ && failure_.ok())
+        sendError = Status(ErrorCode::kPeerFailure,
+                           strFormat("cannot send to %s: it has left the communicator",
+                                     peerName_.c_str()),
+                           peer_);
+      failLocked(sendError, done);  // no-op when reading already failed the link
       return;
     }
     auto written = static_cast<std::size_t>(n);
@@ -156,11 +171,12 @@ void TcpLink::trySendLocked(DoneList& done) {
       front->progress += written;
       if (front->progress == total) {
         sendQueue_.pop_front();
-        completeLocked(front, Status(), done);
+        if (front == orphan_.get()) orphan_.reset();
+        else completeLocked(front, Status(), done);
       }
     } else {
-      closeProgress_ += written;
-      if (closeProgress_ == kHeaderBytes) closeSent_ = true;
+      controlProgress_ += written;
+      if (controlProgress_ == control_.size()) controlSent_ = true;
     }
   }
 }
@@ -178,25 +194,48 @@ void TcpLink::onWritable() {
   finish(done, failure);
 }
 
+void TcpLink::queueControlLocked(std::vector<std::uint8_t> frame, DoneList& done) {
+  control_ = std::move(frame);
+  controlProgress_ = 0;
+  controlQueued_ = true;
+  if (sendQueue_.empty()) trySendLocked(done);
+  updateInterestLocked();
+}
+
 void TcpLink::queueClose() {
+  DoneList done;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (controlQueued_ || !failure_.ok() || !fd_.valid()) return;
+    auto header = encodeHeader(FrameHeader{FrameType::kClose, 0, 0, 0});
+    queueControlLocked(std::vector<std::uint8_t>(header.begin(), header.end()), done);
+  }
+  // A failure while saying goodbye is not worth reporting: this rank is leaving anyway.
+  finish(done, Status());
+}
+
+void TcpLink::queueAbort(const Status& status) {
+  TUTTI_ASSERT(!status.ok());
   DoneList done;
   Status failure;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (closeQueued_ || !failure_.ok() || !fd_.valid()) return;
-    closeQueued_ = true;
-    if (sendQueue_.empty()) trySendLocked(done);
+    if (controlQueued_ || !failure_.ok() || !fd_.valid() || peerClosed_) return;
+    std::string text = status.message().substr(0, kMaxAbortBytes);
+    Tag blamed = status.peerRank() >= 0 ? static_cast<Tag>(status.peerRank()) + 1 : 0;
+    auto header = encodeHeader(FrameHeader{FrameType::kAbort, blamed, text.size(),
+                                           static_cast<std::uint32_t>(status.code())});
+    std::vector<std::uint8_t> frame(header.begin(), header.end());
+    frame.insert(frame.end(), text.begin(), text.end());
+    queueControlLocked(std::move(frame), done);
     failure = failure_;
-    updateInterestLocked();
   }
-  // A failure while saying goodbye is not worth reporting: this rank is leaving anyway.
-  finish(done, Status());
-  (void)failure;
+  finish(done, failure);
 }
 
 bool TcpLink::sendsDrained() {
   std::lock_guard<std::mutex> lock(mutex_);
-  return !failure_.ok() || !fd_.valid() || (sendQueue_.empty() && (!closeQueued_ || closeSent_));
+  return !failure_.ok() || !fd_.valid() || (sendQueue_.empty() && (!controlQueued_ || controlSent_));
 }
 
 // ---- receiving ----------------------------------------------------------------------------
@@ -325,6 +364,13 @@ void TcpLink::handleHeaderLocked(const FrameHeader& header, DoneList& done) {
       posted_.clear();
       return;
     }
+    case FrameType::kAbort:
+      abortHeader_ = header;
+      abortText_.assign(header.length, '\0');  // bounded by kMaxAbortBytes (decodeHeader)
+      abortGot_ = 0;
+      if (header.length == 0) finishAbortLocked(done);
+      else readState_ = ReadState::kAbortPayload;
+      return;
     case FrameType::kHello:
       failLocked(Status(ErrorCode::kProtocolError,
                         strFormat("%s sent a hello frame on an established connection",
@@ -333,6 +379,21 @@ void TcpLink::handleHeaderLocked(const FrameHeader& header, DoneList& done) {
                  done);
       return;
   }
+}
+
+void TcpLink::finishAbortLocked(DoneList& done) {
+  readState_ = ReadState::kHeader;
+  peerClosed_ = true;  // it will send nothing more
+  for (char& c : abortText_) {
+    if (c < 32 || c > 126) c = '?';  // the text came off the wire: keep logs printable
+  }
+  int blamed = abortHeader_.tag > 0 && abortHeader_.tag <= static_cast<Tag>(owner_->size())
+                   ? static_cast<int>(abortHeader_.tag - 1)
+                   : peer_;
+  // The text is the root cause as the first rank to see it worded it; relaying it
+  // unchanged keeps the message from growing a "rank X aborted: " per hop.
+  TUTTI_INFO(kTcp, "%s aborted the communicator: %s", peerName_.c_str(), abortText_.c_str());
+  failLocked(Status(static_cast<ErrorCode>(abortHeader_.aux), abortText_, blamed), done);
 }
 
 bool TcpLink::readPayloadLocked(DoneList& done) {
@@ -345,6 +406,9 @@ bool TcpLink::readPayloadLocked(DoneList& done) {
   } else if (readState_ == ReadState::kPayloadToUnexpected) {
     dst = readUnexpected_->data.data() + readUnexpected_->received;
     want = readUnexpected_->data.size() - readUnexpected_->received;
+  } else if (readState_ == ReadState::kAbortPayload) {
+    dst = abortText_.data() + abortGot_;
+    want = abortText_.size() - abortGot_;
   } else {
     TUTTI_ASSERT(readState_ == ReadState::kDiscard);
     dst = discard;
@@ -385,11 +449,69 @@ bool TcpLink::readPayloadLocked(DoneList& done) {
         completeLocked(r, Status(), done);
       }
     }
+  } else if (readState_ == ReadState::kAbortPayload) {
+    abortGot_ += got;
+    if (abortGot_ == abortText_.size()) finishAbortLocked(done);
   } else {
     discardLeft_ -= got;
     if (discardLeft_ == 0) readState_ = ReadState::kHeader;
   }
   return true;
+}
+
+void TcpLink::readLocked(DoneList& done) {
+  std::size_t budget = kReadBudgetBytes;
+  while (failure_.ok() && !eof_ && budget > 0) {
+    if (readState_ == ReadState::kPaused) {
+      // Reads are off; only look for a dead peer (error or EOF) without consuming data.
+      int err = 0;
+      socklen_t len = sizeof(err);
+      char probe;
+      getsockopt(fd_.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+      if (err != 0 || ::recv(fd_.get(), &probe, 1, MSG_PEEK | MSG_DONTWAIT) == 0) {
+        failLocked(Status(ErrorCode::kPeerFailure,
+                          strFormat("%s closed the connection: the peer process died or was "
+                                    "killed",
+                                    peerName_.c_str()),
+                          peer_),
+                   done);
+      }
+      break;
+    }
+    if (readState_ != ReadState::kHeader) {
+      if (!readPayloadLocked(done)) break;
+      budget -= std::min<std::size_t>(budget, 64u << 10);
+      continue;
+    }
+    ssize_t n = ::recv(fd_.get(), readHeader_.data() + headerGot_, kHeaderBytes - headerGot_,
+                       MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+    if (n < 0 && errno == EINTR) continue;
+    if (n == 0 && headerGot_ == 0 && peerClosed_) {
+      eof_ = true;  // an orderly goodbye: CLOSE, then EOF
+      owner_->unwatch(fd_.get());
+      interest_ = 0;
+      break;
+    }
+    if (n <= 0) {
+      failLocked(Status(ErrorCode::kPeerFailure,
+                        strFormat("%s closed the connection without leaving the communicator "
+                                  "(%s): the peer process exited or was killed",
+                                  peerName_.c_str(), n == 0 ? "EOF" : std::strerror(errno)),
+                        peer_),
+                 done);
+      break;
+    }
+    headerGot_ += static_cast<std::size_t>(n);
+    if (headerGot_ < kHeaderBytes) continue;
+    headerGot_ = 0;
+    Result<FrameHeader> header = decodeHeader(readHeader_.data(), peerName_);
+    if (!header.ok()) {
+      failLocked(Status(header.status().code(), header.status().message(), peer_), done);
+      break;
+    }
+    handleHeaderLocked(*header, done);
+  }
 }
 
 void TcpLink::onReadable() {
@@ -398,58 +520,7 @@ void TcpLink::onReadable() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!fd_.valid() || !failure_.ok()) return;
-    std::size_t budget = kReadBudgetBytes;
-    while (failure_.ok() && !eof_ && budget > 0) {
-      if (readState_ == ReadState::kPaused) {
-        // Reads are off; only look for a dead peer (error or EOF) without consuming data.
-        int err = 0;
-        socklen_t len = sizeof(err);
-        char probe;
-        getsockopt(fd_.get(), SOL_SOCKET, SO_ERROR, &err, &len);
-        if (err != 0 || ::recv(fd_.get(), &probe, 1, MSG_PEEK | MSG_DONTWAIT) == 0) {
-          failLocked(Status(ErrorCode::kPeerFailure,
-                            strFormat("%s closed the connection: the peer process died or was "
-                                      "killed",
-                                      peerName_.c_str()),
-                            peer_),
-                     done);
-        }
-        break;
-      }
-      if (readState_ != ReadState::kHeader) {
-        if (!readPayloadLocked(done)) break;
-        budget -= std::min<std::size_t>(budget, 64u << 10);
-        continue;
-      }
-      ssize_t n = ::recv(fd_.get(), readHeader_.data() + headerGot_, kHeaderBytes - headerGot_,
-                         MSG_DONTWAIT);
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-      if (n < 0 && errno == EINTR) continue;
-      if (n == 0 && headerGot_ == 0 && peerClosed_) {
-        eof_ = true;  // an orderly goodbye: CLOSE, then EOF
-        owner_->unwatch(fd_.get());
-        interest_ = 0;
-        break;
-      }
-      if (n <= 0) {
-        failLocked(Status(ErrorCode::kPeerFailure,
-                          strFormat("%s closed the connection without leaving the communicator "
-                                    "(%s): the peer process exited or was killed",
-                                    peerName_.c_str(), n == 0 ? "EOF" : std::strerror(errno)),
-                          peer_),
-                   done);
-        break;
-      }
-      headerGot_ += static_cast<std::size_t>(n);
-      if (headerGot_ < kHeaderBytes) continue;
-      headerGot_ = 0;
-      Result<FrameHeader> header = decodeHeader(readHeader_.data(), peerName_);
-      if (!header.ok()) {
-        failLocked(Status(header.status().code(), header.status().message(), peer_), done);
-        break;
-      }
-      handleHeaderLocked(*header, done);
-    }
+    readLocked(done);
     failure = failure_;
     updateInterestLocked();
   }
@@ -475,14 +546,18 @@ void TcpLink::cancel(TransferRequest* request) {
     }
     auto queued = std::find(sendQueue_.begin(), sendQueue_.end(), request);
     if (queued != sendQueue_.end()) {
-      bool onTheWire = queued == sendQueue_.begin() && request->progress > 0;
-      sendQueue_.erase(queued);
-      if (onTheWire) {
-        failLocked(Status(ErrorCode::kAborted,
-                          strFormat("a send to %s was cancelled part-way; the link is closed",
-                                    peerName_.c_str()),
-                          peer_),
-                   done);
+      if (queued == sendQueue_.begin() && request->progress > 0) {
+        // Part of it is on the wire: finish the frame with zeros from a stand-in so the
+        // stream stays framed (the peer's operation fails anyway: an ABORT follows).
+        TUTTI_ASSERT(orphan_ == nullptr);
+        orphan_ = std::make_unique<TransferRequest>();
+        orphan_->tag = request->tag;
+        orphan_->bytes = request->bytes;
+        orphan_->progress = request->progress;
+        orphan_->data = nullptr;
+        *queued = orphan_.get();
+      } else {
+        sendQueue_.erase(queued);
       }
     }
     completeLocked(request, cancelled, done);

@@ -44,8 +44,11 @@ class TcpLink final : public Link {
   // --- called by the transport's loop thread -------------------------------------------
   void onReadable();
   void onWritable();
-  /// Queues a CLOSE frame after every queued send.
+  /// Queues a CLOSE frame (orderly goodbye) after every queued send.
   void queueClose();
+  /// Queues an ABORT frame carrying `status` (text, code and the rank at fault) after every
+  /// queued send; supersedes a CLOSE. Sent once per link.
+  void queueAbort(const Status& status);
   /// True when nothing is left to write (or the link is dead).
   bool sendsDrained();
   /// Reads and drops whatever input is available, then closes the socket.
@@ -58,17 +61,27 @@ class TcpLink final : public Link {
     std::size_t received = 0;
     TransferRequest* claimedBy = nullptr;  // a receive posted while the payload streams in
   };
-  enum class ReadState { kHeader, kPayloadToRequest, kPayloadToUnexpected, kDiscard, kPaused };
+  enum class ReadState {
+    kHeader,
+    kPayloadToRequest,
+    kPayloadToUnexpected,
+    kDiscard,
+    kPaused,
+    kAbortPayload
+  };
 
   // Everything *Locked() runs with mutex_ held and appends finished requests to `done`.
   using DoneList = std::vector<TransferRequest*>;
   void trySendLocked(DoneList& done);
   void handleHeaderLocked(const FrameHeader& header, DoneList& done);
+  void readLocked(DoneList& done);  // reads frames until EAGAIN, failure or the budget
   bool readPayloadLocked(DoneList& done);  // false when the socket has no more data
   void startPayloadLocked(const FrameHeader& header, DoneList& done);
   void failLocked(const Status& status, DoneList& done);
   void completeLocked(TransferRequest* request, Status status, DoneList& done);
   void updateInterestLocked();
+  void queueControlLocked(std::vector<std::uint8_t> frame, DoneList& done);
+  void finishAbortLocked(DoneList& done);
   void finish(DoneList& done, const Status& failure);
 
   TcpTransport* owner_;
@@ -81,9 +94,14 @@ class TcpLink final : public Link {
   // send side
   std::deque<TransferRequest*> sendQueue_;
   HeaderBytes sendHeader_{};
-  bool closeQueued_ = false;
-  std::size_t closeProgress_ = 0;  // bytes of the CLOSE frame written
-  bool closeSent_ = false;
+  // A send cancelled part-way keeps its place on the wire: the rest of its bytes go out as
+  // zeros from this stand-in, so the stream stays framed and an ABORT can still follow.
+  std::unique_ptr<TransferRequest> orphan_;
+  // The one control frame (CLOSE or ABORT) this link sends, after the queued data.
+  std::vector<std::uint8_t> control_;
+  std::size_t controlProgress_ = 0;
+  bool controlQueued_ = false;
+  bool controlSent_ = false;
   // receive side
   std::deque<TransferRequest*> posted_;
   std::deque<std::unique_ptr<Unexpected>> unexpected_;
@@ -95,6 +113,9 @@ class TcpLink final : public Link {
   TransferRequest* readTarget_ = nullptr;
   Unexpected* readUnexpected_ = nullptr;
   std::uint64_t discardLeft_ = 0;
+  FrameHeader abortHeader_;
+  std::string abortText_;
+  std::size_t abortGot_ = 0;
   // lifecycle
   bool peerClosed_ = false;  // the peer sent CLOSE: it left on purpose
   bool eof_ = false;

@@ -3,6 +3,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "base/assert.h"
@@ -75,11 +76,21 @@ Status TcpTransport::health() const {
 
 void TcpTransport::reportFailure(const Status& status) {
   TUTTI_ASSERT(!status.ok());
+  bool first = false;
   {
     std::lock_guard<std::mutex> lock(healthMutex_);
-    if (health_.ok()) health_ = status;
+    first = health_.ok();
+    if (first) health_ = status;
   }
   failed_.store(true, std::memory_order_release);
+  if (first) {
+    // The abort protocol: the first rank to see a fault tells the others, so they fail now
+    // (naming the original culprit) instead of each waiting out its own deadline.
+    TUTTI_INFO(kTcp, "communicator failed, telling every peer: %s", status.toString().c_str());
+    for (auto& link : links_) {
+      if (link) link->queueAbort(status);
+    }
+  }
   progress_.notify();
 }
 
@@ -97,28 +108,62 @@ void TcpTransport::unwatch(int fd) {
   if (fd >= 0 && epoll_.valid()) (void)epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);
 }
 
-void TcpTransport::loop() {
-  // The loop blocks in epoll_wait without a timeout: it has nothing to do until a socket is
-  // ready, and shutdown() wakes it through wakeFd_.
+void TcpTransport::pollOnce(int timeoutMs) {
   constexpr int kMaxEvents = 64;
   epoll_event events[kMaxEvents];
+  int n = epoll_wait(epoll_.get(), events, kMaxEvents, timeoutMs);
+  if (n < 0) {
+    if (errno != EINTR) reportFailure(systemError("epoll_wait", errno));
+    return;
+  }
+  for (int i = 0; i < n; ++i) {
+    auto* link = static_cast<TcpLink*>(events[i].data.ptr);
+    if (link == nullptr) {
+      std::uint64_t value;
+      (void)!::read(wakeFd_.get(), &value, sizeof(value));
+      continue;
+    }
+    // Two threads may briefly both poll (the loop thread and a driver); the link's mutex
+    // makes handling the same readiness twice harmless (the second read finds nothing).
+    if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) link->onReadable();
+    if (events[i].events & EPOLLOUT) link->onWritable();
+  }
+}
+
+void TcpTransport::setDriving(bool driving) {
+  if (driving) drivers_.fetch_add(1, std::memory_order_acq_rel);
+  else drivers_.fetch_sub(1, std::memory_order_acq_rel);
+  // No wake-up when driving ends: the loop thread re-checks within kLoopNapMs, which keeps
+  // back-to-back calls from waking it for nothing.
+}
+
+bool TcpTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::int64_t spinNs) {
+  const auto spinUntil = Deadline::Clock::now() + std::chrono::nanoseconds(spinNs);
+  do {
+    if (progress_.snapshot() != seen) return true;
+    pollOnce(0);
+  } while (Deadline::Clock::now() < spinUntil);
+  if (progress_.snapshot() != seen) return true;
+  // Block in the kernel until a socket is ready; capped so that a failure reported by
+  // another thread (fail(), abort) is noticed promptly.
+  constexpr int kMaxBlockMs = 100;
+  int timeout = deadline.pollTimeoutMs();
+  pollOnce(timeout < 0 ? kMaxBlockMs : std::min(timeout, kMaxBlockMs));
+  return progress_.snapshot() != seen || !deadline.expired();
+}
+
+void TcpTransport::loop() {
+  // The loop thread moves bytes whenever no call is driving progress itself: between calls
+  // (draining sends, noticing a dead peer) and for waiters that do not drive. It blocks in
+  // epoll_wait without a timeout: shutdown() wakes it through wakeFd_.
+  constexpr auto kLoopNapMs = std::chrono::milliseconds(10);
   while (!stopping_.load(std::memory_order_acquire)) {
-    int n = epoll_wait(epoll_.get(), events, kMaxEvents, -1);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      reportFailure(systemError("epoll_wait", errno));
-      return;
+    std::uint32_t drivers = drivers_.load(std::memory_order_acquire);
+    if (drivers > 0) {
+      futexWait(&drivers_, drivers, Deadline::after(kLoopNapMs));
+      continue;
     }
-    for (int i = 0; i < n; ++i) {
-      auto* link = static_cast<TcpLink*>(events[i].data.ptr);
-      if (link == nullptr) {
-        std::uint64_t value;
-        (void)!::read(wakeFd_.get(), &value, sizeof(value));
-        continue;
-      }
-      if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) link->onReadable();
-      if (events[i].events & EPOLLOUT) link->onWritable();
-    }
+    pollOnce(-1);
   }
 }
 
@@ -140,6 +185,7 @@ void TcpTransport::shutdown(Deadline deadline) {
       progress_.waitChange(seen, Deadline::earliest(deadline, Deadline::afterSeconds(0.01)), 0);
     }
     stopping_.store(true, std::memory_order_release);
+    futexWakeAll(&drivers_);
     std::uint64_t one = 1;
     (void)!::write(wakeFd_.get(), &one, sizeof(one));
     loopThread_.join();

@@ -52,11 +52,15 @@ class TcpTransport final : public Transport {
   int size() const override { return size_; }
   Link& link(int peer) override;
   WaitSignal& progressSignal() override { return progress_; }
+  void setDriving(bool driving) override;
+  bool waitForProgress(std::uint32_t seen, Deadline deadline, std::int64_t spinNs) override;
   Status health() const override;
   void fail(const Status& status) override;
   void shutdown(Deadline deadline) override;
 
   // --- for TcpLink ------------------------------------------------------------------------
+  /// Records the first failure, tells every peer (ABORT frames naming the rank at fault)
+  /// and wakes waiters. Later failures are ignored.
   void reportFailure(const Status& status);
   void modify(int fd, std::uint32_t events, TcpLink* link);
   void unwatch(int fd);
@@ -66,6 +70,8 @@ class TcpTransport final : public Transport {
   Status startLoop(std::vector<UniqueFd> sockets, const std::vector<std::string>& names,
                    std::uint64_t maxUnexpectedBytes);
   void loop();
+  /// One epoll_wait of at most `timeoutMs` (0: poll) and the handling of its events.
+  void pollOnce(int timeoutMs);
 
   const int rank_;
   const int size_;
@@ -75,6 +81,7 @@ class TcpTransport final : public Transport {
   std::thread loopThread_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> failed_{false};
+  std::atomic<std::uint32_t> drivers_{0};  // threads currently driving (0 or 1)
   mutable std::mutex healthMutex_;
   Status health_;
   WaitSignal progress_;

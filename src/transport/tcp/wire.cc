@@ -63,7 +63,7 @@ Result<FrameHeader> decodeHeader(const std::uint8_t* bytes, const std::string& p
   if (check != fnv1a(bytes, 28)) return protocolError(peer, "header checksum mismatch");
   std::uint8_t type = bytes[5];
   if (type < static_cast<std::uint8_t>(FrameType::kData) ||
-      type > static_cast<std::uint8_t>(FrameType::kClose))
+      type > static_cast<std::uint8_t>(FrameType::kAbort))
     return protocolError(peer, strFormat("unknown frame type %u", type));
   if (bytes[6] != 0 || bytes[7] != 0) return protocolError(peer, "reserved flags are set");
   FrameHeader header;
@@ -81,6 +81,10 @@ Result<FrameHeader> decodeHeader(const std::uint8_t* bytes, const std::string& p
                                          kHelloBytes));
   if (header.type == FrameType::kClose && header.length != 0)
     return protocolError(peer, "close frame with a payload");
+  if (header.type == FrameType::kAbort &&
+      (header.length > kMaxAbortBytes || header.aux > static_cast<std::uint32_t>(ErrorCode::kInternal) ||
+       header.aux == 0))
+    return protocolError(peer, "malformed abort frame");
   return header;
 }
 

@@ -12,6 +12,11 @@
 //  24  u32 aux      reserved for the call fingerprint (0 in this version)
 //  28  u32 check    FNV-1a of bytes 0..27, catches torn or shifted streams
 //
+// A CLOSE frame says goodbye: the sender destroyed its communicator in good order. An ABORT
+// frame says the sender's communicator failed; its payload (at most kMaxAbortBytes) is the
+// error text, `tag` is the rank at fault plus one (0: none known) and `aux` its ErrorCode,
+// so every rank can name the original culprit rather than the messenger.
+//
 // A HELLO frame opens every connection: its 24-byte payload carries the communicator's
 // unique id, the connecting rank and the world size, so that a connection from another
 // job, or from a rank that does not exist, is refused.
@@ -32,8 +37,10 @@ inline constexpr std::size_t kHeaderBytes = 32;
 inline constexpr std::size_t kHelloBytes = 24;
 /// Largest payload a frame may declare (1 TiB); anything larger is garbage.
 inline constexpr std::uint64_t kMaxFrameBytes = std::uint64_t{1} << 40;
+/// Largest error text an ABORT frame may carry.
+inline constexpr std::size_t kMaxAbortBytes = 1024;
 
-enum class FrameType : std::uint8_t { kData = 1, kHello = 2, kClose = 3 };
+enum class FrameType : std::uint8_t { kData = 1, kHello = 2, kClose = 3, kAbort = 4 };
 
 struct FrameHeader {
   FrameType type = FrameType::kData;

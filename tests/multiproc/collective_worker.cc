@@ -1,0 +1,125 @@
+// The rank program of the multi-process collective tests (build/tests/tutti_collective_worker),
+// started by tutti-run. Modes:
+//   check            all-reduce every dtype x op x placement at counts 0, 1, n-1, n+1 and a
+//                    large odd count, plus barriers and point-to-point messages; every element
+//                    is compared with an independent expectation. Exit 0 when all is right.
+//   die <rank>       <rank> starts a large all-reduce and kills itself (SIGKILL) while it
+//                    runs; the others' all-reduce must fail with kPeerFailure naming <rank>.
+//                    Survivors print "EXPECTED-FAILURE <message>" and exit 3.
+// Output lines meant for the tests start with "RESULT" or "EXPECTED-FAILURE".
+
+#include <signal.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench/data.h"
+#include "base/strings.h"
+#include "tutti/communicator.h"
+
+namespace {
+
+using namespace tutti;
+
+constexpr DataType kTypes[] = {DataType::kInt8,    DataType::kUint8,    DataType::kInt32,
+                               DataType::kUint32,  DataType::kInt64,    DataType::kUint64,
+                               DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
+                               DataType::kFloat64};
+constexpr ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax,
+                             ReduceOp::kAvg};
+
+std::string checkOne(Communicator& comm, std::size_t count, DataType dtype, ReduceOp op,
+                     bool inPlace) {
+  const std::size_t bytes = count * dataTypeSize(dtype);
+  std::vector<char> input(bytes + 1), output(bytes + 1, '\xff'), expected(bytes + 1);
+  bench::fillInput(input.data(), count, comm.rank(), comm.size(), dtype, op);
+  bench::fillExpectedAllReduce(expected.data(), count, comm.size(), dtype, op);
+  void* out = inPlace ? input.data() : output.data();
+  Status s = comm.allreduce(input.data(), out, count, dtype, op);
+  std::string what = strFormat("count=%zu %s %s %s", count, dataTypeName(dtype), reduceOpName(op),
+                               inPlace ? "in-place" : "out-of-place");
+  if (!s.ok()) return what + ": " + s.toString() + "\n";
+  std::uint64_t wrong = bench::countWrong(out, expected.data(), count, dtype);
+  if (wrong != 0) return what + strFormat(": %llu wrong\n", static_cast<unsigned long long>(wrong));
+  return "";
+}
+
+int runChecks(Communicator& comm) {
+  const std::size_t n = static_cast<std::size_t>(comm.size());
+  std::vector<std::size_t> counts = {0, 1, n + 1, 100003};
+  if (n > 1) counts.push_back(n - 1);
+  std::string failures;
+  int checks = 0;
+  for (DataType dtype : kTypes)
+    for (ReduceOp op : kOps)
+      for (std::size_t count : counts)
+        for (bool inPlace : {false, true}) {
+          failures += checkOne(comm, count, dtype, op, inPlace);
+          ++checks;
+        }
+  for (int i = 0; i < 10; ++i) {
+    Status s = comm.barrier();
+    if (!s.ok()) failures += "barrier: " + s.toString() + "\n";
+  }
+  if (comm.size() > 1) {  // a ring of point-to-point messages
+    const int next = (comm.rank() + 1) % comm.size();
+    const int prev = (comm.rank() + comm.size() - 1) % comm.size();
+    std::vector<std::uint64_t> out(4097), in(4097);
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = comm.rank() * 1000000ull + i;
+    Work send = comm.sendAsync(out.data(), out.size(), DataType::kUint64, next, 11);
+    Status r = comm.recv(in.data(), in.size(), DataType::kUint64, prev, 11);
+    Status s = send.wait();
+    if (!r.ok() || !s.ok()) failures += "p2p: " + r.toString() + " / " + s.toString() + "\n";
+    for (std::size_t i = 0; i < in.size() && r.ok(); ++i)
+      if (in[i] != prev * 1000000ull + i) {
+        failures += strFormat("p2p element %zu wrong\n", i);
+        break;
+      }
+  }
+  if (!failures.empty()) {
+    std::fprintf(stdout, "RESULT FAILED rank %d:\n%s", comm.rank(), failures.c_str());
+    return 1;
+  }
+  std::fprintf(stdout, "RESULT OK rank %d of %d: %d all-reduce checks\n", comm.rank(),
+               comm.size(), checks);
+  return 0;
+}
+
+int runDie(Communicator& comm, int victim) {
+  const std::size_t count = 16u << 20;  // 64 MiB of float32: long enough to die mid-way
+  std::vector<float> buf(count, 1.0f);
+  if (comm.rank() == victim) {
+    Work w = comm.allreduceAsync(buf.data(), buf.data(), count, DataType::kFloat32, ReduceOp::kSum);
+    std::fflush(stdout);
+    raise(SIGKILL);
+  }
+  CallOptions options;
+  options.timeout = std::chrono::seconds(60);
+  Status s = comm.allreduce(buf.data(), buf.data(), count, DataType::kFloat32, ReduceOp::kSum, options);
+  if (s.ok()) {
+    std::fprintf(stdout, "RESULT UNEXPECTED-SUCCESS rank %d\n", comm.rank());
+    return 1;
+  }
+  std::fprintf(stdout, "EXPECTED-FAILURE code=%s peer=%d: %s\n", errorCodeName(s.code()),
+               s.peerRank(), s.message().c_str());
+  return 3;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  std::string mode = argc > 1 ? argv[1] : "check";
+  auto comm = Communicator::fromEnv();
+  if (!comm.ok()) {
+    std::fprintf(stdout, "RESULT FAILED to create the communicator: %s\n",
+                 comm.status().toString().c_str());
+    return 1;
+  }
+  if (mode == "check") return runChecks(*comm);
+  if (mode == "die" && argc > 2) return runDie(*comm, std::atoi(argv[2]));
+  std::fprintf(stderr, "usage: %s check | die <rank>\n", argv[0]);
+  return 2;
+}
