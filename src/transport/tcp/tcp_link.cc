@@ -45,7 +45,7 @@ void TcpLink::completeLocked(TransferRequest* request, Status status, DoneList& 
 
 void TcpLink::finish(DoneList& done, const Status& failure) {
   if (!failure.ok()) owner_->reportFailure(failure);
-  if (!done.empty() || !failure.ok()) owner_->progressSignal().notify();
+  if (!done.empty() || !failure.ok()) owner_->notifyProgress();
 }
 
 void TcpLink::failLocked(const Status& status, DoneList& done) {

@@ -91,7 +91,7 @@ void TcpTransport::reportFailure(const Status& status) {
       if (link) link->queueAbort(status);
     }
   }
-  progress_.notify();
+  notifyProgress();
 }
 
 void TcpTransport::fail(const Status& status) { reportFailure(status); }
@@ -130,7 +130,21 @@ void TcpTransport::pollOnce(int timeoutMs) {
   }
 }
 
+namespace {
+// The transport the calling thread is driving, if any.
+thread_local const TcpTransport* tDriving = nullptr;
+}  // namespace
+
+void TcpTransport::notifyProgress() {
+  progress_.notify();
+  if (drivers_.load(std::memory_order_acquire) > 0 && tDriving != this) {
+    std::uint64_t one = 1;
+    (void)!::write(wakeFd_.get(), &one, sizeof(one));
+  }
+}
+
 void TcpTransport::setDriving(bool driving) {
+  tDriving = driving ? this : nullptr;
   if (driving) drivers_.fetch_add(1, std::memory_order_acq_rel);
   else drivers_.fetch_sub(1, std::memory_order_acq_rel);
   // No wake-up when driving ends: the loop thread re-checks within kLoopNapMs, which keeps

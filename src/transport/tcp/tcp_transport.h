@@ -63,6 +63,11 @@ class TcpTransport final : public Transport {
   /// and wakes waiters. Later failures are ignored.
   void reportFailure(const Status& status);
   void modify(int fd, std::uint32_t events, TcpLink* link);
+  /// Signals that requests completed (or the transport failed). When another thread is
+  /// driving and may be blocked in epoll_wait, it is woken too: epoll wakes only one waiter
+  /// per event, so a completion made on the loop thread would otherwise go unnoticed by the
+  /// driver until its next event.
+  void notifyProgress();
   void unwatch(int fd);
 
  private:
