@@ -6,10 +6,13 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <memory>
 #include <regex>
 #include <string>
 #include <vector>
 
+#include "base/net.h"
 #include "common/subprocess.h"
 #include "common/test_paths.h"
 
@@ -105,6 +108,79 @@ TEST(CollectiveProcs, KillingABenchmarkRankEndsTheJobNamingIt) {
     for (const std::string& l : splitLines(r.out + r.err)) found = found || std::regex_match(l, named);
     EXPECT_TRUE(found) << "rank " << rank << " did not name rank 1\n" << r.out << r.err;
   }
+}
+
+// A port that was free a moment ago, for launchers whose contract is a fixed port chosen in
+// advance (torchrun's MASTER_PORT). The kernel hands out ephemeral ports at random over a
+// wide range, so another process taking this one in the next milliseconds is unlikely; the
+// test reports it plainly if it happens rather than retrying.
+std::uint16_t freshPort() {
+  auto fd = listenTcp("127.0.0.1", 0);
+  if (!fd.ok()) return 0;
+  auto addr = localAddress(fd->get());
+  return addr.ok() ? addr->port : 0;
+}
+
+// Starts `n` worker processes directly (no tutti-run), each with the environment a foreign
+// launcher would give it, and checks that every one of them computes right.
+void runUnderForeignLauncher(int n, const std::function<std::vector<std::string>(int)>& envFor) {
+  std::vector<std::unique_ptr<Subprocess>> ranks;
+  for (int r = 0; r < n; ++r) {
+    std::vector<std::string> argv = {"/usr/bin/env"};
+    for (const std::string& kv : envFor(r)) argv.push_back(kv);
+    argv.push_back(testProgramPath("tutti_collective_worker"));
+    argv.push_back("check");
+    auto p = Subprocess::start(argv);
+    ASSERT_TRUE(p.ok()) << p.status().toString();
+    ranks.push_back(std::move(p).value());
+  }
+  for (int r = 0; r < n; ++r) {
+    ProcessResult res = ranks[static_cast<std::size_t>(r)]->wait(Deadline::afterSeconds(kOuterBoundSeconds));
+    ASSERT_FALSE(res.timedOut) << "rank " << r << ": " << res.out << res.err;
+    EXPECT_EQ(res.exitCode(), 0) << "rank " << r << ": " << res.out << res.err;
+    EXPECT_NE(res.out.find("RESULT OK rank " + std::to_string(r) + " of " + std::to_string(n)),
+              std::string::npos)
+        << res.out << res.err;
+  }
+}
+
+TEST(ForeignLaunchers, TorchrunEnvironment) {
+  std::uint16_t port = freshPort();
+  ASSERT_GT(port, 1);
+  // tutti's store goes on MASTER_PORT + 1 (torch's own store holds MASTER_PORT).
+  runUnderForeignLauncher(3, [&](int r) {
+    return std::vector<std::string>{"RANK=" + std::to_string(r), "WORLD_SIZE=3",
+                                    "LOCAL_RANK=" + std::to_string(r), "LOCAL_WORLD_SIZE=3",
+                                    "MASTER_ADDR=127.0.0.1",
+                                    "MASTER_PORT=" + std::to_string(port - 1)};
+  });
+}
+
+TEST(ForeignLaunchers, OpenMpiEnvironmentWithStoreAddress) {
+  std::uint16_t port = freshPort();
+  ASSERT_GT(port, 0);
+  runUnderForeignLauncher(2, [&](int r) {
+    return std::vector<std::string>{"OMPI_COMM_WORLD_RANK=" + std::to_string(r),
+                                    "OMPI_COMM_WORLD_SIZE=2",
+                                    "OMPI_COMM_WORLD_LOCAL_RANK=" + std::to_string(r),
+                                    "OMPI_COMM_WORLD_LOCAL_SIZE=2",
+                                    "TUTTI_STORE_ADDR=127.0.0.1:" + std::to_string(port)};
+  });
+}
+
+TEST(ForeignLaunchers, SlurmEnvironment) {
+  std::uint16_t port = freshPort();
+  ASSERT_GT(port, 0);
+  runUnderForeignLauncher(2, [&](int r) {
+    return std::vector<std::string>{"SLURM_PROCID=" + std::to_string(r), "SLURM_NTASKS=2",
+                                    "SLURM_LOCALID=" + std::to_string(r),
+                                    "SLURM_STEP_TASKS_PER_NODE=2", "SLURM_NODEID=0",
+                                    "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port)};
+  });
+}
+
+TEST(ForeignLaunchers, NoLauncherRunsAsOneRank) {
+  runUnderForeignLauncher(1, [&](int) { return std::vector<std::string>{}; });
 }
 
 }  // namespace
