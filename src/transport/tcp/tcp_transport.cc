@@ -26,9 +26,22 @@ Result<std::unique_ptr<TcpTransport>> TcpTransport::create(Store& store,
   TUTTI_ASSIGN_OR_RETURN(MeshSockets mesh,
                          establishMesh(store, keyPrefix, options.rank, options.size,
                                        options.commUid, options.bindHost, options.deadline));
-  std::unique_ptr<TcpTransport> transport(new TcpTransport(options.rank, options.size));
-  TUTTI_RETURN_IF_ERROR(
-      transport->startLoop(std::move(mesh.sockets), mesh.names, options.maxUnexpectedBytes));
+  return adopt(options.rank, options.size, std::move(mesh.sockets), mesh.names,
+               options.maxUnexpectedBytes);
+}
+
+Result<std::unique_ptr<TcpTransport>> TcpTransport::adopt(int rank, int size,
+                                                          std::vector<UniqueFd> sockets,
+                                                          const std::vector<std::string>& names,
+                                                          std::uint64_t maxUnexpectedBytes) {
+  TUTTI_CHECK_ARG(sockets.size() == static_cast<std::size_t>(size) && names.size() == sockets.size(),
+                  "need one socket and one name per rank (%d), got %zu and %zu", size,
+                  sockets.size(), names.size());
+  for (int peer = 0; peer < size; ++peer)
+    TUTTI_CHECK_ARG(sockets[static_cast<std::size_t>(peer)].valid() == (peer != rank),
+                    "socket of rank %d is %s", peer, peer == rank ? "set for self" : "missing");
+  std::unique_ptr<TcpTransport> transport(new TcpTransport(rank, size));
+  TUTTI_RETURN_IF_ERROR(transport->startLoop(std::move(sockets), names, maxUnexpectedBytes));
   return transport;
 }
 

@@ -46,6 +46,13 @@ class TcpTransport final : public Transport {
   /// ranks that never connected).
   static Result<std::unique_ptr<TcpTransport>> create(Store& store, const std::string& keyPrefix,
                                                       const Options& options);
+  /// Builds a transport over sockets that are already connected and checked (indexed by
+  /// peer rank, invalid for self) and starts the loop thread. create() uses it after
+  /// establishment; tests use it with socket pairs to play a misbehaving peer.
+  static Result<std::unique_ptr<TcpTransport>> adopt(int rank, int size,
+                                                     std::vector<UniqueFd> sockets,
+                                                     const std::vector<std::string>& names,
+                                                     std::uint64_t maxUnexpectedBytes);
   ~TcpTransport() override;
 
   int rank() const override { return rank_; }

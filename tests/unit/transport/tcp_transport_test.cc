@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/socket.h>
+
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <numeric>
@@ -237,6 +240,121 @@ TEST(TcpTransport, StrangerConnectionsAreRefusedDuringEstablishment) {
   t0->link(1).postRecv(&b, 1, &w, sizeof(w));
   ASSERT_TRUE(waitFor(*t0, b).ok());
   EXPECT_EQ(w, 77);
+}
+
+}  // namespace
+}  // namespace tutti::tcp
+
+namespace tutti::tcp {
+namespace {
+
+// Rank 0's transport with a link to "rank 1", whose other end the test drives by hand.
+struct RawPeer {
+  std::unique_ptr<TcpTransport> transport;
+  UniqueFd raw;
+};
+
+RawPeer transportWithRawPeer() {
+  int sv[2];
+  EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+  std::vector<UniqueFd> sockets;
+  sockets.emplace_back();
+  sockets.emplace_back(sv[0]);
+  auto t = TcpTransport::adopt(0, 2, std::move(sockets), {"", "rank 1 (test)"}, 1u << 20);
+  EXPECT_TRUE(t.ok()) << t.status().toString();
+  return RawPeer{std::move(t).value(), UniqueFd(sv[1])};
+}
+
+Status waitForFailure(Transport& t) {
+  Deadline deadline = Deadline::afterSeconds(30);
+  while (t.health().ok() && !deadline.expired()) {
+    auto seen = t.progressSignal().snapshot();
+    if (!t.health().ok()) break;
+    t.progressSignal().waitChange(seen, Deadline::earliest(deadline, Deadline::afterSeconds(1)), 0);
+  }
+  return t.health();
+}
+
+TEST(TcpTransportFaults, GarbageOnAnEstablishedLinkIsAProtocolErrorNamingThePeer) {
+  RawPeer p = transportWithRawPeer();
+  std::vector<char> in(8);
+  TransferRequest recv;
+  p.transport->link(1).postRecv(&recv, 1, in.data(), in.size());
+  const char junk[] = "this is not a tutti frame, just bytes on the wire";
+  ASSERT_TRUE(writeFull(p.raw.get(), junk, sizeof(junk), Deadline::afterSeconds(5)).ok());
+  Status s = waitFor(*p.transport, recv);
+  EXPECT_EQ(s.code(), ErrorCode::kProtocolError) << s.toString();
+  EXPECT_NE(s.message().find("rank 1 (test)"), std::string::npos) << s.toString();
+  EXPECT_EQ(s.peerRank(), 1);
+  EXPECT_EQ(waitForFailure(*p.transport).code(), ErrorCode::kProtocolError);
+}
+
+TEST(TcpTransportFaults, AbortFrameFailsTheTransportBlamingTheNamedRank) {
+  RawPeer p = transportWithRawPeer();
+  const std::string text = "rank 7 (somewhere) closed the connection";
+  // tag = rank at fault + 1; but this world has 2 ranks, so rank 7 is out of range and the
+  // messenger (rank 1) is blamed instead.
+  auto header = encodeHeader(FrameHeader{FrameType::kAbort, 8, text.size(),
+                                         static_cast<std::uint32_t>(ErrorCode::kPeerFailure)});
+  ASSERT_TRUE(writeFull(p.raw.get(), header.data(), header.size(), Deadline::afterSeconds(5)).ok());
+  ASSERT_TRUE(writeFull(p.raw.get(), text.data(), text.size(), Deadline::afterSeconds(5)).ok());
+  Status s = waitForFailure(*p.transport);
+  EXPECT_EQ(s.code(), ErrorCode::kPeerFailure);
+  EXPECT_EQ(s.message(), text);
+  EXPECT_EQ(s.peerRank(), 1);
+}
+
+TEST(TcpTransportFaults, AbortFrameNamesTheCulpritRankWithinTheWorld) {
+  RawPeer p = transportWithRawPeer();
+  const std::string text = "rank 0 timed out";
+  auto header = encodeHeader(FrameHeader{FrameType::kAbort, 1, text.size(),
+                                         static_cast<std::uint32_t>(ErrorCode::kTimeout)});
+  ASSERT_TRUE(writeFull(p.raw.get(), header.data(), header.size(), Deadline::afterSeconds(5)).ok());
+  ASSERT_TRUE(writeFull(p.raw.get(), text.data(), text.size(), Deadline::afterSeconds(5)).ok());
+  Status s = waitForFailure(*p.transport);
+  EXPECT_EQ(s.code(), ErrorCode::kTimeout);
+  EXPECT_EQ(s.peerRank(), 0);
+}
+
+TEST(TcpTransportFaults, FailureIsBroadcastAsAnAbortFrame) {
+  RawPeer p = transportWithRawPeer();
+  p.transport->fail(Status(ErrorCode::kTimeout, "allreduce #3 timed out waiting for rank 1", 1));
+  HeaderBytes header{};
+  ASSERT_TRUE(readFull(p.raw.get(), header.data(), header.size(), Deadline::afterSeconds(10)).ok());
+  auto h = decodeHeader(header.data(), "transport");
+  ASSERT_TRUE(h.ok()) << h.status().toString();
+  EXPECT_EQ(h->type, FrameType::kAbort);
+  EXPECT_EQ(h->tag, 2u);  // rank 1 + 1
+  EXPECT_EQ(h->aux, static_cast<std::uint32_t>(ErrorCode::kTimeout));
+  std::string text(h->length, '\0');
+  ASSERT_TRUE(readFull(p.raw.get(), text.data(), text.size(), Deadline::afterSeconds(10)).ok());
+  EXPECT_EQ(text, "allreduce #3 timed out waiting for rank 1");
+}
+
+TEST(TcpTransportFaults, SendCancelledPartWayIsPaddedSoTheStreamStaysFramed) {
+  RawPeer p = transportWithRawPeer();
+  // 8 MiB cannot fit in the socket buffer: the send is part-way when cancelled.
+  std::vector<char> big(8u << 20, 'x');
+  TransferRequest send;
+  p.transport->link(1).postSend(&send, 42, big.data(), big.size());
+  p.transport->link(1).cancel(&send);
+  EXPECT_TRUE(send.done());
+  std::fill(big.begin(), big.end(), 'y');  // the caller may reuse its buffer at once
+  p.transport->fail(Status(ErrorCode::kAborted, "aborted by the test"));
+  // The peer reads one whole data frame (x... then zeros, never 'y'), then the abort.
+  HeaderBytes header{};
+  ASSERT_TRUE(readFull(p.raw.get(), header.data(), header.size(), Deadline::afterSeconds(10)).ok());
+  auto h = decodeHeader(header.data(), "transport");
+  ASSERT_TRUE(h.ok());
+  ASSERT_EQ(h->type, FrameType::kData);
+  ASSERT_EQ(h->length, big.size());
+  std::vector<char> payload(big.size());
+  ASSERT_TRUE(readFull(p.raw.get(), payload.data(), payload.size(), Deadline::afterSeconds(30)).ok());
+  EXPECT_EQ(std::count(payload.begin(), payload.end(), 'y'), 0);
+  ASSERT_TRUE(readFull(p.raw.get(), header.data(), header.size(), Deadline::afterSeconds(10)).ok());
+  auto a = decodeHeader(header.data(), "transport");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->type, FrameType::kAbort);
 }
 
 }  // namespace
