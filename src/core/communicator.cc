@@ -31,6 +31,7 @@ Result<Communicator> Communicator::fromEnv(const CommOptions& options) {
   const Result<Config>& config = Config::fromProcessEnvironment();
   if (!config.ok()) return config.status();
   TUTTI_ASSIGN_OR_RETURN(LaunchEnv env, LaunchEnv::detect(*config));
+  log::setRank(env.rank);
   TUTTI_INFO(kInit, "launched by %s: rank %d of %d (local %d of %d), store %s%s",
              launcherName(env.launcher), env.rank, env.size, env.localRank, env.localSize,
              env.storeAddress.toString().c_str(), env.serveStore ? " (served here)" : "");
