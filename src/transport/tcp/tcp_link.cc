@@ -181,19 +181,6 @@ void TcpLink::trySendLocked(DoneList& done) {
   }
 }
 
-void TcpLink::onWritable() {
-  DoneList done;
-  Status failure;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!fd_.valid() || !failure_.ok()) return;
-    trySendLocked(done);
-    failure = failure_;
-    updateInterestLocked();
-  }
-  finish(done, failure);
-}
-
 void TcpLink::queueControlLocked(std::vector<std::uint8_t> frame, DoneList& done) {
   control_ = std::move(frame);
   controlProgress_ = 0;
@@ -514,13 +501,14 @@ void TcpLink::readLocked(DoneList& done) {
   }
 }
 
-void TcpLink::onReadable() {
+void TcpLink::onEvents(std::uint32_t events) {
   DoneList done;
   Status failure;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!fd_.valid() || !failure_.ok()) return;
-    readLocked(done);
+    if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) readLocked(done);
+    if ((events & EPOLLOUT) && failure_.ok()) trySendLocked(done);
     failure = failure_;
     updateInterestLocked();
   }

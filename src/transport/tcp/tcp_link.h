@@ -42,8 +42,8 @@ class TcpLink final : public Link {
   const std::string& peerName() const { return peerName_; }
 
   // --- called by the transport's loop thread -------------------------------------------
-  void onReadable();
-  void onWritable();
+  /// Handles epoll readiness `events` (EPOLLIN/OUT/HUP/ERR) for this link's socket.
+  void onEvents(std::uint32_t events);
   /// Queues a CLOSE frame (orderly goodbye) after every queued send.
   void queueClose();
   /// Queues an ABORT frame carrying `status` (text, code and the rank at fault) after every

@@ -138,8 +138,7 @@ void TcpTransport::pollOnce(int timeoutMs) {
     }
     // Two threads may briefly both poll (the loop thread and a driver); the link's mutex
     // makes handling the same readiness twice harmless (the second read finds nothing).
-    if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) link->onReadable();
-    if (events[i].events & EPOLLOUT) link->onWritable();
+    link->onEvents(events[i].events);
   }
 }
 
