@@ -62,9 +62,18 @@ enum class Collective : std::uint8_t {
   kReduceScatter,
   kAllReduce,
   kAllToAll,
+  kGatherV,         ///< gather with per-rank counts and displacements
+  kScatterV,
+  kAllGatherV,
+  kReduceScatterV,  ///< per-rank result counts; the input is their concatenation
+  kAllToAllV,
 };
+inline constexpr int kNumCollectives = 16;
 
-/// Lower-case name, e.g. "allreduce".
+/// Lower-case name, e.g. "allreduce", "reducescatterv".
 TUTTI_API const char* collectiveName(Collective kind);
+/// Accepts the names collectiveName() gives and the underscored spellings ("all_reduce",
+/// "reduce_scatter", "all_to_all", "bcast"). nullopt for unknown names.
+TUTTI_API std::optional<Collective> parseCollective(std::string_view name);
 
 }  // namespace tutti

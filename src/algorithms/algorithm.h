@@ -8,25 +8,12 @@
 #include <string_view>
 #include <vector>
 
+#include "schedule/collective.h"
 #include "schedule/schedule.h"
 #include "tutti/status.h"
 #include "tutti/types.h"
 
 namespace tutti {
-
-/// Everything an algorithm needs to know about one call on one rank.
-struct CollectiveSpec {
-  Collective kind = Collective::kAllReduce;
-  int rank = 0;
-  int size = 1;
-  std::uint64_t count = 0;  // elements per rank, as the collective defines it
-  DataType dtype = DataType::kFloat32;
-  ReduceOp op = ReduceOp::kSum;
-  int root = 0;             // rooted collectives
-  int peer = -1;            // send/recv
-  bool inPlace = false;
-  std::uint64_t segmentCount = 1;  // pipelining segment, in elements (>= 1)
-};
 
 struct AlgorithmInfo {
   const char* name;

@@ -99,8 +99,26 @@ const char* collectiveName(Collective kind) {
     case Collective::kReduceScatter: return "reducescatter";
     case Collective::kAllReduce: return "allreduce";
     case Collective::kAllToAll: return "alltoall";
+    case Collective::kGatherV: return "gatherv";
+    case Collective::kScatterV: return "scatterv";
+    case Collective::kAllGatherV: return "allgatherv";
+    case Collective::kReduceScatterV: return "reducescatterv";
+    case Collective::kAllToAllV: return "alltoallv";
   }
   return "unknown";
+}
+
+std::optional<Collective> parseCollective(std::string_view name) {
+  std::string plain;
+  for (char c : name) {
+    if (c != '_' && c != '-') plain += c;
+  }
+  if (plain == "bcast") plain = "broadcast";
+  for (int i = 0; i < kNumCollectives; ++i) {
+    auto kind = static_cast<Collective>(i);
+    if (plain == collectiveName(kind)) return kind;
+  }
+  return std::nullopt;
 }
 
 }  // namespace tutti

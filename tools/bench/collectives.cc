@@ -47,13 +47,18 @@ Counts collectiveCounts(Collective kind, std::size_t count, int nranks) {
   switch (kind) {
     case Collective::kAllGather:
     case Collective::kGather:
+    case Collective::kAllGatherV:
+    case Collective::kGatherV:
       // Each rank contributes count / n; in place, its input is its slot of the output.
       return Counts{perRank, perRank * n, perRank, perRank, 0};
     case Collective::kReduceScatter:
     case Collective::kScatter:
+    case Collective::kReduceScatterV:
+    case Collective::kScatterV:
       // The input holds n slots of count / n; in place, each rank's output is its slot.
       return Counts{perRank * n, perRank, perRank, 0, perRank};
     case Collective::kAllToAll:
+    case Collective::kAllToAllV:
       return Counts{perRank * n, perRank * n, perRank, 0, 0};
     case Collective::kBarrier:
       return Counts{};  // moves no data whatever the size
@@ -81,6 +86,11 @@ double algorithmBytes(Collective kind, const Counts& counts, std::size_t typeSiz
     case Collective::kAllToAll:
     case Collective::kGather:
     case Collective::kScatter:
+    case Collective::kAllGatherV:
+    case Collective::kReduceScatterV:
+    case Collective::kAllToAllV:
+    case Collective::kGatherV:
+    case Collective::kScatterV:
       return perCall * nranks;
     case Collective::kBarrier:
       return 0;
@@ -107,6 +117,11 @@ double busBandwidthFactor(Collective kind, int nranks) {
     case Collective::kAllToAll:
     case Collective::kGather:
     case Collective::kScatter:
+    case Collective::kAllGatherV:
+    case Collective::kReduceScatterV:
+    case Collective::kAllToAllV:
+    case Collective::kGatherV:
+    case Collective::kScatterV:
       return (n - 1) / n;
     case Collective::kBroadcast:
     case Collective::kReduce:

@@ -1,0 +1,92 @@
+#pragma once
+// What each collective means, as data: the description of one call on one rank
+// (CollectiveSpec) and the shape of its buffers (BufferLayout). Algorithms build schedules
+// from a spec; the verifier checks schedules against these definitions; the communicator
+// validates users' arguments with the same layouts. Counts are elements, never bytes.
+//
+// Definitions (n ranks, rank q; in_r / out_r are rank r's input and output buffers):
+//
+//   allreduce       out_q[j] = op_r in_r[j]                       in: count      out: count
+//   broadcast       out_q[j] = in_root[j]                         in: count@root out: count
+//   reduce          out_root[j] = op_r in_r[j]                    in: count      out: count@root
+//   allgather       out_q[b*count + j] = in_b[j]                  in: count      out: n*count
+//   reducescatter   out_q[j] = op_r in_r[q*count + j]             in: n*count    out: count
+//   gather          out_root[b*count + j] = in_b[j]               in: count      out: n*count@root
+//   scatter         out_q[j] = in_root[q*count + j]               in: n*count@root out: count
+//   alltoall        out_q[b*count + j] = in_b[q*count + j]        in: n*count    out: n*count
+//   gatherv         out_root[displs[b] + j] = in_b[j], j < counts[b]
+//   scatterv        out_q[j] = in_root[displs[q] + j], j < counts[q]
+//   allgatherv      out_q[displs[b] + j] = in_b[j], j < counts[b]
+//   reducescatterv  out_q[j] = op_r in_r[offset(q) + j], j < counts[q], offset = prefix sum
+//   alltoallv       out_q[recvDispls[b] + j] = in_b[sendDispls_b[q] + j], j < recvCounts[b]
+//   barrier         no data; no rank leaves before every rank has entered
+//   send / recv     out_peer[j] = in_sender[j]
+//
+// ("@root": the buffer matters on the root only; elsewhere its length is 0.)
+// Reductions apply the operator's finalization (kAvg: divide by n) exactly once per output
+// element, after every contribution is in.
+//
+// In place: the input is a view into the output (NCCL's conventions): allreduce, broadcast,
+// reduce and alltoall(v) use the same buffer; allgather(v) and gather(v) take the input at
+// the rank's own block of the output; reducescatter(v) and scatter(v) write the output at
+// the rank's own block of the input (there the *output* is the view into the input).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tutti/status.h"
+#include "tutti/types.h"
+
+namespace tutti {
+
+/// Everything an algorithm needs to know about one call on one rank.
+struct CollectiveSpec {
+  Collective kind = Collective::kAllReduce;
+  int rank = 0;
+  int size = 1;
+  /// Uniform collectives: elements per rank block as the table above defines `count`.
+  std::uint64_t count = 0;
+  DataType dtype = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  int root = 0;  // rooted collectives
+  int peer = -1;  // send/recv
+  bool inPlace = false;
+  /// Pipelining segment, in elements (>= 1).
+  std::uint64_t segmentCount = 1;
+  /// v-collectives (one entry per rank). gatherv/scatterv/allgatherv: counts and displs of
+  /// the gathered/scattered buffer (meaningful on every rank, as MPI requires them on the
+  /// root only, tutti requires the same arrays on every rank). reducescatterv: counts only.
+  /// alltoallv: counts/displs describe what this rank sends, recvCounts/recvDispls what it
+  /// receives.
+  std::vector<std::uint64_t> counts;
+  std::vector<std::uint64_t> displs;
+  std::vector<std::uint64_t> recvCounts;
+  std::vector<std::uint64_t> recvDispls;
+};
+
+/// The shape of one rank's buffers for a call.
+struct BufferLayout {
+  std::uint64_t inputCount = 0;   // elements the input buffer must hold on this rank
+  std::uint64_t outputCount = 0;  // elements the output buffer must hold on this rank
+  /// In place: the input lives inside the output at this element offset...
+  std::optional<std::uint64_t> inputInOutputAt;
+  /// ...or the output lives inside the input at this element offset (reducescatter(v),
+  /// scatter(v)).
+  std::optional<std::uint64_t> outputInInputAt;
+};
+
+/// The buffer shape on spec.rank, including in-place aliasing when spec.inPlace.
+BufferLayout bufferLayout(const CollectiveSpec& spec);
+
+/// Checks the spec's own consistency (rank/root/peer in range, v-array sizes, counts that
+/// overflow); kInvalidArgument naming the problem. It cannot check agreement across ranks.
+Status validateSpec(const CollectiveSpec& spec);
+
+/// True for the collectives that reduce (allreduce, reduce, reducescatter, reducescatterv).
+bool isReduction(Collective kind);
+/// True for the collectives with a root.
+bool isRooted(Collective kind);
+
+}  // namespace tutti
