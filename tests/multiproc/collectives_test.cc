@@ -43,6 +43,21 @@ TEST_P(CollectiveProcs, AllreduceIsRightOnEveryRank) {
 
 INSTANTIATE_TEST_SUITE_P(WorldSizes, CollectiveProcs, ::testing::Values(1, 2, 3, 4, 5, 8));
 
+class EveryCollectiveProcs : public ::testing::TestWithParam<int> {};
+
+// Every collective x algorithm in real processes, then on split sub-communicators.
+TEST_P(EveryCollectiveProcs, EveryCollectiveAndSplitAreRight) {
+  const int n = GetParam();
+  ProcessResult r = runProcess({binPath("tutti-run"), "-n", std::to_string(n), "--timeout", "200",
+                                testProgramPath("tutti_collective_worker"), "every"},
+                               kOuterBoundSeconds);
+  ASSERT_FALSE(r.timedOut) << r.out << r.err;
+  EXPECT_EQ(r.exitCode(), 0) << r.out << r.err;
+  EXPECT_EQ(countLines(r.out, "RESULT OK"), n) << r.out << r.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSizes, EveryCollectiveProcs, ::testing::Values(1, 3, 5, 8));
+
 TEST(CollectiveProcs, KilledRankIsNamedByEverySurvivor) {
   const int n = 4;
   const int victim = 2;
