@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "base/strings.h"
+#include "algorithms/algorithm.h"
 #include "bench/data.h"
 #include "schedule/collective.h"
 
@@ -224,6 +225,15 @@ std::vector<std::size_t> vDispls(const std::vector<std::size_t>& counts) {
 std::size_t alltoallvCount(std::size_t count, int from, int to) {
   if (count == 0) return 0;
   return static_cast<std::size_t>((from * 3 + to * 5) % 7 == 0 ? 0 : count + static_cast<std::size_t>((from + 2 * to) % 3));
+}
+
+bool algorithmApplies(const CollectiveCase& c, int rank, int n) {
+  if (c.algorithm.empty()) return true;
+  const CollectiveSpec spec = specOf(c, rank, n);
+  for (const AlgorithmInfo& info : algorithmRegistry()) {
+    if (info.kind == c.kind && c.algorithm == info.name) return info.unsupportedReason(spec).empty();
+  }
+  return false;
 }
 
 std::string describeCase(const CollectiveCase& c) {

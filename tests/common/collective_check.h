@@ -38,6 +38,10 @@ std::size_t alltoallvCount(std::size_t count, int from, int to);
 /// elements, first at 7 (got 12, expected 40)".
 std::string runAndCheck(Communicator& comm, const CollectiveCase& c);
 
+/// True when the case's forced algorithm applies on `rank` of a world of `n` (always when
+/// no algorithm is forced): its registry entry's unsupportedReason() is empty.
+bool algorithmApplies(const CollectiveCase& c, int rank, int n);
+
 /// Human-readable name of a case, for messages.
 std::string describeCase(const CollectiveCase& c);
 

@@ -73,25 +73,6 @@ std::vector<CollectiveCase> casesFor(Collective kind, int n) {
   return cases;
 }
 
-// Whether `algorithm` applies to this case (a forced name that does not apply must be a
-// clear error, which is tested separately).
-bool applies(const CollectiveCase& c, int rank, int n) {
-  if (c.algorithm.empty()) return true;
-  CollectiveSpec spec;
-  spec.kind = c.kind;
-  spec.rank = rank;
-  spec.size = n;
-  spec.count = c.count;
-  spec.dtype = c.dtype;
-  spec.op = c.op;
-  spec.root = c.root;
-  spec.inPlace = c.inPlace;
-  for (const AlgorithmInfo& info : algorithmRegistry()) {
-    if (info.kind == c.kind && c.algorithm == info.name) return info.unsupportedReason(spec).empty();
-  }
-  return false;
-}
-
 class EveryCollective : public ::testing::TestWithParam<std::tuple<int, Collective>> {};
 
 TEST_P(EveryCollective, EveryAlgorithmMatchesTheDefinition) {
@@ -100,7 +81,7 @@ TEST_P(EveryCollective, EveryAlgorithmMatchesTheDefinition) {
   auto failures = runRanks(n, [&](int rank, Communicator& comm) -> std::string {
     std::string out;
     for (const CollectiveCase& c : cases) {
-      if (!applies(c, rank, n)) continue;
+      if (!algorithmApplies(c, rank, n)) continue;
       out += runAndCheck(comm, c);
       if (out.size() > 4000) return out + "... (stopping)\n";
     }

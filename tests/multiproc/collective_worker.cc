@@ -114,18 +114,8 @@ std::string everyCollective(Communicator& comm) {
             c.root = static_cast<int>(n) / 2;
             c.inPlace = inPlace;
             c.algorithm = algorithm;
-            CollectiveSpec spec;
-            spec.kind = kind;
-            spec.rank = comm.rank();
-            spec.size = comm.size();
-            spec.count = count;
-            spec.root = c.root;
-            spec.inPlace = inPlace;
-            bool applies = algorithm.empty();
-            for (const AlgorithmInfo& info : algorithmRegistry())
-              if (info.kind == kind && algorithm == info.name)
-                applies = info.unsupportedReason(spec).empty();
-            if (applies) failures += test::runAndCheck(comm, c);
+            if (test::algorithmApplies(c, comm.rank(), comm.size()))
+              failures += test::runAndCheck(comm, c);
           }
   }
   return failures;
