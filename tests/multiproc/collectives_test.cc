@@ -92,7 +92,7 @@ TEST(CollectiveProcs, BenchmarkChecksEveryTypeWithZeroWrong) {
   EXPECT_EQ(r.exitCode(), 0) << r.out << r.err;
   EXPECT_NE(r.out.find("# Out of bounds values : 0 OK"), std::string::npos) << r.out;
   // 10 types x 5 ops x 5 sizes rows, each with 0 wrong out of place and in place.
-  std::regex row("\\[0\\] +[0-9]+ +[0-9]+ +[a-z0-9]+ +[a-z]+ +-1 +[0-9.]+ +[0-9.]+ +[0-9.]+ +0 +[0-9.]+ +[0-9.]+ +[0-9.]+ +0 +ring");
+  std::regex row("\\[0\\] +[0-9]+ +[0-9]+ +[a-z0-9]+ +[a-z]+ +-1 +[0-9.]+ +[0-9.]+ +[0-9.]+ +0 +[0-9.]+ +[0-9.]+ +[0-9.]+ +0 +[a-z_]+");
   int rows = 0;
   for (const std::string& l : splitLines(r.out)) rows += std::regex_match(l, row) ? 1 : 0;
   EXPECT_EQ(rows, 10 * 5 * 5) << r.out;  // sizes 8, 128, 2K, 32K, 512K
