@@ -25,14 +25,24 @@ struct AlgorithmInfo {
   Schedule (*build)(const CollectiveSpec& spec);
 };
 
-/// Every algorithm, in the order they are preferred by default for their collective.
+/// Every algorithm, grouped by collective.
 const std::vector<AlgorithmInfo>& algorithmRegistry();
+
+/// The algorithm tutti runs for `spec` when none is forced (defaults.cc's rule table),
+/// or nullptr when none applies.
+const AlgorithmInfo* defaultAlgorithm(const CollectiveSpec& spec);
 
 /// The algorithm named `forced` (when not empty), else the default for the call. An unknown
 /// name, or one that does not apply, is kInvalidArgument listing the names that do.
 Result<const AlgorithmInfo*> selectAlgorithm(const CollectiveSpec& spec, std::string_view forced);
 
+/// Parses TUTTI_ALGO-style overrides, "allreduce:ring,bcast:binomial" (collective names as
+/// parseCollective() accepts them), into one algorithm name per collective. Names are not
+/// checked here (a name that does not apply to a call is an error of that call).
+Result<std::vector<std::pair<Collective, std::string>>> parseAlgorithmOverrides(std::string_view text);
+
 // The builders, one per algorithm file.
+Schedule buildDirect(const CollectiveSpec& spec);  // every collective (direct.cc)
 Schedule buildAllreduceRing(const CollectiveSpec& spec);
 Schedule buildBarrierDissemination(const CollectiveSpec& spec);
 Schedule buildSendDirect(const CollectiveSpec& spec);

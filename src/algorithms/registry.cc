@@ -22,16 +22,70 @@ std::string p2pPeerValid(const CollectiveSpec& spec) {
 }  // namespace
 
 const std::vector<AlgorithmInfo>& algorithmRegistry() {
+  // Defaults are chosen by the rules of defaults.cc, not by the order here.
   static const std::vector<AlgorithmInfo> registry = {
       {"ring", Collective::kAllReduce,
        "reduce-scatter ring + all-gather ring, pipelined in segments; bandwidth-optimal",
        always, buildAllreduceRing},
+      {"direct", Collective::kAllReduce, "every rank sends its input to every other", always,
+       buildDirect},
       {"dissemination", Collective::kBarrier,
        "ceil(log2 n) rounds of empty messages to rank r+2^k", always, buildBarrierDissemination},
-      {"direct", Collective::kSend, "one message to the peer", p2pPeerValid, buildSendDirect},
-      {"direct", Collective::kRecv, "one message from the peer", p2pPeerValid, buildRecvDirect},
+      {"direct", Collective::kBarrier, "every rank messages every other", always, buildDirect},
+      {"direct", Collective::kBroadcast, "the root sends to every rank", always, buildDirect},
+      {"direct", Collective::kReduce, "every rank sends to the root, which reduces in rank order",
+       always, buildDirect},
+      {"direct", Collective::kGather, "every rank sends its block to the root", always,
+       buildDirect},
+      {"direct", Collective::kGatherV, "every rank sends its block to the root", always,
+       buildDirect},
+      {"direct", Collective::kScatter, "the root sends every rank its block", always, buildDirect},
+      {"direct", Collective::kScatterV, "the root sends every rank its block", always,
+       buildDirect},
+      {"direct", Collective::kAllGather, "every rank sends its block to every other", always,
+       buildDirect},
+      {"direct", Collective::kAllGatherV, "every rank sends its block to every other", always,
+       buildDirect},
+      {"direct", Collective::kReduceScatter,
+       "every rank sends each block to its owner, which reduces in rank order", always,
+       buildDirect},
+      {"direct", Collective::kReduceScatterV,
+       "every rank sends each block to its owner, which reduces in rank order", always,
+       buildDirect},
+      {"direct", Collective::kAllToAll, "one message per pair of ranks", always, buildDirect},
+      {"direct", Collective::kAllToAllV, "one message per pair of ranks", always, buildDirect},
+      {"direct", Collective::kSend, "one message to the peer", p2pPeerValid, buildDirect},
+      {"direct", Collective::kRecv, "one message from the peer", p2pPeerValid, buildDirect},
   };
   return registry;
+}
+
+Result<std::vector<std::pair<Collective, std::string>>> parseAlgorithmOverrides(
+    std::string_view text) {
+  std::vector<std::pair<Collective, std::string>> out;
+  for (const std::string& item : splitString(text, ',')) {
+    std::string_view entry = trim(item);
+    if (entry.empty()) continue;
+    auto colon = entry.find(':');
+    if (colon == std::string_view::npos)
+      return Status(ErrorCode::kInvalidArgument,
+                    strFormat("algorithm override '%.*s' is not collective:algorithm",
+                              static_cast<int>(entry.size()), entry.data()));
+    std::string_view kindText = trim(entry.substr(0, colon));
+    std::string_view name = trim(entry.substr(colon + 1));
+    auto kind = parseCollective(kindText);
+    if (!kind)
+      return Status(ErrorCode::kInvalidArgument,
+                    strFormat("algorithm override '%.*s': unknown collective '%.*s'",
+                              static_cast<int>(entry.size()), entry.data(),
+                              static_cast<int>(kindText.size()), kindText.data()));
+    if (name.empty())
+      return Status(ErrorCode::kInvalidArgument,
+                    strFormat("algorithm override '%.*s' names no algorithm",
+                              static_cast<int>(entry.size()), entry.data()));
+    out.emplace_back(*kind, std::string(name));
+  }
+  return out;
 }
 
 Result<const AlgorithmInfo*> selectAlgorithm(const CollectiveSpec& spec, std::string_view forced) {
@@ -50,8 +104,9 @@ Result<const AlgorithmInfo*> selectAlgorithm(const CollectiveSpec& spec, std::st
       continue;
     }
     applicable += applicable.empty() ? info.name : std::string(", ") + info.name;
-    if (chosen == nullptr && (forced.empty() || forced == info.name)) chosen = &info;
+    if (chosen == nullptr && !forced.empty() && forced == info.name) chosen = &info;
   }
+  if (forced.empty()) chosen = defaultAlgorithm(spec);
   if (chosen != nullptr) return chosen;
   if (!forced.empty())
     return Status(ErrorCode::kInvalidArgument,
