@@ -8,22 +8,6 @@
 namespace tutti::verify {
 namespace {
 
-std::uint64_t hashTerms(const std::vector<Term>& terms) {
-  // Multiply-xorshift per field (the pool compares the lists on a hash hit); the shift
-  // brings high bits down, as the table indexes by the low ones.
-  std::uint64_t h = 0x243f6a8885a308d3ull;
-  auto mix = [&h](std::uint64_t v) {
-    h = (h ^ v) * 0x9e3779b97f4a7c15ull;
-    h ^= h >> 32;
-  };
-  for (const Term& t : terms) {
-    mix(static_cast<std::uint32_t>(t.rankLo));
-    mix(static_cast<std::uint32_t>(t.rankHi));
-    mix(static_cast<std::uint64_t>(t.delta));
-  }
-  return h;
-}
-
 std::string termText(const Term& t, std::int64_t delta) {
   std::string ranks = t.rankHi - t.rankLo == 1 ? strFormat("in_%d", t.rankLo)
                                                : strFormat("in_%d..%d", t.rankLo, t.rankHi - 1);
@@ -33,38 +17,15 @@ std::string termText(const Term& t, std::int64_t delta) {
 
 }  // namespace
 
-ValuePool::ValuePool() : begin_{0, 0}, table_(1024) {}
+ValuePool::ValuePool() : begin_{0, 0} {}
 
-void ValuePool::grow() {
-  std::vector<Slot> old(table_.size() * 2);
-  old.swap(table_);
-  const std::size_t mask = table_.size() - 1;
-  for (const Slot& slot : old) {
-    if (slot.id == kUninitialised) continue;
-    std::size_t i = slot.hash & mask;
-    while (table_[i].id != kUninitialised) i = (i + 1) & mask;
-    table_[i] = slot;
-  }
-}
-
-ValueId ValuePool::intern(const std::vector<Term>& terms) {
+ValueId ValuePool::add(const std::vector<Term>& terms) {
   if (terms.empty()) return kUninitialised;
   TUTTI_ASSERT_CMP(terms.front().delta, ==, 0);
-  const std::uint64_t h = hashTerms(terms);
-  const std::size_t mask = table_.size() - 1;
-  std::size_t i = h & mask;
-  for (; table_[i].id != kUninitialised; i = (i + 1) & mask) {
-    const ValueId v = table_[i].id;
-    if (table_[i].hash == h && size(v) == terms.size() &&
-        std::equal(terms.begin(), terms.end(), &terms_[begin_[v]]))
-      return v;
-  }
-  const auto id = static_cast<ValueId>(begin_.size() - 1);
+  TUTTI_ASSERT_CMP(begin_.size(), <, std::size_t{0xffffffff});  // ids are 32 bits
   terms_.insert(terms_.end(), terms.begin(), terms.end());
-  begin_.push_back(static_cast<std::uint32_t>(terms_.size()));
-  table_[i] = Slot{h, id};
-  if (2 * static_cast<std::size_t>(id) >= table_.size()) grow();
-  return id;
+  begin_.push_back(terms_.size());
+  return static_cast<ValueId>(begin_.size() - 2);
 }
 
 SymbolicBuffer::SymbolicBuffer(std::uint64_t size, std::pmr::memory_resource* memory)
@@ -229,7 +190,7 @@ bool combinePieces(ValuePool& pool, const std::vector<Piece>& a, const std::vect
     p.hi = end;
     p.shift = scratch->front().delta;
     for (Term& t : *scratch) t.delta -= p.shift;
-    p.value = pool.intern(*scratch);
+    p.value = pool.add(*scratch);
     if (!out->empty() && out->back().continuesWith(p))
       out->back().hi = end;
     else

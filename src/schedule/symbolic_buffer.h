@@ -7,10 +7,13 @@
 // position changes, so a run of elements that moved together is one interval however long
 // it is, and 1,024 ranks with large counts cost what their steps cost, not their elements.
 //
-// Values are interned in a ValuePool with their first term's delta factored out into the
-// interval (its *shift*): moving an interval changes its shift only, and two neighbours
-// holding the same data under the same shift merge into one interval. Canonical form of a
-// term list: sorted by rankLo, rank ranges disjoint, neighbours with the same delta merged.
+// Values live in a ValuePool with their first term's delta factored out into the interval
+// (its *shift*): moving an interval changes its shift only, and neighbours holding the same
+// value under the same shift merge into one interval. A value is made once per reduction
+// and never deduplicated (a hash table of a million values costs more, in cache misses,
+// than all the rest of a reduction), so equal term lists may have different ids: whoever
+// compares values against a definition compares terms. Canonical form of a term list:
+// sorted by rankLo, rank ranges disjoint, neighbours with the same delta merged.
 
 #include <cstdint>
 #include <map>
@@ -32,29 +35,21 @@ using ValueId = std::uint32_t;
 /// The value of elements nothing has written: no term.
 inline constexpr ValueId kUninitialised = 0;
 
-/// Interned term lists. Ids are dense and stable; kUninitialised is the empty list.
+/// Term lists, appended and never removed. Ids are dense and stable; kUninitialised is the
+/// empty list.
 class ValuePool {
  public:
   ValuePool();
 
-  /// The id of `terms` (canonical, first delta 0), adding it when new.
-  ValueId intern(const std::vector<Term>& terms);
+  /// Stores `terms` (canonical, first delta 0) and returns its id.
+  ValueId add(const std::vector<Term>& terms);
   /// Number of terms of `value`, and term `i` of it.
   std::size_t size(ValueId value) const { return begin_[value + 1] - begin_[value]; }
   const Term& term(ValueId value, std::size_t i) const { return terms_[begin_[value] + i]; }
 
  private:
-  // Open addressing: the table is probed linearly from hash & mask; a slot holds the hash
-  // and id of one value (id kUninitialised: empty). Flat, so a lookup is one cache miss.
-  struct Slot {
-    std::uint64_t hash = 0;
-    ValueId id = kUninitialised;
-  };
-  void grow();
-
   std::vector<Term> terms_;
-  std::vector<std::uint32_t> begin_;  // value v's terms: terms_[begin_[v], begin_[v + 1])
-  std::vector<Slot> table_;           // power-of-two size, at most half full
+  std::vector<std::uint64_t> begin_;  // value v's terms: terms_[begin_[v], begin_[v + 1])
 };
 
 /// A run of elements [lo, hi) holding `value` with `shift` added to every term's delta,

@@ -42,6 +42,22 @@ std::string missingRanks(const std::vector<Term>& want, const std::vector<Term>&
   return text;
 }
 
+// Why `p` does not satisfy `block`; `sameTerms` when only the finalization differs.
+std::string mismatchReason(const ValuePool& pool, const Piece& p, const ExpectedBlock& block,
+                           bool sameTerms) {
+  if (sameTerms)
+    return p.finalized ? "finalized, but this collective does not reduce"
+                       : "never finalized (kAvg would not be divided)";
+  if (p.value == kUninitialised) return "never written";
+  std::vector<Term> have;  // the effective terms
+  for (std::size_t i = 0; i < pool.size(p.value); ++i) {
+    have.push_back(pool.term(p.value, i));
+    have.back().delta += p.shift;
+  }
+  const std::string missing = missingRanks(block.terms, have);
+  return missing.empty() ? "wrong ranks or wrong elements" : "missing ranks " + missing;
+}
+
 }  // namespace
 
 std::vector<ExpectedBlock> expectedOutput(const std::vector<CollectiveSpec>& specs, int q) {
@@ -121,10 +137,10 @@ SymbolicRun::SymbolicRun(const std::vector<CollectiveSpec>& specs,
   for (std::size_t r = 0; r < schedules.size(); ++r) {
     memory_[r].spaces.reserve(kSpaceCount);
     for (int space = 0; space < kSpaceCount; ++space)
-      memory_[r].spaces.emplace_back(buffers[r].spaceSize(space), &nodes_);
+      memory_[r].spaces.emplace_back(buffers[r].spaceSize(space), &memory_[r].nodes);
     // Rank r's input element p holds itself: one term, no shift.
     const std::uint64_t length = buffers[r].length(BufferKind::kInput);
-    const ValueId own = pool_.intern({Term{static_cast<int>(r), static_cast<int>(r) + 1, 0}});
+    const ValueId own = pool_.add({Term{static_cast<int>(r), static_cast<int>(r) + 1, 0}});
     write(static_cast<int>(r), Region{BufferKind::kInput, 0, length},
           {Piece{0, length, 0, own, false}});
   }
@@ -224,28 +240,17 @@ Status SymbolicRun::checkRank(int q) const {
     for (; it != pieces.end() && it->lo < block.hi; ++it) {
       const Piece& p = *it;
       bool same = p.value != kUninitialised && pool_.size(p.value) == block.terms.size();
-      std::vector<Term> have;
-      for (std::size_t i = 0; p.value != kUninitialised && i < pool_.size(p.value); ++i) {
+      for (std::size_t i = 0; same && i < block.terms.size(); ++i) {
         Term t = pool_.term(p.value, i);
         t.delta += p.shift;
-        have.push_back(t);
-        same = same && t == block.terms[i];
+        same = t == block.terms[i];
       }
       const bool finalOk =
           block.finalized == Final::kEither || p.finalized == (block.finalized == Final::kYes);
       if (same && finalOk) continue;
       const Region where{BufferKind::kOutput, std::max(p.lo, block.lo),
                          std::min(p.hi, block.hi) - std::max(p.lo, block.lo)};
-      std::string why;
-      if (same)
-        why = p.finalized ? "finalized, but this collective does not reduce"
-                          : "never finalized (kAvg would not be divided)";
-      else if (p.value != kUninitialised && !missingRanks(block.terms, have).empty())
-        why = "missing ranks " + missingRanks(block.terms, have);
-      else if (p.value != kUninitialised)
-        why = "wrong ranks or wrong elements";
-      else
-        why = "never written";
+      const std::string why = mismatchReason(pool_, p, block, same);
       return Status(ErrorCode::kInternal,
                     strFormat("rank %d %s holds %s, but %s defines %s%s: %s", q,
                               regionText(where).c_str(), describeValue(pool_, p, 0).c_str(),

@@ -46,7 +46,10 @@ class SymbolicRun final : public StepObserver {
   Status checkOutputs() const;
 
  private:
+  // One rank's address spaces. Each rank has its own node pool, so that a rank's interval
+  // maps sit together in memory rather than interleaved with every other rank's.
   struct Memory {
+    std::pmr::unsynchronized_pool_resource nodes;
     std::vector<SymbolicBuffer> spaces;
   };
 
@@ -61,7 +64,6 @@ class SymbolicRun final : public StepObserver {
   const std::vector<CollectiveSpec>& specs_;
   const std::vector<Schedule>& schedules_;
   const std::vector<RankBuffers>& buffers_;
-  std::pmr::unsynchronized_pool_resource nodes_;
   ValuePool pool_;
   std::vector<Memory> memory_;
   // Reused across steps, so a step allocates nothing once warm.

@@ -108,7 +108,7 @@ class HazardSweep {
       needs_.clear();
       // Reads first: an in-place step reads and writes the same elements itself.
       if (usesSrc(step.op) && step.src.count > 0) access(id, step.src, false);
-      if (usesDst(step.op) && step.dst.count > 0) access(id, step.dst, true);
+      if (usesDst(step.op) && step.dst.count > 0 && !selfCopy(step)) access(id, step.dst, true);
       TUTTI_RETURN_IF_ERROR(proveOrdered(id));
     }
     return Status::Ok();
@@ -217,6 +217,13 @@ class HazardSweep {
                     n.laterWrites ? "writes" : "reads"));
     }
     return Status::Ok();
+  }
+
+  // A copy onto itself without finalize writes nothing: the executor skips it (it is how
+  // algorithms place the input in the output whether or not the call is in place).
+  bool selfCopy(const Step& step) const {
+    return step.op == OpCode::kCopy && !step.finalize &&
+           buffers_.map(step.src) == buffers_.map(step.dst);
   }
 
   const Schedule& s_;

@@ -306,7 +306,7 @@ std::string Simulation::stuckText(int r) const {
   const RankState& k = ranks_[static_cast<std::size_t>(r)];
   std::string text = strFormat("rank %d completed %zu of %zu steps", r, k.done, s.steps.size());
   int shown = 0;
-  for (StepId i = 0; i < k.next && shown < 2; ++i) {
+  for (StepId i = 0; i < k.next && shown < 1; ++i) {
     const StepRef ref{r, i};
     const std::uint8_t st = state_[global(ref)];
     if (st == kRecvPosted) {
@@ -341,8 +341,8 @@ Status Simulation::deadlock() const {
       "deadlock: with rendezvous sends and at most %zu steps in flight "
       "per rank, %zu of %zu ranks cannot finish",
       slots_, stuck.size(), s_.size());
-  for (std::size_t i = 0; i < stuck.size() && i < 4; ++i) text += ". " + stuckText(stuck[i]);
-  if (stuck.size() > 4) text += strFormat(". (%zu more stuck ranks)", stuck.size() - 4);
+  for (std::size_t i = 0; i < stuck.size() && i < 3; ++i) text += ". " + stuckText(stuck[i]);
+  if (stuck.size() > 3) text += strFormat(". (%zu more stuck ranks)", stuck.size() - 3);
   return Status(ErrorCode::kInternal, text);
 }
 
