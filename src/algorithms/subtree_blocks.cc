@@ -10,6 +10,8 @@ RankBlocks rankBlocks(const CollectiveSpec& spec) {
                spec.kind == Collective::kScatter || spec.kind == Collective::kScatterV);
   const auto n = static_cast<std::size_t>(spec.size);
   const bool v = spec.kind == Collective::kGatherV || spec.kind == Collective::kScatterV;
+  // Uniform kinds: block i at i * count; v-kinds: where counts/displs put it (the same
+  // arrays on every rank, so every rank computes every other's layout).
   RankBlocks blocks;
   blocks.offset.resize(n);
   blocks.count.resize(n);
@@ -26,6 +28,8 @@ std::uint64_t SubtreeLayout::offsetOf(int relative) const {
 }
 
 SubtreeLayout subtreeLayout(const RankBlocks& blocks, int rank, int root, int n) {
+  // The subtree is relative ranks [first, first + size), packed in that order: the subtree
+  // root's own block first, then each child's subtree, nearest child first.
   SubtreeLayout layout;
   layout.first = relativeRank(rank, root, n);
   layout.size = binomialSubtreeSize(rank, root, n);
@@ -41,6 +45,8 @@ SubtreeLayout subtreeLayout(const RankBlocks& blocks, int rank, int root, int n)
 
 std::vector<Piece> rootPieces(const RankBlocks& blocks, const SubtreeLayout& layout, int root,
                               int n) {
+  // Walk the subtree in packed order and cut wherever the next block does not follow the
+  // previous one in the root's buffer (the wrap past rank n-1, or v-displacements).
   std::vector<Piece> pieces;
   for (int i = 0; i < layout.size; ++i) {
     const auto a = static_cast<std::size_t>(absoluteRank(layout.first + i, root, n));
