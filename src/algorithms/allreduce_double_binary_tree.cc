@@ -23,9 +23,13 @@
 // the send to the parent) or one send for a leaf; down, one receive (none at the root) and
 // one send per child. Bytes on the wire per rank: about 2 N (N up, N down; interior ranks
 // send N/2 to each of two children, every rank sends N/2 up each tree), against the ring's
-// 2 (n-1)/n N. Cost, d = ceil(log2 n), S segments per half:
-//   about 2 (S + 2d) (alpha + N/(2S) beta) + N gamma, i.e. 2 N beta + 4 (S + d) alpha: the
-//   latency grows with log n where the ring's grows with n, at about the ring's bandwidth.
+// 2 (n-1)/n N. Cost, d = the trees' depth (<= ceil(log2 n)), S segments per half:
+//   about 2 N beta + N gamma + (4 S + 2 d) alpha (a rank sends four messages per segment:
+//   up each tree, and twice down the tree it is interior in): the latency term grows with
+//   log n where the ring's 2 (n-1) alpha grows with n, at about the ring's bandwidth.
+// The verifier's critical path (rendezvous sends) is 3d - 1 messages rather than 2d: a
+// rank takes its second child's partial result only after its first (the fixed combining
+// order); a transport that buffers early messages (TCP) hides most of that.
 // Any n; the operator must be commutative (all of tutti's are).
 //
 //   n = 4 (tree 0 carries the first half, tree 1 the second; r0 is both roots):
