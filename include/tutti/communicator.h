@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "tutti/export.h"
@@ -84,17 +85,127 @@ class TUTTI_API Communicator {
   Work recvAsync(void* buf, std::size_t count, DataType dtype, int peer, int tag = 0,
                  const CallOptions& options = {});
 
-  // ---- collectives
+  // ---- collectives. Every rank must call the same collectives in the same order with
+  // matching arguments. Counts are elements of `dtype`. In-place calls follow NCCL: the
+  // input is the same pointer as the output (allreduce, broadcast, reduce, alltoall(v)), or
+  // the rank's own block of it (allgather(v), gather(v) at the root: sendbuf == recvbuf +
+  // offset of this rank's block); reducescatter(v) and scatter(v) are in place when recvbuf
+  // is the rank's own block of sendbuf. Otherwise buffers must not overlap.
+  // v-collectives: unlike MPI, tutti needs the count and displacement arrays on every rank
+  // (the same arrays everywhere), because intermediate ranks of tree algorithms forward
+  // other ranks' blocks.
+
   /// Returns once every rank has entered the barrier.
   Status barrier(const CallOptions& options = {});
   Work barrierAsync(const CallOptions& options = {});
 
-  /// recvbuf[i] = op over ranks of sendbuf[i], on every rank. In place when
-  /// sendbuf == recvbuf; otherwise the buffers must not overlap.
+  /// recvbuf[i] = op over ranks of sendbuf[i], on every rank.
   Status allreduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype,
                    ReduceOp op, const CallOptions& options = {});
   Work allreduceAsync(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype,
                       ReduceOp op, const CallOptions& options = {});
+
+  /// recvbuf = root's sendbuf on every rank (sendbuf is read on the root only).
+  Status broadcast(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype,
+                   int root, const CallOptions& options = {});
+  Work broadcastAsync(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype,
+                      int root, const CallOptions& options = {});
+
+  /// root's recvbuf[i] = op over ranks of sendbuf[i] (recvbuf is written on the root only).
+  Status reduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype,
+                ReduceOp op, int root, const CallOptions& options = {});
+  Work reduceAsync(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype,
+                   ReduceOp op, int root, const CallOptions& options = {});
+
+  /// recvbuf (size * sendcount elements) = every rank's sendbuf, in rank order.
+  Status allgather(const void* sendbuf, void* recvbuf, std::size_t sendcount, DataType dtype,
+                   const CallOptions& options = {});
+  Work allgatherAsync(const void* sendbuf, void* recvbuf, std::size_t sendcount,
+                      DataType dtype, const CallOptions& options = {});
+
+  /// recvbuf[displs[r] ...] = rank r's sendbuf (recvcounts[r] elements; sendcount must equal
+  /// recvcounts[rank]).
+  Status allgatherv(const void* sendbuf, std::size_t sendcount, void* recvbuf,
+                    std::span<const std::size_t> recvcounts,
+                    std::span<const std::size_t> displs, DataType dtype,
+                    const CallOptions& options = {});
+  Work allgathervAsync(const void* sendbuf, std::size_t sendcount, void* recvbuf,
+                       std::span<const std::size_t> recvcounts,
+                       std::span<const std::size_t> displs, DataType dtype,
+                       const CallOptions& options = {});
+
+  /// recvbuf (recvcount elements) = op over ranks of their sendbuf block `rank`
+  /// (sendbuf holds size * recvcount elements).
+  Status reduceScatter(const void* sendbuf, void* recvbuf, std::size_t recvcount,
+                       DataType dtype, ReduceOp op, const CallOptions& options = {});
+  Work reduceScatterAsync(const void* sendbuf, void* recvbuf, std::size_t recvcount,
+                          DataType dtype, ReduceOp op, const CallOptions& options = {});
+
+  /// Like reduceScatter with recvcounts[r] elements for rank r; sendbuf holds their sum,
+  /// block r starting at recvcounts[0] + ... + recvcounts[r-1].
+  Status reduceScatterv(const void* sendbuf, void* recvbuf,
+                        std::span<const std::size_t> recvcounts, DataType dtype, ReduceOp op,
+                        const CallOptions& options = {});
+  Work reduceScattervAsync(const void* sendbuf, void* recvbuf,
+                           std::span<const std::size_t> recvcounts, DataType dtype,
+                           ReduceOp op, const CallOptions& options = {});
+
+  /// root's recvbuf (size * sendcount elements) = every rank's sendbuf, in rank order.
+  Status gather(const void* sendbuf, void* recvbuf, std::size_t sendcount, DataType dtype,
+                int root, const CallOptions& options = {});
+  Work gatherAsync(const void* sendbuf, void* recvbuf, std::size_t sendcount, DataType dtype,
+                   int root, const CallOptions& options = {});
+
+  /// root's recvbuf[displs[r] ...] = rank r's sendbuf (recvcounts[r] elements).
+  Status gatherv(const void* sendbuf, std::size_t sendcount, void* recvbuf,
+                 std::span<const std::size_t> recvcounts, std::span<const std::size_t> displs,
+                 DataType dtype, int root, const CallOptions& options = {});
+  Work gathervAsync(const void* sendbuf, std::size_t sendcount, void* recvbuf,
+                    std::span<const std::size_t> recvcounts,
+                    std::span<const std::size_t> displs, DataType dtype, int root,
+                    const CallOptions& options = {});
+
+  /// recvbuf (recvcount elements) = block `rank` of the root's sendbuf.
+  Status scatter(const void* sendbuf, void* recvbuf, std::size_t recvcount, DataType dtype,
+                 int root, const CallOptions& options = {});
+  Work scatterAsync(const void* sendbuf, void* recvbuf, std::size_t recvcount, DataType dtype,
+                    int root, const CallOptions& options = {});
+
+  /// recvbuf = the root's sendbuf[displs[rank] ...] (sendcounts[rank] elements, which must
+  /// equal recvcount).
+  Status scatterv(const void* sendbuf, std::span<const std::size_t> sendcounts,
+                  std::span<const std::size_t> displs, void* recvbuf, std::size_t recvcount,
+                  DataType dtype, int root, const CallOptions& options = {});
+  Work scattervAsync(const void* sendbuf, std::span<const std::size_t> sendcounts,
+                     std::span<const std::size_t> displs, void* recvbuf,
+                     std::size_t recvcount, DataType dtype, int root,
+                     const CallOptions& options = {});
+
+  /// recvbuf block b = block `rank` of rank b's sendbuf (both hold size * count elements).
+  Status alltoall(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype,
+                  const CallOptions& options = {});
+  Work alltoallAsync(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype,
+                     const CallOptions& options = {});
+
+  /// This rank sends sendcounts[b] elements at sdispls[b] to rank b and receives
+  /// recvcounts[b] elements from rank b at rdispls[b]. In place (sendbuf == recvbuf) needs
+  /// equal send and receive arrays.
+  Status alltoallv(const void* sendbuf, std::span<const std::size_t> sendcounts,
+                   std::span<const std::size_t> sdispls, void* recvbuf,
+                   std::span<const std::size_t> recvcounts,
+                   std::span<const std::size_t> rdispls, DataType dtype,
+                   const CallOptions& options = {});
+  Work alltoallvAsync(const void* sendbuf, std::span<const std::size_t> sendcounts,
+                      std::span<const std::size_t> sdispls, void* recvbuf,
+                      std::span<const std::size_t> recvcounts,
+                      std::span<const std::size_t> rdispls, DataType dtype,
+                      const CallOptions& options = {});
+
+  /// Collective over this communicator: ranks that pass the same `color` (>= 0) form a new
+  /// communicator, ranked by `key` (ties: by rank here). A rank passing kNoColor gets
+  /// nullopt. The new communicator has its own connections and its own failure state.
+  static constexpr int kNoColor = -1;
+  Result<std::optional<Communicator>> split(int color, int key, const CommOptions& options = {});
 
   /// The algorithm tutti would run for this call (name), or an error if `forced` is given
   /// and does not apply.

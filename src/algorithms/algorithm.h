@@ -25,8 +25,12 @@ struct AlgorithmInfo {
   Schedule (*build)(const CollectiveSpec& spec);
 };
 
-/// Every algorithm, in the order they are preferred by default for their collective.
+/// Every algorithm, grouped by collective.
 const std::vector<AlgorithmInfo>& algorithmRegistry();
+
+/// The algorithm tutti runs for `spec` when none is forced (defaults.cc's rule table),
+/// or nullptr when none applies.
+const AlgorithmInfo* defaultAlgorithm(const CollectiveSpec& spec);
 
 /// The algorithm named `forced` (when not empty), else the default for the call. An unknown
 /// name, or one that does not apply, is kInvalidArgument listing the names that do.

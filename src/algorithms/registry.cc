@@ -22,7 +22,7 @@ std::string p2pPeerValid(const CollectiveSpec& spec) {
 }  // namespace
 
 const std::vector<AlgorithmInfo>& algorithmRegistry() {
-  // For each collective, the first entry that applies is the default (until the tuner).
+  // Defaults are chosen by the rules of defaults.cc, not by the order here.
   static const std::vector<AlgorithmInfo> registry = {
       {"ring", Collective::kAllReduce,
        "reduce-scatter ring + all-gather ring, pipelined in segments; bandwidth-optimal",
@@ -136,8 +136,9 @@ Result<const AlgorithmInfo*> selectAlgorithm(const CollectiveSpec& spec, std::st
       continue;
     }
     applicable += applicable.empty() ? info.name : std::string(", ") + info.name;
-    if (chosen == nullptr && (forced.empty() || forced == info.name)) chosen = &info;
+    if (chosen == nullptr && !forced.empty() && forced == info.name) chosen = &info;
   }
+  if (forced.empty()) chosen = defaultAlgorithm(spec);
   if (chosen != nullptr) return chosen;
   if (!forced.empty())
     return Status(ErrorCode::kInvalidArgument,

@@ -2,6 +2,7 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <random>
 
 #include "base/assert.h"
@@ -79,6 +80,11 @@ Result<std::unique_ptr<CommImpl>> CommImpl::create(InitParams params) {
   impl->timeout_ = params.options.timeout.value_or(std::chrono::milliseconds(
       static_cast<std::int64_t>(config->timeoutSec * 1000.0)));
   impl->spinNs_ = spinBudgetNs(config->spinUs, params.localSize);
+  impl->localSize_ = params.localSize;
+  auto overrides = parseAlgorithmOverrides(config->algorithms);
+  if (!overrides.ok()) return overrides.status().withContext("TUTTI_ALGO");
+  for (const auto& [kind, algorithm] : *overrides)
+    impl->algorithmOverrides_[static_cast<std::size_t>(kind)] = algorithm;
   impl->ownedServer_ = std::move(params.ownedServer);
   impl->store_ = params.store;
   Deadline deadline = Deadline::afterSeconds(config->connectRetrySec);
@@ -107,6 +113,7 @@ Result<std::unique_ptr<CommImpl>> CommImpl::create(InitParams params) {
         strFormat("creating communicator '%s' (rank %d of %d)", impl->name_.c_str(), params.rank,
                   params.size));
   impl->transport_ = std::move(transport).value();
+  impl->bindHost_ = topts.bindHost;
   TUTTI_INFO(kInit, "communicator '%s': rank %d of %d ready, peers reached over TCP from %s",
              impl->name_.c_str(), params.rank, params.size, topts.bindHost.c_str());
   return impl;
@@ -125,33 +132,40 @@ CommImpl::~CommImpl() {
 
 Status CommImpl::health() const { return transport_ ? transport_->health() : Status(); }
 
-Status CommImpl::validate(const OpRequest& r) const {
-  TUTTI_CHECK_ARG(isValid(r.dtype), "unknown data type %d", static_cast<int>(r.dtype));
-  TUTTI_CHECK_ARG(isValid(r.op), "unknown reduction operator %d", static_cast<int>(r.op));
-  const std::size_t elem = dataTypeSize(r.dtype);
-  TUTTI_CHECK_ARG(r.count <= (std::uint64_t{1} << 62) / elem,
-                  "count %llu of %s overflows the byte size", static_cast<unsigned long long>(r.count),
-                  dataTypeName(r.dtype));
-  const bool reads = r.kind == Collective::kSend || r.kind == Collective::kAllReduce;
-  const bool writes = r.kind == Collective::kRecv || r.kind == Collective::kAllReduce;
-  TUTTI_CHECK_ARG(!(reads && r.count > 0 && r.input == nullptr), "%s: the send buffer is null",
-                  collectiveName(r.kind));
-  TUTTI_CHECK_ARG(!(writes && r.count > 0 && r.output == nullptr),
-                  "%s: the receive buffer is null", collectiveName(r.kind));
-  if (r.kind == Collective::kSend || r.kind == Collective::kRecv) {
-    TUTTI_CHECK_ARG(r.peer >= 0 && r.peer < size_ && r.peer != rank_,
-                    "%s: peer %d is not another rank of this %d-rank communicator",
-                    collectiveName(r.kind), r.peer, size_);
-    TUTTI_CHECK_ARG(r.tag >= 0, "%s: tag %d is negative", collectiveName(r.kind), r.tag);
+Status CommImpl::validate(OpRequest& r) const {
+  CollectiveSpec& spec = r.spec;
+  spec.rank = rank_;
+  spec.size = size_;
+  spec.inPlace = false;
+  TUTTI_RETURN_IF_ERROR(validateSpec(spec));
+  const std::size_t elem = dataTypeSize(spec.dtype);
+  const char* name = collectiveName(spec.kind);
+  // In place when the pointers relate as the collective's in-place convention says.
+  CollectiveSpec asInPlace = spec;
+  asInPlace.inPlace = true;
+  const BufferLayout aliased = bufferLayout(asInPlace);
+  const auto* in = static_cast<const char*>(r.input);
+  const auto* out = static_cast<const char*>(r.output);
+  if (in != nullptr && out != nullptr) {
+    if (aliased.inputInOutputAt && in == out + *aliased.inputInOutputAt * elem) spec.inPlace = true;
+    if (aliased.outputInInputAt && out == in + *aliased.outputInInputAt * elem) spec.inPlace = true;
   }
-  if (r.kind == Collective::kAllReduce && r.input != r.output && r.count > 0) {
-    auto in = reinterpret_cast<std::uintptr_t>(r.input);
-    auto out = reinterpret_cast<std::uintptr_t>(r.output);
-    std::uint64_t bytes = r.count * elem;
-    TUTTI_CHECK_ARG(in + bytes <= out || out + bytes <= in,
-                    "allreduce: the send and receive buffers overlap without being the same "
-                    "(pass the same pointer for an in-place call)");
+  const BufferLayout layout = bufferLayout(spec);
+  TUTTI_CHECK_ARG(layout.inputCount == 0 || r.input != nullptr, "%s: the send buffer is null",
+                  name);
+  TUTTI_CHECK_ARG(layout.outputCount == 0 || r.output != nullptr,
+                  "%s: the receive buffer is null", name);
+  if (!spec.inPlace && layout.inputCount > 0 && layout.outputCount > 0) {
+    auto inBegin = reinterpret_cast<std::uintptr_t>(in);
+    auto outBegin = reinterpret_cast<std::uintptr_t>(out);
+    TUTTI_CHECK_ARG(inBegin + layout.inputCount * elem <= outBegin ||
+                        outBegin + layout.outputCount * elem <= inBegin,
+                    "%s: the send and receive buffers overlap without being in place (see the "
+                    "in-place conventions in communicator.h)",
+                    name);
   }
+  if (spec.kind == Collective::kSend || spec.kind == Collective::kRecv)
+    TUTTI_CHECK_ARG(r.tag >= 0, "%s: tag %d is negative", name, r.tag);
   return Status::Ok();
 }
 
@@ -159,44 +173,43 @@ void CommImpl::prepare(OpRequest& r, const CallOptions& options) {
   auto timeout = options.timeout.value_or(timeout_);
   r.deadline = Deadline::after(timeout);
   r.algorithm = options.algorithm;
-  if (r.kind != Collective::kSend && r.kind != Collective::kRecv) r.seq = nextSeq_++;
+  r.spec.segmentCount =
+      std::max<std::uint64_t>(1, config_.segmentBytes / dataTypeSize(r.spec.dtype));
+  if (r.spec.kind != Collective::kSend && r.spec.kind != Collective::kRecv) r.seq = nextSeq_++;
 }
 
-CollectiveSpec CommImpl::specFor(const OpRequest& r) const {
-  CollectiveSpec spec;
-  spec.kind = r.kind;
-  spec.rank = rank_;
-  spec.size = size_;
-  spec.count = r.count;
-  spec.dtype = r.dtype;
-  spec.op = r.op;
-  spec.root = r.root;
-  spec.peer = r.peer;
-  spec.inPlace = r.input == r.output;
-  spec.segmentCount = std::max<std::uint64_t>(1, config_.segmentBytes / dataTypeSize(r.dtype));
-  return spec;
+std::string CommImpl::forcedAlgorithm(const OpRequest& r) const {
+  if (!r.algorithm.empty()) return r.algorithm;
+  return algorithmOverrides_[static_cast<std::size_t>(r.spec.kind)];
 }
 
 std::string CommImpl::describe(const OpRequest& r, const char* algorithm) const {
-  switch (r.kind) {
+  const CollectiveSpec& s = r.spec;
+  switch (s.kind) {
     case Collective::kSend:
     case Collective::kRecv:
-      return strFormat("%s %s rank %d (tag %d, count %llu %s)", collectiveName(r.kind),
-                       r.kind == Collective::kSend ? "to" : "from", r.peer, r.tag,
-                       static_cast<unsigned long long>(r.count), dataTypeName(r.dtype));
+      return strFormat("%s %s rank %d (tag %d, count %llu %s)", collectiveName(s.kind),
+                       s.kind == Collective::kSend ? "to" : "from", s.peer, r.tag,
+                       static_cast<unsigned long long>(s.count), dataTypeName(s.dtype));
     case Collective::kBarrier:
       return strFormat("barrier #%llu", static_cast<unsigned long long>(r.seq));
     default:
-      return strFormat("%s #%llu (count %llu %s %s, %s)", collectiveName(r.kind),
-                       static_cast<unsigned long long>(r.seq),
-                       static_cast<unsigned long long>(r.count), dataTypeName(r.dtype),
-                       reduceOpName(r.op), algorithm);
+      break;
   }
+  std::string text = strFormat("%s #%llu (", collectiveName(s.kind),
+                               static_cast<unsigned long long>(r.seq));
+  if (!s.counts.empty()) text += "per-rank counts";
+  else text += strFormat("count %llu", static_cast<unsigned long long>(s.count));
+  text += strFormat(" %s", dataTypeName(s.dtype));
+  if (isReduction(s.kind)) text += strFormat(" %s", reduceOpName(s.op));
+  if (isRooted(s.kind)) text += strFormat(" root %d", s.root);
+  return text + strFormat(", %s)", algorithm);
 }
 
 const Schedule& CommImpl::scheduleFor(const CollectiveSpec& spec, const AlgorithmInfo& algorithm) {
   CacheKey key{static_cast<int>(spec.kind), spec.count, static_cast<int>(spec.dtype),
-               static_cast<int>(spec.op), spec.inPlace, spec.peer, spec.root, algorithm.name};
+               static_cast<int>(spec.op), spec.inPlace, spec.peer, spec.root, algorithm.name,
+               spec.counts, spec.displs, spec.recvCounts, spec.recvDispls};
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
   if (cache_.size() >= kMaxCachedSchedules) cache_.clear();
@@ -204,8 +217,8 @@ const Schedule& CommImpl::scheduleFor(const CollectiveSpec& spec, const Algorith
 }
 
 Status CommImpl::execute(const OpRequest& r) {
-  CollectiveSpec spec = specFor(r);
-  auto algorithm = selectAlgorithm(spec, r.algorithm);
+  const CollectiveSpec& spec = r.spec;
+  auto algorithm = selectAlgorithm(spec, forcedAlgorithm(r));
   if (!algorithm.ok()) return algorithm.status();
   const std::string what = describe(r, (*algorithm)->name);
   Status health = transport_->health();
@@ -216,17 +229,22 @@ Status CommImpl::execute(const OpRequest& r) {
                   health.peerRank());
   const Schedule& schedule = scheduleFor(spec, **algorithm);
   ExecParams params;
-  params.dtype = r.dtype;
-  params.op = r.op;
+  params.dtype = spec.dtype;
+  params.op = spec.op;
   params.worldSize = size_;
-  params.tagBase = (r.kind == Collective::kSend || r.kind == Collective::kRecv)
+  params.tagBase = (spec.kind == Collective::kSend || spec.kind == Collective::kRecv)
                        ? p2pTag(0, static_cast<std::uint32_t>(r.tag))
                        : collectiveTagBase(0, r.seq);
   params.deadline = r.deadline;
   params.spinNs = spinNs_;
   params.maxInflight = static_cast<std::size_t>(std::max<std::int64_t>(1, config_.maxInflight));
   params.what = what;
-  ExecBuffers buffers{r.input, r.output, nullptr};
+  if (schedule.scratchCount > 0) {
+    // Pooled: grows to the largest need once, then every call reuses it.
+    std::size_t bytes = schedule.scratchCount * dataTypeSize(spec.dtype);
+    if (scratch_.size() < bytes) scratch_.resize(bytes);
+  }
+  ExecBuffers buffers{r.input, r.output, scratch_.data()};
   TUTTI_TRACE(kColl, "%s starting: %zu steps", what.c_str(), schedule.steps.size());
   Status status = tutti::execute(*transport_, schedule, buffers, params, pool_);
   if (!status.ok()) {
@@ -302,14 +320,67 @@ void CommImpl::workerLoop() {
 Result<std::string> CommImpl::algorithmFor(Collective kind, std::size_t count, DataType dtype,
                                            const std::string& forced) const {
   OpRequest r;
-  r.kind = kind;
-  r.count = count;
-  r.dtype = dtype;
-  r.peer = (rank_ + 1) % size_;
-  TUTTI_CHECK_ARG(isValid(dtype), "unknown data type %d", static_cast<int>(dtype));
-  auto algorithm = selectAlgorithm(specFor(r), forced);
+  r.spec.kind = kind;
+  r.spec.rank = rank_;
+  r.spec.size = size_;
+  r.spec.count = count;
+  r.spec.dtype = dtype;
+  r.spec.peer = (rank_ + 1) % size_;
+  const auto n = static_cast<std::size_t>(size_);
+  if (kind == Collective::kGatherV || kind == Collective::kScatterV ||
+      kind == Collective::kAllGatherV || kind == Collective::kReduceScatterV ||
+      kind == Collective::kAllToAllV) {
+    // A representative shape: `count` elements per rank.
+    r.spec.counts.assign(n, count);
+    r.spec.displs.resize(n);
+    for (std::size_t i = 0; i < n; ++i) r.spec.displs[i] = i * count;
+    if (kind == Collective::kAllToAllV) {
+      r.spec.recvCounts = r.spec.counts;
+      r.spec.recvDispls = r.spec.displs;
+    }
+  }
+  TUTTI_RETURN_IF_ERROR(validateSpec(r.spec));
+  r.algorithm = forced;
+  auto algorithm = selectAlgorithm(r.spec, forcedAlgorithm(r));
   if (!algorithm.ok()) return algorithm.status();
   return std::string((*algorithm)->name);
+}
+
+Result<std::unique_ptr<CommImpl>> CommImpl::split(int color, int key, const CommOptions& options) {
+  // Everyone learns everyone's (color, key) through this communicator's own allgather.
+  const auto n = static_cast<std::size_t>(size_);
+  std::vector<std::int64_t> mine = {color, key};
+  std::vector<std::int64_t> all(2 * n);
+  OpRequest gather;
+  gather.spec.kind = Collective::kAllGather;
+  gather.spec.count = 2;
+  gather.spec.dtype = DataType::kInt64;
+  gather.input = mine.data();
+  gather.output = all.data();
+  TUTTI_RETURN_IF_ERROR(runBlocking(std::move(gather), CallOptions{}));
+  const std::uint64_t seq = splitCount_++;
+  if (color < 0) return std::unique_ptr<CommImpl>();
+  std::vector<std::pair<std::int64_t, int>> members;  // (key, rank here)
+  for (std::size_t r = 0; r < n; ++r) {
+    if (all[2 * r] == color) members.emplace_back(all[2 * r + 1], static_cast<int>(r));
+  }
+  std::sort(members.begin(), members.end());
+  int newRank = 0;
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    if (members[i].second == rank_) newRank = static_cast<int>(i);
+  }
+  InitParams params;
+  params.store = store_;
+  params.rank = newRank;
+  params.size = static_cast<int>(members.size());
+  params.options = options;
+  // Unique per (parent, split, color), so the groups' store keys never meet.
+  const std::string base = options.name == CommOptions{}.name ? name_ : options.name;
+  params.options.name = strFormat("%s.%llu.%d", base.c_str(), static_cast<unsigned long long>(seq), color);
+  if (!options.timeout) params.options.timeout = timeout_;
+  params.bindHost = bindHost_;
+  params.localSize = std::min(localSize_, params.size);
+  return create(std::move(params));
 }
 
 }  // namespace tutti::detail

@@ -6,6 +6,7 @@
 // calls), or on the communicator's worker thread (async calls, and blocking calls issued
 // while async ones are pending).
 
+#include <array>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -30,17 +31,13 @@ namespace tutti::detail {
 
 class WorkState;
 
-/// One operation as issued by the user.
+/// One operation as issued by the user: the collective's definition (rank, size and the
+/// in-place flag are filled in by the communicator), the buffers, and how to run it.
 struct OpRequest {
-  Collective kind = Collective::kAllReduce;
+  CollectiveSpec spec;
   const void* input = nullptr;
   void* output = nullptr;
-  std::uint64_t count = 0;
-  DataType dtype = DataType::kFloat32;
-  ReduceOp op = ReduceOp::kSum;
-  int peer = -1;
-  int tag = 0;
-  int root = 0;
+  int tag = 0;  // point to point only
   std::string algorithm;
   Deadline deadline = Deadline::never();
   std::uint64_t seq = 0;  // collective sequence number on this communicator
@@ -74,12 +71,16 @@ class CommImpl {
   Result<std::string> algorithmFor(Collective kind, std::size_t count, DataType dtype,
                                    const std::string& forced) const;
 
+  /// The collective part of Communicator::split: nullptr for kNoColor.
+  Result<std::unique_ptr<CommImpl>> split(int color, int key, const CommOptions& options);
+
  private:
   CommImpl(const Config& config, int rank, int size, std::string name);
-  Status validate(const OpRequest& request) const;
+  /// Fills in rank, size and the in-place flag, and checks the arguments.
+  Status validate(OpRequest& request) const;
   void prepare(OpRequest& request, const CallOptions& options);
   Status execute(const OpRequest& request);
-  CollectiveSpec specFor(const OpRequest& request) const;
+  std::string forcedAlgorithm(const OpRequest& request) const;
   std::string describe(const OpRequest& request, const char* algorithm) const;
   const Schedule& scheduleFor(const CollectiveSpec& spec, const AlgorithmInfo& algorithm);
   void workerLoop();
@@ -90,14 +91,22 @@ class CommImpl {
   const std::string name_;
   std::chrono::milliseconds timeout_{0};
   std::int64_t spinNs_ = 0;  // how long waits poll before blocking (TUTTI_SPIN_US)
+  std::string bindHost_;     // where this rank accepts peers (children of split reuse it)
+  int localSize_ = 1;
+  std::uint64_t splitCount_ = 0;  // splits so far: names each child uniquely
+  // TUTTI_ALGO: forced algorithm per collective (empty: choose).
+  std::array<std::string, kNumCollectives> algorithmOverrides_;
   std::unique_ptr<TcpStoreServer> ownedServer_;
   std::shared_ptr<Store> store_;
   std::unique_ptr<Transport> transport_;
   ExecutorPool pool_;
+  std::vector<char> scratch_;  // schedules' scratch space, pooled across calls
   std::uint64_t nextSeq_ = 0;  // touched only by the issuing thread
 
-  // Schedules by (kind, count, dtype, op, inPlace, peer, root, algorithm); bounded.
-  using CacheKey = std::tuple<int, std::uint64_t, int, int, bool, int, int, std::string>;
+  // Schedules by call shape and algorithm; bounded.
+  using CacheKey = std::tuple<int, std::uint64_t, int, int, bool, int, int, std::string,
+                              std::vector<std::uint64_t>, std::vector<std::uint64_t>,
+                              std::vector<std::uint64_t>, std::vector<std::uint64_t>>;
   std::map<CacheKey, Schedule> cache_;
 
   // Ordering of operations between the issuing thread and the worker.

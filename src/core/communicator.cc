@@ -5,6 +5,7 @@
 #include "bootstrap/launch_env.h"
 #include "bootstrap/tcp_store.h"
 #include "core/comm_impl.h"
+#include "core/work_state.h"
 
 namespace tutti {
 
@@ -66,80 +67,244 @@ Status Communicator::lastError() const { return impl_->health(); }
 
 namespace {
 
-OpRequest p2pRequest(Collective kind, const void* in, void* out, std::size_t count,
-                     DataType dtype, int peer, int tag) {
+std::vector<std::uint64_t> toVector(std::span<const std::size_t> values) {
+  return std::vector<std::uint64_t>(values.begin(), values.end());
+}
+
+// One request: the call's collective, buffers, and shape.
+OpRequest request(Collective kind, const void* in, void* out, std::size_t count, DataType dtype,
+                  ReduceOp op = ReduceOp::kSum, int root = 0) {
   OpRequest r;
-  r.kind = kind;
+  r.spec.kind = kind;
+  r.spec.count = count;
+  r.spec.dtype = dtype;
+  r.spec.op = op;
+  r.spec.root = root;
   r.input = in;
   r.output = out;
-  r.count = count;
-  r.dtype = dtype;
-  r.peer = peer;
+  return r;
+}
+
+OpRequest p2p(Collective kind, const void* in, void* out, std::size_t count, DataType dtype,
+              int peer, int tag) {
+  OpRequest r = request(kind, in, out, count, dtype);
+  r.spec.peer = peer;
   r.tag = tag;
   return r;
 }
 
-OpRequest allreduceRequest(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype,
-                           ReduceOp op) {
-  OpRequest r;
-  r.kind = Collective::kAllReduce;
-  r.input = sendbuf;
-  r.output = recvbuf;
-  r.count = count;
-  r.dtype = dtype;
-  r.op = op;
+OpRequest withArrays(OpRequest r, std::span<const std::size_t> counts,
+                     std::span<const std::size_t> displs) {
+  r.spec.counts = toVector(counts);
+  r.spec.displs = toVector(displs);
   return r;
 }
 
-OpRequest barrierRequest() {
-  OpRequest r;
-  r.kind = Collective::kBarrier;
-  r.dtype = DataType::kUint8;
-  return r;
+// The count a rank states for its own block must match its entry in the arrays.
+Status ownCountMatches(const char* what, std::size_t stated, std::span<const std::size_t> counts,
+                       int rank) {
+  if (rank < 0 || static_cast<std::size_t>(rank) >= counts.size()) return Status::Ok();  // caught later
+  TUTTI_CHECK_ARG(stated == counts[static_cast<std::size_t>(rank)],
+                  "%s: this rank's count %zu differs from its entry %zu in the counts array",
+                  what, stated, counts[static_cast<std::size_t>(rank)]);
+  return Status::Ok();
+}
+
+Work failedWork(Status status) {
+  auto state = std::make_shared<detail::WorkState>(0);
+  state->complete(std::move(status));
+  return Work(state);
 }
 
 }  // namespace
 
 Status Communicator::send(const void* buf, std::size_t count, DataType dtype, int peer, int tag,
                           const CallOptions& options) {
-  return impl_->runBlocking(p2pRequest(Collective::kSend, buf, nullptr, count, dtype, peer, tag),
-                            options);
+  return impl_->runBlocking(p2p(Collective::kSend, buf, nullptr, count, dtype, peer, tag), options);
 }
-
 Status Communicator::recv(void* buf, std::size_t count, DataType dtype, int peer, int tag,
                           const CallOptions& options) {
-  return impl_->runBlocking(p2pRequest(Collective::kRecv, nullptr, buf, count, dtype, peer, tag),
-                            options);
+  return impl_->runBlocking(p2p(Collective::kRecv, nullptr, buf, count, dtype, peer, tag), options);
 }
-
 Work Communicator::sendAsync(const void* buf, std::size_t count, DataType dtype, int peer, int tag,
                              const CallOptions& options) {
-  return impl_->submit(p2pRequest(Collective::kSend, buf, nullptr, count, dtype, peer, tag),
-                       options);
+  return impl_->submit(p2p(Collective::kSend, buf, nullptr, count, dtype, peer, tag), options);
 }
-
 Work Communicator::recvAsync(void* buf, std::size_t count, DataType dtype, int peer, int tag,
                              const CallOptions& options) {
-  return impl_->submit(p2pRequest(Collective::kRecv, nullptr, buf, count, dtype, peer, tag),
-                       options);
+  return impl_->submit(p2p(Collective::kRecv, nullptr, buf, count, dtype, peer, tag), options);
 }
 
 Status Communicator::barrier(const CallOptions& options) {
-  return impl_->runBlocking(barrierRequest(), options);
+  return impl_->runBlocking(request(Collective::kBarrier, nullptr, nullptr, 0, DataType::kUint8), options);
 }
-
 Work Communicator::barrierAsync(const CallOptions& options) {
-  return impl_->submit(barrierRequest(), options);
+  return impl_->submit(request(Collective::kBarrier, nullptr, nullptr, 0, DataType::kUint8), options);
 }
 
 Status Communicator::allreduce(const void* sendbuf, void* recvbuf, std::size_t count,
                                DataType dtype, ReduceOp op, const CallOptions& options) {
-  return impl_->runBlocking(allreduceRequest(sendbuf, recvbuf, count, dtype, op), options);
+  return impl_->runBlocking(request(Collective::kAllReduce, sendbuf, recvbuf, count, dtype, op), options);
 }
-
 Work Communicator::allreduceAsync(const void* sendbuf, void* recvbuf, std::size_t count,
                                   DataType dtype, ReduceOp op, const CallOptions& options) {
-  return impl_->submit(allreduceRequest(sendbuf, recvbuf, count, dtype, op), options);
+  return impl_->submit(request(Collective::kAllReduce, sendbuf, recvbuf, count, dtype, op), options);
+}
+
+Status Communicator::broadcast(const void* sendbuf, void* recvbuf, std::size_t count,
+                               DataType dtype, int root, const CallOptions& options) {
+  return impl_->runBlocking(request(Collective::kBroadcast, sendbuf, recvbuf, count, dtype, ReduceOp::kSum, root), options);
+}
+Work Communicator::broadcastAsync(const void* sendbuf, void* recvbuf, std::size_t count,
+                                  DataType dtype, int root, const CallOptions& options) {
+  return impl_->submit(request(Collective::kBroadcast, sendbuf, recvbuf, count, dtype, ReduceOp::kSum, root), options);
+}
+
+Status Communicator::reduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype,
+                            ReduceOp op, int root, const CallOptions& options) {
+  return impl_->runBlocking(request(Collective::kReduce, sendbuf, recvbuf, count, dtype, op, root), options);
+}
+Work Communicator::reduceAsync(const void* sendbuf, void* recvbuf, std::size_t count,
+                               DataType dtype, ReduceOp op, int root, const CallOptions& options) {
+  return impl_->submit(request(Collective::kReduce, sendbuf, recvbuf, count, dtype, op, root), options);
+}
+
+Status Communicator::allgather(const void* sendbuf, void* recvbuf, std::size_t sendcount,
+                               DataType dtype, const CallOptions& options) {
+  return impl_->runBlocking(request(Collective::kAllGather, sendbuf, recvbuf, sendcount, dtype), options);
+}
+Work Communicator::allgatherAsync(const void* sendbuf, void* recvbuf, std::size_t sendcount,
+                                  DataType dtype, const CallOptions& options) {
+  return impl_->submit(request(Collective::kAllGather, sendbuf, recvbuf, sendcount, dtype), options);
+}
+
+Status Communicator::allgatherv(const void* sendbuf, std::size_t sendcount, void* recvbuf,
+                                std::span<const std::size_t> recvcounts,
+                                std::span<const std::size_t> displs, DataType dtype,
+                                const CallOptions& options) {
+  TUTTI_RETURN_IF_ERROR(ownCountMatches("allgatherv", sendcount, recvcounts, rank()));
+  return impl_->runBlocking(withArrays(request(Collective::kAllGatherV, sendbuf, recvbuf, 0, dtype), recvcounts, displs), options);
+}
+Work Communicator::allgathervAsync(const void* sendbuf, std::size_t sendcount, void* recvbuf,
+                                   std::span<const std::size_t> recvcounts,
+                                   std::span<const std::size_t> displs, DataType dtype,
+                                   const CallOptions& options) {
+  Status s = ownCountMatches("allgatherv", sendcount, recvcounts, rank());
+  if (!s.ok()) return failedWork(s);
+  return impl_->submit(withArrays(request(Collective::kAllGatherV, sendbuf, recvbuf, 0, dtype), recvcounts, displs), options);
+}
+
+Status Communicator::reduceScatter(const void* sendbuf, void* recvbuf, std::size_t recvcount,
+                                   DataType dtype, ReduceOp op, const CallOptions& options) {
+  return impl_->runBlocking(request(Collective::kReduceScatter, sendbuf, recvbuf, recvcount, dtype, op), options);
+}
+Work Communicator::reduceScatterAsync(const void* sendbuf, void* recvbuf, std::size_t recvcount,
+                                      DataType dtype, ReduceOp op, const CallOptions& options) {
+  return impl_->submit(request(Collective::kReduceScatter, sendbuf, recvbuf, recvcount, dtype, op), options);
+}
+
+Status Communicator::reduceScatterv(const void* sendbuf, void* recvbuf,
+                                    std::span<const std::size_t> recvcounts, DataType dtype,
+                                    ReduceOp op, const CallOptions& options) {
+  return impl_->runBlocking(withArrays(request(Collective::kReduceScatterV, sendbuf, recvbuf, 0, dtype, op), recvcounts, {}), options);
+}
+Work Communicator::reduceScattervAsync(const void* sendbuf, void* recvbuf,
+                                       std::span<const std::size_t> recvcounts, DataType dtype,
+                                       ReduceOp op, const CallOptions& options) {
+  return impl_->submit(withArrays(request(Collective::kReduceScatterV, sendbuf, recvbuf, 0, dtype, op), recvcounts, {}), options);
+}
+
+Status Communicator::gather(const void* sendbuf, void* recvbuf, std::size_t sendcount,
+                            DataType dtype, int root, const CallOptions& options) {
+  return impl_->runBlocking(request(Collective::kGather, sendbuf, recvbuf, sendcount, dtype, ReduceOp::kSum, root), options);
+}
+Work Communicator::gatherAsync(const void* sendbuf, void* recvbuf, std::size_t sendcount,
+                               DataType dtype, int root, const CallOptions& options) {
+  return impl_->submit(request(Collective::kGather, sendbuf, recvbuf, sendcount, dtype, ReduceOp::kSum, root), options);
+}
+
+Status Communicator::gatherv(const void* sendbuf, std::size_t sendcount, void* recvbuf,
+                             std::span<const std::size_t> recvcounts,
+                             std::span<const std::size_t> displs, DataType dtype, int root,
+                             const CallOptions& options) {
+  TUTTI_RETURN_IF_ERROR(ownCountMatches("gatherv", sendcount, recvcounts, rank()));
+  return impl_->runBlocking(withArrays(request(Collective::kGatherV, sendbuf, recvbuf, 0, dtype, ReduceOp::kSum, root), recvcounts, displs), options);
+}
+Work Communicator::gathervAsync(const void* sendbuf, std::size_t sendcount, void* recvbuf,
+                                std::span<const std::size_t> recvcounts,
+                                std::span<const std::size_t> displs, DataType dtype, int root,
+                                const CallOptions& options) {
+  Status s = ownCountMatches("gatherv", sendcount, recvcounts, rank());
+  if (!s.ok()) return failedWork(s);
+  return impl_->submit(withArrays(request(Collective::kGatherV, sendbuf, recvbuf, 0, dtype, ReduceOp::kSum, root), recvcounts, displs), options);
+}
+
+Status Communicator::scatter(const void* sendbuf, void* recvbuf, std::size_t recvcount,
+                             DataType dtype, int root, const CallOptions& options) {
+  return impl_->runBlocking(request(Collective::kScatter, sendbuf, recvbuf, recvcount, dtype, ReduceOp::kSum, root), options);
+}
+Work Communicator::scatterAsync(const void* sendbuf, void* recvbuf, std::size_t recvcount,
+                                DataType dtype, int root, const CallOptions& options) {
+  return impl_->submit(request(Collective::kScatter, sendbuf, recvbuf, recvcount, dtype, ReduceOp::kSum, root), options);
+}
+
+Status Communicator::scatterv(const void* sendbuf, std::span<const std::size_t> sendcounts,
+                              std::span<const std::size_t> displs, void* recvbuf,
+                              std::size_t recvcount, DataType dtype, int root,
+                              const CallOptions& options) {
+  TUTTI_RETURN_IF_ERROR(ownCountMatches("scatterv", recvcount, sendcounts, rank()));
+  return impl_->runBlocking(withArrays(request(Collective::kScatterV, sendbuf, recvbuf, 0, dtype, ReduceOp::kSum, root), sendcounts, displs), options);
+}
+Work Communicator::scattervAsync(const void* sendbuf, std::span<const std::size_t> sendcounts,
+                                 std::span<const std::size_t> displs, void* recvbuf,
+                                 std::size_t recvcount, DataType dtype, int root,
+                                 const CallOptions& options) {
+  Status s = ownCountMatches("scatterv", recvcount, sendcounts, rank());
+  if (!s.ok()) return failedWork(s);
+  return impl_->submit(withArrays(request(Collective::kScatterV, sendbuf, recvbuf, 0, dtype, ReduceOp::kSum, root), sendcounts, displs), options);
+}
+
+Status Communicator::alltoall(const void* sendbuf, void* recvbuf, std::size_t count,
+                              DataType dtype, const CallOptions& options) {
+  return impl_->runBlocking(request(Collective::kAllToAll, sendbuf, recvbuf, count, dtype), options);
+}
+Work Communicator::alltoallAsync(const void* sendbuf, void* recvbuf, std::size_t count,
+                                 DataType dtype, const CallOptions& options) {
+  return impl_->submit(request(Collective::kAllToAll, sendbuf, recvbuf, count, dtype), options);
+}
+
+namespace {
+OpRequest alltoallvRequest(const void* sendbuf, std::span<const std::size_t> sendcounts,
+                           std::span<const std::size_t> sdispls, void* recvbuf,
+                           std::span<const std::size_t> recvcounts,
+                           std::span<const std::size_t> rdispls, DataType dtype) {
+  OpRequest r = withArrays(request(Collective::kAllToAllV, sendbuf, recvbuf, 0, dtype), sendcounts, sdispls);
+  r.spec.recvCounts = toVector(recvcounts);
+  r.spec.recvDispls = toVector(rdispls);
+  return r;
+}
+}  // namespace
+
+Status Communicator::alltoallv(const void* sendbuf, std::span<const std::size_t> sendcounts,
+                               std::span<const std::size_t> sdispls, void* recvbuf,
+                               std::span<const std::size_t> recvcounts,
+                               std::span<const std::size_t> rdispls, DataType dtype,
+                               const CallOptions& options) {
+  return impl_->runBlocking(alltoallvRequest(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, dtype), options);
+}
+Work Communicator::alltoallvAsync(const void* sendbuf, std::span<const std::size_t> sendcounts,
+                                  std::span<const std::size_t> sdispls, void* recvbuf,
+                                  std::span<const std::size_t> recvcounts,
+                                  std::span<const std::size_t> rdispls, DataType dtype,
+                                  const CallOptions& options) {
+  return impl_->submit(alltoallvRequest(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, dtype), options);
+}
+
+Result<std::optional<Communicator>> Communicator::split(int color, int key,
+                                                        const CommOptions& options) {
+  TUTTI_ASSIGN_OR_RETURN(auto child, impl_->split(color, key, options));
+  if (!child) return std::optional<Communicator>();
+  return std::optional<Communicator>(Communicator(std::move(child)));
 }
 
 Result<std::string> Communicator::algorithmFor(Collective kind, std::size_t count, DataType dtype,

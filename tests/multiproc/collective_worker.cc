@@ -3,6 +3,9 @@
 //   check            all-reduce every dtype x op x placement at counts 0, 1, n-1, n+1 and a
 //                    large odd count, plus barriers and point-to-point messages; every element
 //                    is compared with an independent expectation. Exit 0 when all is right.
+//   every            every collective x every registered algorithm (and the default) at a
+//                    few counts, dtypes and roots, then the same on sub-communicators from
+//                    split (reversed order and odd/even groups).
 //   die <rank>       <rank> starts a large all-reduce and kills itself (SIGKILL) while it
 //                    runs; the others' all-reduce must fail with kPeerFailure naming <rank>.
 //                    Survivors print "EXPECTED-FAILURE <message>" and exit 3.
@@ -15,7 +18,10 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/algorithm.h"
 #include "bench/data.h"
+#include "common/collective_check.h"
+#include "schedule/collective.h"
 #include "base/strings.h"
 #include "tutti/communicator.h"
 
@@ -87,6 +93,50 @@ int runChecks(Communicator& comm) {
   return 0;
 }
 
+std::string everyCollective(Communicator& comm) {
+  std::string failures;
+  const std::size_t n = static_cast<std::size_t>(comm.size());
+  for (int k = 0; k < kNumCollectives; ++k) {
+    const auto kind = static_cast<Collective>(k);
+    if (kind == Collective::kSend || kind == Collective::kRecv) continue;
+    std::vector<std::string> algorithms = {""};
+    for (const AlgorithmInfo& info : algorithmRegistry())
+      if (info.kind == kind) algorithms.emplace_back(info.name);
+    for (const std::string& algorithm : algorithms)
+      for (std::size_t count : {std::size_t{0}, n + 1, std::size_t{4099}})
+        for (DataType dtype : {DataType::kFloat32, DataType::kInt8, DataType::kBFloat16})
+          for (bool inPlace : {false, true}) {
+            test::CollectiveCase c;
+            c.kind = kind;
+            c.count = count;
+            c.dtype = dtype;
+            c.op = dtype == DataType::kInt8 ? ReduceOp::kMax : ReduceOp::kSum;
+            c.root = static_cast<int>(n) / 2;
+            c.inPlace = inPlace;
+            c.algorithm = algorithm;
+            if (test::algorithmApplies(c, comm.rank(), comm.size()))
+              failures += test::runAndCheck(comm, c);
+          }
+  }
+  return failures;
+}
+
+int runEvery(Communicator& comm) {
+  std::string failures = everyCollective(comm);
+  auto reversed = comm.split(0, -comm.rank());
+  if (!reversed.ok() || !reversed->has_value()) failures += "split (reversed) failed\n";
+  else failures += everyCollective(**reversed);
+  auto halves = comm.split(comm.rank() % 2, comm.rank());
+  if (!halves.ok() || !halves->has_value()) failures += "split (odd/even) failed\n";
+  else failures += everyCollective(**halves);
+  if (!failures.empty()) {
+    std::fprintf(stdout, "RESULT FAILED rank %d:\n%s", comm.rank(), failures.c_str());
+    return 1;
+  }
+  std::fprintf(stdout, "RESULT OK rank %d of %d: every collective\n", comm.rank(), comm.size());
+  return 0;
+}
+
 int runDie(Communicator& comm, int victim) {
   const std::size_t count = 16u << 20;  // 64 MiB of float32: long enough to die mid-way
   std::vector<float> buf(count, 1.0f);
@@ -119,7 +169,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (mode == "check") return runChecks(*comm);
+  if (mode == "every") return runEvery(*comm);
   if (mode == "die" && argc > 2) return runDie(*comm, std::atoi(argv[2]));
-  std::fprintf(stderr, "usage: %s check | die <rank>\n", argv[0]);
+  std::fprintf(stderr, "usage: %s check | every | die <rank>\n", argv[0]);
   return 2;
 }

@@ -116,9 +116,18 @@ TEST(Barrier, DisseminationRounds) {
 TEST(Registry, SelectsDefaultsAndExplainsBadNames) {
   CollectiveSpec spec;
   spec.size = 4;
+  spec.count = 1 << 20;  // 4 MiB of float32: bandwidth-bound, the ring
   auto ring = selectAlgorithm(spec, "");
   ASSERT_TRUE(ring.ok());
   EXPECT_STREQ((*ring)->name, "ring");
+  spec.count = 2;  // 8 bytes in a small world: one flat round
+  auto small = selectAlgorithm(spec, "");
+  ASSERT_TRUE(small.ok());
+  EXPECT_STREQ((*small)->name, "direct");
+  spec.size = 1;  // one rank: a local copy whatever the size
+  spec.count = 1 << 20;
+  EXPECT_STREQ((*selectAlgorithm(spec, ""))->name, "direct");
+  spec.size = 4;
   auto bad = selectAlgorithm(spec, "bogus");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), ErrorCode::kInvalidArgument);
