@@ -19,7 +19,8 @@
 //     source and destination, and two steps whose regions conflict (one writes what the
 //     other reads or writes) are ordered by dependencies, so no race is possible.
 //  5. Barrier: the barrier's synchronisation property — each rank's last step causally
-//     follows every other rank's first — is checked through the dependencies.
+//     follows every other rank's first — is checked through messages, dependencies and
+//     (unless VerifyOptions::inOrderIssue is false) the executor's in-order issue.
 //
 // Errors are kInternal (a wrong algorithm is our bug) with a message naming the rank, the
 // step and what was wrong, e.g. "rank 3 output[12..16): holds rank 1's elements twice".
@@ -38,6 +39,11 @@ namespace tutti {
 struct VerifyOptions {
   /// The executor's window (TUTTI_MAX_INFLIGHT's default).
   std::size_t maxInflight = 16;
+  /// Barrier knowledge may flow through the executor's in-order issue: step i is issued
+  /// only after step i - 1 was, which was after i - 1's dependencies had completed. The
+  /// dissemination barrier relies on it (its round-k send depends on the round k-1 receive
+  /// only). False checks dependencies alone, for an executor that could issue out of order.
+  bool inOrderIssue = true;
 };
 
 /// What the verification measured, for checking an algorithm's documented costs.
@@ -51,7 +57,18 @@ struct VerifyStats {
 };
 
 /// Verifies `schedules[r]`, built for `specs[r]`, r = 0..n-1 (the specs differ only in rank,
-/// and for alltoallv in their own arrays). OK or the first problem found.
+/// and for alltoallv in their own arrays). OK or the first problem found, as kInternal
+/// prefixed with the call ("allreduce on 8 ranks, count 9, segment 7, in place: rank 3
+/// step 12 (...): ..."); kInvalidArgument when the specs themselves are inconsistent.
+///
+/// Point-to-point: every rank's spec is a send or a receive, and the ranks pair up (a send
+/// to d on rank s, a receive from s of the same count on rank d). A rank that takes no
+/// part has a send or receive spec with peer -1 and count 0 (and, normally, an empty
+/// schedule), so that odd worlds can be verified too.
+///
+/// Out of place, the input buffer is the caller's read-only data and no step may write
+/// it; in place, the one buffer may be used freely. Cost: about linear in the steps of all
+/// ranks (plus a sort of each rank's receives); no work per element.
 Status verifySchedules(const std::vector<CollectiveSpec>& specs,
                        const std::vector<Schedule>& schedules, const VerifyOptions& options = {},
                        VerifyStats* stats = nullptr);

@@ -1,0 +1,249 @@
+// Every algorithm of the registry, verified symbolically (schedule/verifier.h) over world
+// sizes 1..17, 64 and 1024, awkward counts, in and out of place, several roots and segment
+// sizes. Data-driven: an algorithm added to registry.cc is verified here without touching
+// this file. Each registry entry is one test, named after its collective and algorithm.
+//
+// Cost is bounded per entry: segment size 1 only where the count is small (it multiplies
+// the steps by the count), and at 1,024 ranks three shapes (count 0, count 1 in place,
+// count n + 1), which is where an index computation overflows or a chunk goes empty.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "algorithms/algorithm.h"
+#include "base/strings.h"
+#include "schedule/verifier.h"
+
+namespace tutti {
+namespace {
+
+constexpr std::uint64_t kLargeSegment = std::uint64_t{1} << 40;
+constexpr std::uint64_t kLargeCount = 10007;  // odd, prime, not a multiple of any world
+constexpr int kMaxFailuresShown = 3;
+
+// One call shape; every rank's spec is derived from it.
+struct Shape {
+  int n = 1;
+  std::uint64_t count = 0;
+  bool inPlace = false;
+  int root = 0;  // rooted collectives; the peer's partner for point-to-point
+  std::uint64_t segment = kLargeSegment;
+
+  std::string text() const {
+    return strFormat("n=%d count=%llu%s root=%d segment=%llu", n,
+                     static_cast<unsigned long long>(count), inPlace ? " in-place" : "", root,
+                     static_cast<unsigned long long>(segment));
+  }
+};
+
+bool isVector(Collective kind) {
+  return kind == Collective::kGatherV || kind == Collective::kScatterV ||
+         kind == Collective::kAllGatherV || kind == Collective::kReduceScatterV ||
+         kind == Collective::kAllToAllV;
+}
+
+bool isPointToPoint(Collective kind) {
+  return kind == Collective::kSend || kind == Collective::kRecv;
+}
+
+// Per-rank block sizes around `c` with zeros and uneven values: rank b's block (or what b
+// sends to q for alltoallv; symmetric when `symmetric`, as in-place alltoallv needs).
+std::uint64_t blockCount(std::uint64_t c, int b, int q, bool symmetric) {
+  if (c == 0) return 0;
+  const int key = symmetric ? b + q : b + 2 * q;
+  if (key % 4 == 1) return 0;
+  return c + static_cast<std::uint64_t>((b + q) % 3);
+}
+
+// Displacements in rank order, leaving a gap of one element after every odd block.
+std::vector<std::uint64_t> displsWithGaps(const std::vector<std::uint64_t>& counts) {
+  std::vector<std::uint64_t> displs(counts.size());
+  std::uint64_t at = 0;
+  for (std::size_t b = 0; b < counts.size(); ++b) {
+    displs[b] = at;
+    at += counts[b] + (b % 2);
+  }
+  return displs;
+}
+
+void fillVectorArrays(const Shape& shape, int q, CollectiveSpec* spec) {
+  const std::size_t n = static_cast<std::size_t>(shape.n);
+  spec->counts.assign(n, 0);
+  for (int b = 0; b < shape.n; ++b) {
+    // alltoallv: what q sends to b; the others: rank b's block.
+    spec->counts[static_cast<std::size_t>(b)] = spec->kind == Collective::kAllToAllV
+                                                    ? blockCount(shape.count, q, b, shape.inPlace)
+                                                    : blockCount(shape.count, b, 0, false);
+  }
+  if (spec->kind == Collective::kReduceScatterV) return;
+  spec->displs = displsWithGaps(spec->counts);
+  if (spec->kind != Collective::kAllToAllV) return;
+  spec->recvCounts.assign(n, 0);
+  for (int b = 0; b < shape.n; ++b)
+    spec->recvCounts[static_cast<std::size_t>(b)] = blockCount(shape.count, b, q, shape.inPlace);
+  spec->recvDispls = displsWithGaps(spec->recvCounts);
+}
+
+CollectiveSpec specFor(Collective kind, const Shape& shape, int rank) {
+  CollectiveSpec s;
+  s.kind = kind;
+  s.rank = rank;
+  s.size = shape.n;
+  s.count = shape.count;
+  s.op = ReduceOp::kAvg;  // the finalization must happen exactly once
+  s.root = shape.root;
+  s.inPlace = shape.inPlace;
+  s.segmentCount = shape.segment;
+  if (isVector(kind)) fillVectorArrays(shape, rank, &s);
+  return s;
+}
+
+std::vector<std::uint64_t> countsFor(int n) {
+  const auto u = static_cast<std::uint64_t>(n);
+  std::vector<std::uint64_t> counts{0, 1, u - 1, u + 1, kLargeCount};
+  std::sort(counts.begin(), counts.end());
+  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+  return counts;
+}
+
+std::vector<int> rootsFor(Collective kind, int n) {
+  if (!isRooted(kind) && !isPointToPoint(kind)) return {0};
+  std::vector<int> roots{0, n - 1, n / 2};
+  if (isPointToPoint(kind)) roots.erase(roots.begin());  // the partner of rank 0
+  std::sort(roots.begin(), roots.end());
+  roots.erase(std::unique(roots.begin(), roots.end()), roots.end());
+  return roots;
+}
+
+std::vector<Shape> shapesFor(Collective kind) {
+  std::vector<int> worlds;
+  for (int n = 1; n <= 17; ++n) worlds.push_back(n);
+  worlds.push_back(64);
+  const bool noData = kind == Collective::kBarrier;
+  const bool p2p = isPointToPoint(kind);
+  std::vector<Shape> shapes;
+  for (int n : worlds) {
+    for (std::uint64_t count : noData ? std::vector<std::uint64_t>{0} : countsFor(n)) {
+      for (bool inPlace : {false, true}) {
+        if (inPlace && (noData || p2p)) continue;
+        for (int root : rootsFor(kind, n)) {
+          for (std::uint64_t segment : {std::uint64_t{1}, std::uint64_t{7}, kLargeSegment}) {
+            if (noData && segment != kLargeSegment) continue;
+            // Segments of one element multiply the steps by the count: small counts only.
+            if (segment == 1 && count > static_cast<std::uint64_t>(n) + 1) continue;
+            shapes.push_back(Shape{n, count, inPlace, root, segment});
+          }
+        }
+      }
+    }
+  }
+  // 1,024 ranks: nothing to move, one element (most ranks idle), one chunk longer.
+  const int big = 1024;
+  shapes.push_back(Shape{big, 0, false, big - 1, kLargeSegment});
+  if (!noData) {
+    shapes.push_back(Shape{big, 1, !p2p, big / 2, kLargeSegment});
+    shapes.push_back(Shape{big, big + 1, false, big - 1, kLargeSegment});
+  }
+  return shapes;
+}
+
+// The registry entry that serves the other end of a point-to-point pair.
+const AlgorithmInfo* partnerFor(const CollectiveSpec& spec) {
+  auto chosen = selectAlgorithm(spec, "");
+  return chosen.ok() ? *chosen : nullptr;
+}
+
+// Builds every rank's spec and schedule for `info` at `shape`; false (with *why) when the
+// algorithm, or a point-to-point partner, does not apply.
+bool buildWorld(const AlgorithmInfo& info, const Shape& shape, std::vector<CollectiveSpec>* specs,
+                std::vector<Schedule>* schedules, std::string* why) {
+  specs->clear();
+  schedules->clear();
+  const bool p2p = isPointToPoint(info.kind);
+  if (p2p && shape.n < 2) {
+    *why = "one rank has no peer";
+    return false;
+  }
+  const Collective other = info.kind == Collective::kSend ? Collective::kRecv : Collective::kSend;
+  for (int r = 0; r < shape.n; ++r) {
+    CollectiveSpec s = specFor(info.kind, shape, r);
+    const AlgorithmInfo* builder = &info;
+    if (p2p) {
+      // Rank 0 runs the entry under test with rank `root`; every other rank is idle.
+      s.peer = r == 0 ? shape.root : r == shape.root ? 0 : -1;
+      if (s.peer < 0) s.count = 0;
+      if (r == shape.root) {
+        s.kind = other;
+        builder = partnerFor(s);
+        if (builder == nullptr) {
+          *why = strFormat("no %s algorithm to pair with", collectiveName(other));
+          return false;
+        }
+      }
+    }
+    specs->push_back(s);
+    if (p2p && s.peer < 0) {
+      schedules->push_back(std::move(ScheduleBuilder(r, shape.n)).build());
+      continue;
+    }
+    *why = builder->unsupportedReason(s);
+    if (!why->empty()) return false;
+    schedules->push_back(builder->build(s));
+  }
+  return true;
+}
+
+class VerifyAll : public testing::TestWithParam<std::size_t> {};
+
+TEST_P(VerifyAll, EveryShape) {
+  const AlgorithmInfo& info = algorithmRegistry()[GetParam()];
+  const auto start = std::chrono::steady_clock::now();
+  std::size_t verified = 0, unsupported = 0, steps = 0;
+  int failures = 0;
+  std::vector<CollectiveSpec> specs;
+  std::vector<Schedule> schedules;
+  std::string why;
+  for (const Shape& shape : shapesFor(info.kind)) {
+    if (!buildWorld(info, shape, &specs, &schedules, &why)) {
+      ++unsupported;
+      continue;
+    }
+    for (const Schedule& s : schedules) steps += s.steps.size();
+    Status st = verifySchedules(specs, schedules);
+    if (st.ok()) {
+      ++verified;
+      continue;
+    }
+    ADD_FAILURE() << info.name << " (" << collectiveName(info.kind) << ") at " << shape.text()
+                  << ":\n  " << st.toString();
+    if (++failures == kMaxFailuresShown) break;
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // Shown with every run: how much of the grid applies, and what it cost.
+  std::printf("  %s %s: %zu shapes verified, %zu not applicable, %zu steps, %.1f s\n",
+              collectiveName(info.kind), info.name, verified, unsupported, steps, seconds);
+  EXPECT_GT(verified, 0u) << info.name << " (" << collectiveName(info.kind)
+                          << ") applies to none of the shapes; last reason: " << why;
+}
+
+std::string entryName(const testing::TestParamInfo<std::size_t>& param) {
+  const AlgorithmInfo& info = algorithmRegistry()[param.param];
+  std::string name = std::string(collectiveName(info.kind)) + "_" + info.name;
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, VerifyAll,
+                         testing::Range<std::size_t>(0, algorithmRegistry().size()), entryName);
+
+}  // namespace
+}  // namespace tutti
