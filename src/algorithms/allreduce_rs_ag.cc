@@ -21,7 +21,7 @@
 // pipeline: a bubble of about n-1 segment latencies between the phases. Messages and bytes
 // are the same (the completed chunk leaves in the all-gather's first send instead of in the
 // second half of the step that completes it), but the reduce-scatter phase needs its
-// scratch slots (8 segments) where the fused ring reduces into the output directly. It
+// scratch slots (16 segments) where the fused ring reduces into the output directly. It
 // exists as the reference composition, to measure that bubble, and as a building block
 // for hierarchical algorithms.
 //

@@ -30,9 +30,11 @@
 // nor into its input (read-only, and in place the other chunks of the input are not ours to
 // change), so they go into a ring of kScratchSegments scratch slots of one segment each. A
 // step that reuses a slot depends on the step that last used it (that step completes only
-// when its send of the slot is done): the only local hazard. Eight slots let eight
-// forwarding steps be in flight, enough to keep the ring busy without asking for scratch
-// proportional to the message; more pipelining waits for a slot, never deadlocks.
+// when its send of the slot is done): the only local hazard. Sixteen slots, the executor's
+// default window (TUTTI_MAX_INFLIGHT), let as many forwarding steps be in flight as the
+// executor would anyway, without scratch proportional to the message (at most 16
+// segments: 8 MiB at the default 512 KiB); a narrower pipeline waits for a slot, never
+// deadlocks.
 
 #include <algorithm>
 #include <vector>
@@ -46,7 +48,7 @@
 namespace tutti {
 namespace {
 
-constexpr std::uint64_t kScratchSegments = 8;
+constexpr std::uint64_t kScratchSegments = 16;
 
 // Hands out scratch slots round-robin and adds the dependency on each slot's previous user.
 class ScratchSlots {
