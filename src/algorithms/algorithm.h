@@ -44,6 +44,18 @@ Result<std::vector<std::pair<Collective, std::string>>> parseAlgorithmOverrides(
 // The builders, one per algorithm file.
 Schedule buildDirect(const CollectiveSpec& spec);  // every collective (direct.cc)
 Schedule buildAllreduceRing(const CollectiveSpec& spec);
+// Rings and butterflies (allgather_ring.cc, reducescatter_ring.cc, allreduce_rs_ag.cc,
+// allreduce_recursive_doubling.cc, allgather_recursive_doubling.cc,
+// reducescatter_recursive_halving.cc, allreduce_rabenseifner.cc). The allgather builders
+// take allgather and allgatherv, the reducescatter builders reducescatter and
+// reducescatterv.
+Schedule buildAllgatherRing(const CollectiveSpec& spec);
+Schedule buildReducescatterRing(const CollectiveSpec& spec);
+Schedule buildAllreduceRsAg(const CollectiveSpec& spec);
+Schedule buildAllreduceRecursiveDoubling(const CollectiveSpec& spec);
+Schedule buildAllgatherRecursiveDoubling(const CollectiveSpec& spec);
+Schedule buildReducescatterRecursiveHalving(const CollectiveSpec& spec);
+Schedule buildAllreduceRabenseifner(const CollectiveSpec& spec);
 Schedule buildBarrierDissemination(const CollectiveSpec& spec);
 Schedule buildSendDirect(const CollectiveSpec& spec);
 Schedule buildRecvDirect(const CollectiveSpec& spec);

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "algorithms/algorithm.h"
+#include "algorithms/block_layout.h"
 #include "base/assert.h"
 
 namespace tutti {
@@ -31,39 +32,6 @@ Region input(std::uint64_t offset, std::uint64_t count) {
 }
 Region output(std::uint64_t offset, std::uint64_t count) {
   return {BufferKind::kOutput, offset, count};
-}
-
-// Per-rank block of a uniform or v-collective: (offset, count) in the n-block buffer.
-struct Blocks {
-  std::vector<std::uint64_t> offset, count;
-};
-
-Blocks blocksOf(const CollectiveSpec& s) {
-  Blocks b;
-  const auto n = static_cast<std::size_t>(s.size);
-  b.offset.resize(n);
-  b.count.resize(n);
-  std::uint64_t running = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    switch (s.kind) {
-      case Collective::kGatherV:
-      case Collective::kScatterV:
-      case Collective::kAllGatherV:
-        b.offset[i] = s.displs[i];
-        b.count[i] = s.counts[i];
-        break;
-      case Collective::kReduceScatterV:
-        b.offset[i] = running;
-        b.count[i] = s.counts[i];
-        running += s.counts[i];
-        break;
-      default:
-        b.offset[i] = i * s.count;
-        b.count[i] = s.count;
-        break;
-    }
-  }
-  return b;
 }
 
 // Reduces n contributions into out[range] in rank order 0..n-1. `own` is this rank's
@@ -128,7 +96,7 @@ Schedule reduce(const CollectiveSpec& s) {
 
 Schedule gather(const CollectiveSpec& s) {
   ScheduleBuilder b(s.rank, s.size);
-  Blocks blocks = blocksOf(s);
+  RankBlocks blocks = rankBlocks(s);
   const auto me = static_cast<std::size_t>(s.rank);
   if (s.rank != s.root) {
     if (blocks.count[me] > 0) b.send(s.root, input(0, blocks.count[me]));
@@ -145,7 +113,7 @@ Schedule gather(const CollectiveSpec& s) {
 
 Schedule scatter(const CollectiveSpec& s) {
   ScheduleBuilder b(s.rank, s.size);
-  Blocks blocks = blocksOf(s);
+  RankBlocks blocks = rankBlocks(s);
   const auto me = static_cast<std::size_t>(s.rank);
   if (s.rank != s.root) {
     if (blocks.count[me] > 0) b.recv(s.root, output(0, blocks.count[me]));
@@ -167,7 +135,7 @@ int fromPeer(const CollectiveSpec& s, int k) { return (s.rank - k % s.size + s.s
 
 Schedule allgather(const CollectiveSpec& s) {
   ScheduleBuilder b(s.rank, s.size);
-  Blocks blocks = blocksOf(s);
+  RankBlocks blocks = rankBlocks(s);
   const auto me = static_cast<std::size_t>(s.rank);
   // In place the input already is this rank's block of the output.
   if (blocks.count[me] > 0 && !s.inPlace)
@@ -185,7 +153,7 @@ Schedule reduceScatter(const CollectiveSpec& s) {
   // Only the owner reduces its block, so any fixed order is deterministic: own block first,
   // then ranks r-1, r-2, ... as their rounds come.
   ScheduleBuilder b(s.rank, s.size);
-  Blocks blocks = blocksOf(s);
+  RankBlocks blocks = rankBlocks(s);
   const auto me = static_cast<std::size_t>(s.rank);
   const std::uint64_t mine = blocks.count[me];
   // In place the output is this rank's block of the input: accumulate in scratch, since the

@@ -5,23 +5,6 @@
 
 namespace tutti {
 
-RankBlocks rankBlocks(const CollectiveSpec& spec) {
-  TUTTI_ASSERT(spec.kind == Collective::kGather || spec.kind == Collective::kGatherV ||
-               spec.kind == Collective::kScatter || spec.kind == Collective::kScatterV);
-  const auto n = static_cast<std::size_t>(spec.size);
-  const bool v = spec.kind == Collective::kGatherV || spec.kind == Collective::kScatterV;
-  // Uniform kinds: block i at i * count; v-kinds: where counts/displs put it (the same
-  // arrays on every rank, so every rank computes every other's layout).
-  RankBlocks blocks;
-  blocks.offset.resize(n);
-  blocks.count.resize(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    blocks.offset[i] = v ? spec.displs[i] : i * spec.count;
-    blocks.count[i] = v ? spec.counts[i] : spec.count;
-  }
-  return blocks;
-}
-
 std::uint64_t SubtreeLayout::offsetOf(int relative) const {
   TUTTI_ASSERT(relative >= first && relative <= first + size);
   return packedOffset[static_cast<std::size_t>(relative - first)];

@@ -12,18 +12,11 @@
 #include <cstdint>
 #include <vector>
 
+#include "algorithms/block_layout.h"
 #include "schedule/collective.h"
 
 namespace tutti {
 
-/// Each absolute rank's block in the root's buffer: offset and count, in elements.
-struct RankBlocks {
-  std::vector<std::uint64_t> offset;
-  std::vector<std::uint64_t> count;
-};
-
-/// The blocks of a gather, gatherv, scatter or scatterv call (from count, or counts/displs).
-RankBlocks rankBlocks(const CollectiveSpec& spec);
 
 /// The packed layout of one rank's subtree.
 struct SubtreeLayout {
