@@ -59,6 +59,15 @@ class TUTTI_API Communicator {
   static Result<Communicator> create(std::shared_ptr<Store> store, int rank, int size,
                                      const CommOptions& options = {});
 
+  /// Builds a communicator of `size` ranks that rendezvous through a TCP store at
+  /// `storeAddress` ("host:port" or "[v6]:port"): rank 0 serves the store there, the others
+  /// connect to it, retrying until TUTTI_CONNECT_TIMEOUT. Blocks until every rank has joined.
+  /// kInvalidArgument for a malformed address (the port must be 1 to 65535: the other ranks
+  /// could not learn a port rank 0 picked) or a rank outside [0, size); kSystemError when
+  /// rank 0 cannot listen there; kTimeout when the store or a peer never answers.
+  static Result<Communicator> connect(const std::string& storeAddress, int rank, int size,
+                                      const CommOptions& options = {});
+
   Communicator(Communicator&&) noexcept;
   Communicator& operator=(Communicator&&) noexcept;
   Communicator(const Communicator&) = delete;

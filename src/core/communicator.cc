@@ -28,6 +28,31 @@ Result<Communicator> Communicator::create(std::shared_ptr<Store> store, int rank
   return Communicator(std::move(impl));
 }
 
+namespace {
+
+// Serves the store at `address` when `serve` (rank 0), connects to it, and creates the
+// communicator, accepting peers on the interface that reaches the store.
+Result<std::unique_ptr<CommImpl>> joinThroughTcpStore(CommImpl::InitParams params,
+                                                      HostPort address, bool serve,
+                                                      Deadline deadline) {
+  if (serve) {
+    auto server = TcpStoreServer::start(address.host, address.port);
+    if (!server.ok())
+      return server.status().withContext("rank 0 could not serve the store at " +
+                                         address.toString());
+    address = (*server)->address();
+    params.ownedServer = std::move(server).value();
+  }
+  auto client = TcpStoreClient::connect(address, deadline);
+  if (!client.ok())
+    return client.status().withContext("connecting to the store at " + address.toString());
+  params.bindHost = (*client)->localAddress().host;
+  params.store = std::move(client).value();
+  return CommImpl::create(std::move(params));
+}
+
+}  // namespace
+
 Result<Communicator> Communicator::fromEnv(const CommOptions& options) {
   const Result<Config>& config = Config::fromProcessEnvironment();
   if (!config.ok()) return config.status();
@@ -41,22 +66,29 @@ Result<Communicator> Communicator::fromEnv(const CommOptions& options) {
   params.size = env.size;
   params.localSize = env.localSize;
   params.options = options;
-  Deadline deadline = Deadline::afterSeconds(config->connectRetrySec);
-  HostPort storeAddress = env.storeAddress;
-  if (env.serveStore) {
-    auto server = TcpStoreServer::start(env.storeAddress.host, env.storeAddress.port);
-    if (!server.ok())
-      return server.status().withContext("rank 0 could not serve the store at " +
-                                         env.storeAddress.toString());
-    storeAddress = (*server)->address();
-    params.ownedServer = std::move(server).value();
-  }
-  auto client = TcpStoreClient::connect(storeAddress, deadline);
-  if (!client.ok())
-    return client.status().withContext("connecting to the store at " + storeAddress.toString());
-  params.bindHost = (*client)->localAddress().host;
-  params.store = std::move(client).value();
-  TUTTI_ASSIGN_OR_RETURN(auto impl, CommImpl::create(std::move(params)));
+  TUTTI_ASSIGN_OR_RETURN(auto impl,
+                         joinThroughTcpStore(std::move(params), env.storeAddress, env.serveStore,
+                                             Deadline::afterSeconds(config->connectRetrySec)));
+  return Communicator(std::move(impl));
+}
+
+Result<Communicator> Communicator::connect(const std::string& storeAddress, int rank, int size,
+                                           const CommOptions& options) {
+  const Result<Config>& config = Config::fromProcessEnvironment();
+  if (!config.ok()) return config.status();
+  TUTTI_CHECK_ARG(size >= 1, "world size must be at least 1, got %d", size);
+  TUTTI_CHECK_ARG(rank >= 0 && rank < size, "rank %d is outside a world of %d ranks", rank,
+                  size);
+  Result<HostPort> address = parseHostPort(storeAddress);
+  if (!address.ok()) return address.status().withContext("store address");
+  log::setRank(rank);
+  CommImpl::InitParams params;
+  params.rank = rank;
+  params.size = size;
+  params.options = options;
+  TUTTI_ASSIGN_OR_RETURN(auto impl,
+                         joinThroughTcpStore(std::move(params), *address, rank == 0,
+                                             Deadline::afterSeconds(config->connectRetrySec)));
   return Communicator(std::move(impl));
 }
 

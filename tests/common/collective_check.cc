@@ -66,10 +66,11 @@ CollectiveSpec specOf(const CollectiveCase& c, int rank, int n) {
 }
 
 // Value of rank r's input element i. Reductions use values whose reduction is exact;
-// data-movement collectives use kMin's values (exact, distinct across ranks).
+// data-movement collectives use the benchmark's movement values (exact, distinct across
+// ranks).
 Element inputOf(const CollectiveCase& c, int r, std::uint64_t i, int n) {
-  ReduceOp op = isReduction(c.kind) ? c.op : ReduceOp::kMin;
-  return bench::inputValue(r, i, c.dtype, op, n);
+  if (isReduction(c.kind)) return bench::inputValue(r, i, c.dtype, c.op, n);
+  return bench::movementValue(r, i, c.dtype, n);
 }
 
 // The expected value of output element p on rank q, or false when the definition leaves

@@ -25,13 +25,48 @@ class BenchComm {
   /// Number of ranks.
   virtual int size() const = 0;
 
-  /// Returns once every rank has entered the barrier, or an error.
-  virtual Status barrier() = 0;
+  // The collectives, with tutti::Communicator's definitions and in-place conventions.
+  // `algorithm` forces an algorithm by name; empty lets the library choose.
 
-  /// recv[i] = op over ranks of send[i]; in place when send == recv. `algorithm` forces an
-  /// algorithm by name; empty lets the library choose.
+  /// Returns once every rank has entered the barrier, or an error.
+  virtual Status barrier(const std::string& algorithm) = 0;
+
+  /// recv[i] = op over ranks of send[i]; in place when send == recv.
   virtual Status allreduce(const void* send, void* recv, std::size_t count, DataType dtype,
                            ReduceOp op, const std::string& algorithm) = 0;
+
+  /// recv = root's send on every rank.
+  virtual Status broadcast(const void* send, void* recv, std::size_t count, DataType dtype,
+                           int root, const std::string& algorithm) = 0;
+
+  /// root's recv[i] = op over ranks of send[i].
+  virtual Status reduce(const void* send, void* recv, std::size_t count, DataType dtype,
+                        ReduceOp op, int root, const std::string& algorithm) = 0;
+
+  /// recv (size() * count) = every rank's send (count), in rank order.
+  virtual Status allgather(const void* send, void* recv, std::size_t count, DataType dtype,
+                           const std::string& algorithm) = 0;
+
+  /// recv (count) = op over ranks of block rank() of their send (size() * count).
+  virtual Status reduceScatter(const void* send, void* recv, std::size_t count, DataType dtype,
+                               ReduceOp op, const std::string& algorithm) = 0;
+
+  /// root's recv (size() * count) = every rank's send (count), in rank order.
+  virtual Status gather(const void* send, void* recv, std::size_t count, DataType dtype,
+                        int root, const std::string& algorithm) = 0;
+
+  /// recv (count) = block rank() of the root's send (size() * count).
+  virtual Status scatter(const void* send, void* recv, std::size_t count, DataType dtype,
+                         int root, const std::string& algorithm) = 0;
+
+  /// recv block b = block rank() of rank b's send (both size() * count).
+  virtual Status alltoall(const void* send, void* recv, std::size_t count, DataType dtype,
+                          const std::string& algorithm) = 0;
+
+  /// Sends `send` to rank `sendPeer` while receiving `recv` from rank `recvPeer` (count
+  /// elements each), returning once both finished; the peers are other ranks.
+  virtual Status sendRecv(const void* send, void* recv, std::size_t count, DataType dtype,
+                          int sendPeer, int recvPeer, const std::string& algorithm) = 0;
 
   /// The algorithm that would run for this call, or an error when `forced` is not empty
   /// and does not apply. Never blocks on peers.

@@ -1,39 +1,183 @@
 #include "bench/collectives.h"
 
 #include "base/assert.h"
+#include "base/macros.h"
 #include "base/strings.h"
 #include "bench/data.h"
 
 namespace tutti::bench {
 namespace {
 
-// ---- all-reduce: every rank ends with op over all ranks' inputs, index by index. Input
-// and output have the same count, and in place they are the same buffer, so one
-// expectation serves both placements.
+// Every entry's functions follow the definitions in schedule/collective.h, with n ranks,
+// rank q and k = counts.param. Reductions take data.h's exact inputs for their operator;
+// data movement takes movementValue(), so every output element names the rank and index it
+// came from. In place, an output that lies over the input needs no separate expectation:
+// the definitions give the same result.
 
-void allReduceInput(void* input, const Counts& counts, const DataContext& context) {
-  fillInput(input, counts.send, context.rank, context.nranks, context.dtype, context.op);
+std::size_t rankIndex(int rank) { return static_cast<std::size_t>(rank); }
+
+unsigned char* block(void* buffer, std::size_t index, std::size_t count, DataType dtype) {
+  return static_cast<unsigned char*>(buffer) + index * count * dataTypeSize(dtype);
 }
 
-void allReduceExpected(void* expected, const Counts& counts, const DataContext& context) {
-  fillExpectedAllReduce(expected, counts.recv, context.nranks, context.dtype, context.op);
+// ---- reductions
+
+void reductionInput(void* input, const Counts& counts, const DataContext& c) {
+  fillInput(input, counts.send, c.rank, c.nranks, c.dtype, c.op);
+}
+
+// allreduce: out_q[j] = op_r in_r[j].
+std::size_t allReduceExpected(void* expected, const Counts& counts, const DataContext& c) {
+  fillExpectedAllReduce(expected, counts.recv, c.nranks, c.dtype, c.op);
+  return counts.recv;
 }
 
 Status allReduceRun(BenchComm& comm, const CallArgs& call, const std::string& algorithm) {
   return comm.allreduce(call.send, call.recv, call.count, call.dtype, call.op, algorithm);
 }
 
-// The table. A new collective is one more entry here: its fill and expectation functions
-// (data.h has the value generator they share), a run function calling its BenchComm method,
-// and nothing in the driver.
-constexpr std::array<CollectiveEntry, 1> kTable{{
-    {{"allreduce", "all_reduce", "all-reduce"},
-     Collective::kAllReduce,
-     /*reduces=*/true,
-     /*rooted=*/false,
-     allReduceInput,
-     allReduceExpected,
-     allReduceRun},
+// reduce: out_root[j] = op_r in_r[j]; other ranks' outputs are unspecified.
+std::size_t reduceExpected(void* expected, const Counts& counts, const DataContext& c) {
+  if (c.rank != c.root) return 0;
+  fillExpectedAllReduce(expected, counts.recv, c.nranks, c.dtype, c.op);
+  return counts.recv;
+}
+
+Status reduceRun(BenchComm& comm, const CallArgs& call, const std::string& algorithm) {
+  return comm.reduce(call.send, call.recv, call.count, call.dtype, call.op, call.root,
+                     algorithm);
+}
+
+// reducescatter: out_q[j] = op_r in_r[q*k + j].
+std::size_t reduceScatterExpected(void* expected, const Counts& counts, const DataContext& c) {
+  fillExpectedAllReduce(expected, counts.recv, c.nranks, c.dtype, c.op,
+                        rankIndex(c.rank) * counts.param);
+  return counts.recv;
+}
+
+Status reduceScatterRun(BenchComm& comm, const CallArgs& call, const std::string& algorithm) {
+  return comm.reduceScatter(call.send, call.recv, call.count, call.dtype, call.op, algorithm);
+}
+
+// ---- data movement
+
+void movementInput(void* input, const Counts& counts, const DataContext& c) {
+  fillMovement(input, counts.send, c.dtype, c.rank, 0, c.nranks);
+}
+
+// broadcast: out_q[j] = in_root[j].
+std::size_t broadcastExpected(void* expected, const Counts& counts, const DataContext& c) {
+  fillMovement(expected, counts.recv, c.dtype, c.root, 0, c.nranks);
+  return counts.recv;
+}
+
+Status broadcastRun(BenchComm& comm, const CallArgs& call, const std::string& algorithm) {
+  return comm.broadcast(call.send, call.recv, call.count, call.dtype, call.root, algorithm);
+}
+
+// Block b of a gathered buffer is rank b's input.
+void fillGathered(void* expected, const Counts& counts, const DataContext& c) {
+  for (int b = 0; b < c.nranks; ++b) {
+    fillMovement(block(expected, rankIndex(b), counts.param, c.dtype), counts.param, c.dtype, b,
+                 0, c.nranks);
+  }
+}
+
+// allgather: out_q[b*k + j] = in_b[j].
+std::size_t allGatherExpected(void* expected, const Counts& counts, const DataContext& c) {
+  fillGathered(expected, counts, c);
+  return counts.recv;
+}
+
+Status allGatherRun(BenchComm& comm, const CallArgs& call, const std::string& algorithm) {
+  return comm.allgather(call.send, call.recv, call.count, call.dtype, algorithm);
+}
+
+// gather: out_root[b*k + j] = in_b[j]; other ranks' outputs are unspecified.
+std::size_t gatherExpected(void* expected, const Counts& counts, const DataContext& c) {
+  if (c.rank != c.root) return 0;
+  fillGathered(expected, counts, c);
+  return counts.recv;
+}
+
+Status gatherRun(BenchComm& comm, const CallArgs& call, const std::string& algorithm) {
+  return comm.gather(call.send, call.recv, call.count, call.dtype, call.root, algorithm);
+}
+
+// scatter: out_q[j] = in_root[q*k + j].
+std::size_t scatterExpected(void* expected, const Counts& counts, const DataContext& c) {
+  fillMovement(expected, counts.recv, c.dtype, c.root, rankIndex(c.rank) * counts.param,
+               c.nranks);
+  return counts.recv;
+}
+
+Status scatterRun(BenchComm& comm, const CallArgs& call, const std::string& algorithm) {
+  return comm.scatter(call.send, call.recv, call.count, call.dtype, call.root, algorithm);
+}
+
+// alltoall: out_q[b*k + j] = in_b[q*k + j].
+std::size_t allToAllExpected(void* expected, const Counts& counts, const DataContext& c) {
+  for (int b = 0; b < c.nranks; ++b) {
+    fillMovement(block(expected, rankIndex(b), counts.param, c.dtype), counts.param, c.dtype, b,
+                 rankIndex(c.rank) * counts.param, c.nranks);
+  }
+  return counts.recv;
+}
+
+Status allToAllRun(BenchComm& comm, const CallArgs& call, const std::string& algorithm) {
+  return comm.alltoall(call.send, call.recv, call.count, call.dtype, algorithm);
+}
+
+// sendrecv (nccl-tests'): every rank sends to q+1 and receives from q-1, so
+// out_q[j] = in_{q-1}[j].
+int previousRank(const DataContext& c) { return (c.rank + c.nranks - 1) % c.nranks; }
+
+std::size_t sendRecvExpected(void* expected, const Counts& counts, const DataContext& c) {
+  fillMovement(expected, counts.recv, c.dtype, previousRank(c), 0, c.nranks);
+  return counts.recv;
+}
+
+Status sendRecvRun(BenchComm& comm, const CallArgs& call, const std::string& algorithm) {
+  const int next = (comm.rank() + 1) % comm.size();
+  const int previous = (comm.rank() + comm.size() - 1) % comm.size();
+  return comm.sendRecv(call.send, call.recv, call.count, call.dtype, next, previous, algorithm);
+}
+
+// ---- barrier: no data, nothing to check beyond the call's status.
+
+void noInput(void*, const Counts&, const DataContext&) {}
+
+std::size_t nothingExpected(void*, const Counts&, const DataContext&) { return 0; }
+
+Status barrierRun(BenchComm& comm, const CallArgs&, const std::string& algorithm) {
+  return comm.barrier(algorithm);
+}
+
+// The table, in the order "all" runs it. A new collective is one more entry here: its fill
+// and expectation functions (data.h has the value generators they share), a run function
+// calling its BenchComm method, and nothing in the driver.
+//                                       reduces rooted sized  inPlace minRanks
+constexpr std::array<CollectiveEntry, 10> kTable{{
+    {{"allreduce", "all_reduce", "all-reduce"}, Collective::kAllReduce,
+     true, false, true, true, 1, reductionInput, allReduceExpected, allReduceRun},
+    {{"allgather", "all_gather", "all-gather"}, Collective::kAllGather,
+     false, false, true, true, 1, movementInput, allGatherExpected, allGatherRun},
+    {{"reducescatter", "reduce_scatter", "reduce-scatter"}, Collective::kReduceScatter,
+     true, false, true, true, 1, reductionInput, reduceScatterExpected, reduceScatterRun},
+    {{"broadcast", "bcast", ""}, Collective::kBroadcast,
+     false, true, true, true, 1, movementInput, broadcastExpected, broadcastRun},
+    {{"reduce", "", ""}, Collective::kReduce,
+     true, true, true, true, 1, reductionInput, reduceExpected, reduceRun},
+    {{"gather", "", ""}, Collective::kGather,
+     false, true, true, true, 1, movementInput, gatherExpected, gatherRun},
+    {{"scatter", "", ""}, Collective::kScatter,
+     false, true, true, true, 1, movementInput, scatterExpected, scatterRun},
+    {{"alltoall", "all_to_all", "all-to-all"}, Collective::kAllToAll,
+     false, false, true, true, 1, movementInput, allToAllExpected, allToAllRun},
+    {{"sendrecv", "send_recv", "send-recv"}, Collective::kSend,
+     false, false, true, false, 2, movementInput, sendRecvExpected, sendRecvRun},
+    {{"barrier", "", ""}, Collective::kBarrier,
+     false, false, false, false, 1, noInput, nothingExpected, barrierRun},
 }};
 
 }  // namespace
@@ -145,9 +289,20 @@ Result<const CollectiveEntry*> findCollective(std::string_view name) {
     }
   }
   return Status(ErrorCode::kInvalidArgument,
-                strFormat("unknown collective '%.*s'; known collectives: %s",
+                strFormat("unknown collective '%.*s'; known collectives: %s, or all",
                           static_cast<int>(name.size()), name.data(),
                           knownCollectives().c_str()));
+}
+
+Result<std::vector<const CollectiveEntry*>> selectCollectives(std::string_view name) {
+  std::vector<const CollectiveEntry*> out;
+  if (name == "all") {
+    for (const CollectiveEntry& entry : kTable) out.push_back(&entry);
+    return out;
+  }
+  TUTTI_ASSIGN_OR_RETURN(const CollectiveEntry* entry, findCollective(name));
+  out.push_back(entry);
+  return out;
 }
 
 std::string knownCollectives() {

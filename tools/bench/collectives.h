@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "bench/bench_comm.h"
 #include "tutti/status.h"
@@ -50,7 +51,7 @@ double algorithmBandwidth(double bytes, double seconds);
 
 /// busbw = algbw * factor: 2(n-1)/n for all-reduce; (n-1)/n for all-gather,
 /// reduce-scatter, all-to-all, gather and scatter; 1 for broadcast, reduce, send and
-/// recv; 0 for barrier, which moves no data.
+/// recv (sendrecv); 0 for barrier, which moves no data.
 double busBandwidthFactor(Collective kind, int nranks);
 
 /// Who is filling or checking data, and for which call.
@@ -79,16 +80,26 @@ struct CallArgs {
 struct CollectiveEntry {
   /// Accepted names; the first is canonical, unused slots are empty.
   std::array<std::string_view, 3> names;
-  /// The operation, for algorithmFor() and the bandwidth maths.
+  /// The operation, for algorithmFor() and the bandwidth maths (kSend for sendrecv, whose
+  /// algorithm is the send's).
   Collective kind;
   /// Takes a reduction operator, so rows loop over -o.
   bool reduces;
   /// Takes a root, so rows loop over -r.
   bool rooted;
+  /// Moves data; false for barrier, which has one row whatever the sizes and types, with
+  /// a time only.
+  bool sized;
+  /// Has an in-place form (NCCL's conventions, Counts' offsets); sendrecv and barrier do not.
+  bool inPlace;
+  /// The fewest ranks it runs on (sendrecv needs a peer: tutti sends to other ranks only).
+  int minRanks;
   /// Writes this rank's input (counts.send elements) at `input`.
   void (*fillInput)(void* input, const Counts& counts, const DataContext& context);
-  /// Writes the output this rank must receive (counts.recv elements) at `expected`.
-  void (*fillExpected)(void* expected, const Counts& counts, const DataContext& context);
+  /// Writes the output this rank must receive at `expected` and returns how many leading
+  /// elements of the output that is: counts.recv, or 0 where the definition leaves the
+  /// output unspecified (a rooted collective's output on the other ranks).
+  std::size_t (*fillExpected)(void* expected, const Counts& counts, const DataContext& context);
   /// Issues the call and waits for it; `algorithm` empty lets the library choose.
   Status (*run)(BenchComm& comm, const CallArgs& call, const std::string& algorithm);
 
@@ -101,6 +112,10 @@ std::span<const CollectiveEntry> collectiveTable();
 
 /// The entry with this name or alias; kInvalidArgument listing the known names otherwise.
 Result<const CollectiveEntry*> findCollective(std::string_view name);
+
+/// The entries a command-line name selects: every entry, in table order, for "all"; else
+/// the one findCollective() finds.
+Result<std::vector<const CollectiveEntry*>> selectCollectives(std::string_view name);
 
 /// "allreduce (all_reduce, all-reduce)", one entry per collective, comma separated.
 std::string knownCollectives();

@@ -260,9 +260,20 @@ void fillInput(void* buffer, std::size_t count, int rank, int nranks, DataType d
 }
 
 void fillExpectedAllReduce(void* buffer, std::size_t count, int nranks, DataType dtype,
-                           ReduceOp op) {
+                           ReduceOp op, std::size_t firstIndex) {
   for (std::size_t i = 0; i < count; ++i) {
-    storeElement(buffer, i, dtype, expectedAllReduce(i, dtype, op, nranks));
+    storeElement(buffer, i, dtype, expectedAllReduce(firstIndex + i, dtype, op, nranks));
+  }
+}
+
+Element movementValue(int rank, std::size_t index, DataType dtype, int nranks) {
+  return inputValue(rank, index, dtype, ReduceOp::kMin, nranks);
+}
+
+void fillMovement(void* buffer, std::size_t count, DataType dtype, int rank,
+                  std::size_t firstIndex, int nranks) {
+  for (std::size_t i = 0; i < count; ++i) {
+    storeElement(buffer, i, dtype, movementValue(rank, firstIndex + i, dtype, nranks));
   }
 }
 

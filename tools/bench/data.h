@@ -63,9 +63,22 @@ void storeElement(void* buffer, std::size_t index, DataType dtype, const Element
 void fillInput(void* buffer, std::size_t count, int rank, int nranks, DataType dtype,
                ReduceOp op);
 
-/// Writes expectedAllReduce(i, ...) for i < count.
+/// Writes expectedAllReduce(firstIndex + i, ...) for i < count: a whole all-reduce result,
+/// or (firstIndex = rank * count) one rank's block of a reduce-scatter.
 void fillExpectedAllReduce(void* buffer, std::size_t count, int nranks, DataType dtype,
-                           ReduceOp op);
+                           ReduceOp op, std::size_t firstIndex = 0);
+
+/// Input element `index` of `rank` for collectives that move data without reducing it
+/// (broadcast, gather, all-to-all, ...): exact in every type, varying along the index and
+/// different between ranks at the same index (whenever the type has nranks values). These
+/// are inputValue()'s kMin values, so one generator serves every collective.
+Element movementValue(int rank, std::size_t index, DataType dtype, int nranks);
+
+/// Writes movementValue(rank, firstIndex + i, ...) for i < count. Both a rank's input
+/// (firstIndex 0) and any block of an expected output are made with it: e.g. block b of an
+/// all-to-all result on rank q is fillMovement(.., count, dtype, b, q * count, nranks).
+void fillMovement(void* buffer, std::size_t count, DataType dtype, int rank,
+                  std::size_t firstIndex, int nranks);
 
 /// Number of i < count where actual[i] and expected[i] are not sameElement().
 std::uint64_t countWrong(const void* actual, const void* expected, std::size_t count,

@@ -92,7 +92,8 @@ Result<std::vector<ReduceOp>> parseReduceOps(const std::string& text) {
 // parsing, in finishOptions(), so every error names the flag the same way. The defaults in
 // the help texts are nccl-tests' (common.cu).
 void defineFlags(CLI::App& app, RawArgs& raw, BenchOptions& options) {
-  app.add_option("collective", raw.collective, "Collective to run: " + knownCollectives())
+  app.add_option("collective", raw.collective,
+                 "Collective to run: " + knownCollectives() + ", or all (each in turn)")
       ->required();
   app.add_option("-b,--minbytes", raw.minBytes, "Smallest size in bytes (K/M/G suffixes; 32M)");
   app.add_option("-e,--maxbytes", raw.maxBytes, "Largest size in bytes (32M)");
@@ -114,7 +115,7 @@ void defineFlags(CLI::App& app, RawArgs& raw, BenchOptions& options) {
 
 // Checks ranges and turns the raw strings into typed options.
 Status finishOptions(const RawArgs& raw, BenchOptions& options) {
-  TUTTI_ASSIGN_OR_RETURN(options.collective, findCollective(raw.collective));
+  TUTTI_ASSIGN_OR_RETURN(options.collectives, selectCollectives(raw.collective));
   TUTTI_RETURN_IF_ERROR(parseSizeFlag("-b/--minbytes", raw.minBytes, &options.minBytes));
   TUTTI_RETURN_IF_ERROR(parseSizeFlag("-e/--maxbytes", raw.maxBytes, &options.maxBytes));
   TUTTI_RETURN_IF_ERROR(parseSizeFlag("-i/--stepbytes", raw.stepBytes, &options.stepBytes));

@@ -1,6 +1,7 @@
 #pragma once
 // Command line of tutti-bench, with nccl-tests' flags and defaults:
 //   tutti-bench allreduce -b 8 -e 16M -f 4 -n 20 -w 5 -c 1 -d float -o sum --json r.json
+//   tutti-bench all -b 0 -e 64K -f 8 -r -1     (every collective in turn; every root)
 // Without -b/-e the benchmark runs one row of 32 MiB, as nccl-tests does.
 
 #include <cstdint>
@@ -28,8 +29,8 @@ inline constexpr std::size_t kMaxSweepSizes = 1 << 16;
 
 /// Everything the command line sets.
 struct BenchOptions {
-  /// The collective to run (an entry of collectiveTable()).
-  const CollectiveEntry* collective = nullptr;
+  /// The collectives to run, in order (entries of collectiveTable()); "all" selects every one.
+  std::vector<const CollectiveEntry*> collectives;
   std::uint64_t minBytes = kDefaultMinBytes;  ///< -b
   std::uint64_t maxBytes = kDefaultMaxBytes;  ///< -e
   std::uint64_t stepBytes = kDefaultStepBytes;  ///< -i, added when stepFactor is 1
@@ -39,7 +40,7 @@ struct BenchOptions {
   int check = 1;                              ///< -c, checked operations per row (0: none)
   std::vector<DataType> dtypes{DataType::kFloat32};  ///< -d, in loop order
   std::vector<ReduceOp> ops{ReduceOp::kSum};         ///< -o, in loop order
-  int root = 0;                               ///< -r, for rooted collectives; -1: every root
+  int root = 0;                               ///< -r, for rooted collectives; -1: each in turn
   TimeAverage average = TimeAverage::kMean;   ///< -a
   std::string algorithm;                      ///< --algo, empty: the library chooses
   std::string jsonPath;                       ///< --json, empty: no JSON file

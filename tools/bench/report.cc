@@ -68,12 +68,12 @@ PlacementCells placementCells(const PlacementResult& result) {
 // One JSON object, on one line so that line tools (grep, jq -c) work on the file too.
 // Unchecked rows carry "wrong": null, not 0, so they cannot pass for correct ones.
 void appendPlacementJson(const RowResult& row, bool inPlace, std::string& out) {
-  const PlacementResult& result = inPlace ? row.inPlace : row.outOfPlace;
+  const PlacementResult& result = inPlace ? *row.inPlace : row.outOfPlace;
   out += "  {";
   out += "\"collective\": " + jsonString(row.collective);
   out += strFormat(", \"bytes\": %llu, \"count\": %llu", static_cast<unsigned long long>(row.bytes),
                    static_cast<unsigned long long>(row.count));
-  out += ", \"dtype\": " + jsonString(dataTypeName(row.dtype));
+  out += ", \"dtype\": " + (row.sized ? jsonString(dataTypeName(row.dtype)) : std::string("null"));
   out += ", \"op\": " + (row.op ? jsonString(reduceOpName(*row.op)) : std::string("null"));
   out += strFormat(", \"root\": %d", row.root);
   out += ", \"algorithm\": " + jsonString(row.algorithm);
@@ -100,15 +100,14 @@ Status systemError(const std::string& what, const std::string& path, int error) 
 
 }  // namespace
 
-std::string formatSettings(const BenchOptions& options, int nranks) {
+std::string formatSettings(const BenchOptions& options, std::string_view collective,
+                           int nranks) {
   const std::string step =
       options.stepFactor > 1
           ? strFormat("%llu(factor)", static_cast<unsigned long long>(options.stepFactor))
           : strFormat("%llu(bytes)", static_cast<unsigned long long>(options.stepBytes));
   std::string out;
-  out += strFormat("# Collective %s  ranks %d\n",
-                   options.collective ? std::string(options.collective->name()).c_str() : "?",
-                   nranks);
+  out += strFormat("# Collective %s  ranks %d\n", std::string(collective).c_str(), nranks);
   out += strFormat(
       "# minBytes %llu maxBytes %llu step: %s warmup iters: %d iters: %d validation: %d "
       "average: %d(%s) algorithm: %s\n",
@@ -140,11 +139,13 @@ std::string formatColumnHeader() {
 }
 
 std::string formatRow(const RowResult& row) {
+  const PlacementCells absent{"N/A", "N/A", "N/A", "N/A"};
   return tableLine(strFormat("%llu", static_cast<unsigned long long>(row.bytes)),
                    strFormat("%llu", static_cast<unsigned long long>(row.count)),
-                   dataTypeName(row.dtype), row.op ? reduceOpName(*row.op) : "none",
-                   strFormat("%d", row.root), placementCells(row.outOfPlace),
-                   placementCells(row.inPlace), row.algorithm);
+                   row.sized ? dataTypeName(row.dtype) : "none",
+                   row.op ? reduceOpName(*row.op) : "none", strFormat("%d", row.root),
+                   placementCells(row.outOfPlace),
+                   row.inPlace ? placementCells(*row.inPlace) : absent, row.algorithm);
 }
 
 std::string formatTime(double timeUs) {
@@ -194,6 +195,7 @@ std::string formatJson(const std::vector<RowResult>& rows) {
   bool first = true;
   for (const RowResult& row : rows) {
     for (const bool inPlace : {false, true}) {
+      if (inPlace && !row.inPlace) continue;
       if (!first) out += ",\n";
       first = false;
       appendPlacementJson(row, inPlace, out);

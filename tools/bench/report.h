@@ -34,6 +34,8 @@ struct RowResult {
   /// Count column: the call's count argument, in elements.
   std::uint64_t count = 0;
   DataType dtype = DataType::kFloat32;
+  /// False for a collective that moves no data (barrier): the type prints as "none".
+  bool sized = true;
   /// nullopt for collectives that take no reduction operator.
   std::optional<ReduceOp> op;
   /// -1 for collectives without a root.
@@ -45,14 +47,17 @@ struct RowResult {
   int iters = 0;
   int warmupIters = 0;
   TimeAverage average = TimeAverage::kMean;
-  /// The two measurements of the row.
+  /// The measurements of the row; inPlace is nullopt for collectives without an in-place
+  /// form (sendrecv, barrier), whose in-place cells print "N/A".
   PlacementResult outOfPlace;
-  PlacementResult inPlace;
+  std::optional<PlacementResult> inPlace;
 };
 
-/// The settings block printed before the table: collective, ranks, sweep, iterations,
-/// checking, time averaging, algorithm and the command line; every line starts with '#'.
-std::string formatSettings(const BenchOptions& options, int nranks);
+/// The settings block printed before the table of `collective`: its name, ranks, sweep,
+/// iterations, checking, time averaging, algorithm and the command line; every line starts
+/// with '#'.
+std::string formatSettings(const BenchOptions& options, std::string_view collective,
+                           int nranks);
 
 /// The three '#' lines naming the table's columns and their units.
 std::string formatColumnHeader();
@@ -73,7 +78,8 @@ std::string jsonString(std::string_view text);
 /// A JSON number, or null for infinities and NaN (which JSON cannot express).
 std::string jsonNumber(double value);
 
-/// A JSON array with one object per row and placement: out of place, then in place.
+/// A JSON array with one object per row and placement: out of place, then in place (when
+/// the row has it); "dtype" is null for rows that move no data.
 std::string formatJson(const std::vector<RowResult>& rows);
 
 /// Writes `contents` to `path` through a temporary file renamed over it, so a reader never

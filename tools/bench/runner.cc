@@ -61,6 +61,7 @@ std::vector<Counts> countsForType(const CollectiveEntry& entry,
 }
 
 std::string describeRow(const CollectiveEntry& entry, const RowPlan& plan) {
+  if (!entry.sized) return std::string(entry.name());
   std::string text = strFormat("%s of %llu bytes (%zu x %s", std::string(entry.name()).c_str(),
                                static_cast<unsigned long long>(plan.bytes), plan.counts.param,
                                dataTypeName(plan.dtype));
@@ -69,17 +70,47 @@ std::string describeRow(const CollectiveEntry& entry, const RowPlan& plan) {
   return text + ")";
 }
 
+// Wrong elements and bus bandwidth summed over the placements of some rows.
+struct Totals {
+  std::int64_t wrong = 0;
+  double busbw = 0;
+  std::size_t placements = 0;
+
+  void add(const RowResult& row) {
+    add(row.outOfPlace);
+    if (row.inPlace) add(*row.inPlace);
+  }
+  void add(const PlacementResult& placement) {
+    wrong += placement.wrong.value_or(0);
+    busbw += placement.busbwGBs;
+    ++placements;
+  }
+  double meanBusbw() const {
+    return placements == 0 ? 0.0 : busbw / static_cast<double>(placements);
+  }
+};
+
+// One collective's rows with their algorithms, resolved before anything runs.
+struct CollectivePlan {
+  const CollectiveEntry* entry = nullptr;
+  std::vector<RowPlan> rows;
+  std::vector<std::string> algorithms;
+};
+
 class Runner {
  public:
   Runner(BenchComm& comm, const BenchOptions& options, std::FILE* out)
-      : comm_(comm), options_(options), entry_(*options.collective), out_(out) {}
+      : comm_(comm), options_(options), out_(out) {}
 
   Result<RunSummary> run();
 
  private:
-  Status allocateBuffers(const std::vector<RowPlan>& plans);
+  Result<CollectivePlan> planCollective(const CollectiveEntry& entry,
+                                        const std::vector<std::uint64_t>& sizes) const;
+  Status allocateBuffers(const std::vector<CollectivePlan>& plans);
+  Status runCollective(const CollectivePlan& plan, RunSummary& summary);
   Result<RowResult> runRow(const RowPlan& plan, const std::string& algorithm);
-  Result<std::string> algorithmFor(const RowPlan& plan) const;
+  Result<std::string> algorithmFor(const CollectiveEntry& entry, const RowPlan& plan) const;
   Result<PlacementResult> runPlacement(const RowPlan& plan, const std::string& algorithm,
                                        bool inPlace);
   Result<double> timeOperations(const RowPlan& plan, const CallArgs& call,
@@ -94,8 +125,11 @@ class Runner {
 
   BenchComm& comm_;
   const BenchOptions& options_;
-  const CollectiveEntry& entry_;
   std::FILE* out_;
+  // The collective being run, and how many leading output elements its current row
+  // defines on this rank (what the check compares).
+  const CollectiveEntry* entry_ = nullptr;
+  std::size_t checkedCount_ = 0;
   std::optional<AlignedBuffer> send_;
   std::optional<AlignedBuffer> recv_;
   std::optional<AlignedBuffer> expected_;
@@ -103,41 +137,62 @@ class Runner {
 
 Result<RunSummary> Runner::run() {
   TUTTI_ASSIGN_OR_RETURN(std::vector<std::uint64_t> sizes, sizeSweep(options_));
-  TUTTI_ASSIGN_OR_RETURN(std::vector<RowPlan> plans, planRows(options_, sizes, comm_.size()));
-  // Every row's algorithm is resolved before anything runs or prints, so an --algo that
-  // does not apply to some size fails at once, on every rank alike.
-  std::vector<std::string> algorithms;
-  for (const RowPlan& plan : plans) {
-    TUTTI_ASSIGN_OR_RETURN(std::string algorithm, algorithmFor(plan));
-    algorithms.push_back(std::move(algorithm));
+  // Every collective's rows and algorithms are resolved before anything runs or prints, so
+  // an --algo that does not apply to some row fails at once, on every rank alike.
+  RunSummary summary;
+  std::vector<CollectivePlan> plans;
+  std::string skipNotes;
+  for (const CollectiveEntry* entry : options_.collectives) {
+    if (comm_.size() < entry->minRanks) {
+      const std::string why =
+          strFormat("%s needs at least %d ranks, this run has %d",
+                    std::string(entry->name()).c_str(), entry->minRanks, comm_.size());
+      // Asked for alone, it is an error; as part of "all", it is left out and said so.
+      TUTTI_CHECK_ARG(options_.collectives.size() > 1, "%s", why.c_str());
+      summary.skipped.emplace_back(entry->name());
+      skipNotes += "# skipped: " + why + "\n";
+      continue;
+    }
+    TUTTI_ASSIGN_OR_RETURN(CollectivePlan plan, planCollective(*entry, sizes));
+    plans.push_back(std::move(plan));
   }
   TUTTI_RETURN_IF_ERROR(allocateBuffers(plans));
-  print(formatSettings(options_, comm_.size()) + formatColumnHeader());
-  RunSummary summary;
-  double busbwTotal = 0;
-  for (std::size_t i = 0; i < plans.size(); ++i) {
-    TUTTI_ASSIGN_OR_RETURN(RowResult row, runRow(plans[i], algorithms[i]));
-    print(formatRow(row));
-    for (const PlacementResult* placement : {&row.outOfPlace, &row.inPlace}) {
-      summary.wrong += placement->wrong.value_or(0);
-      busbwTotal += placement->busbwGBs;
-    }
-    summary.rows.push_back(std::move(row));
+  for (const CollectivePlan& plan : plans) TUTTI_RETURN_IF_ERROR(runCollective(plan, summary));
+  Totals totals;
+  for (const RowResult& row : summary.rows) totals.add(row);
+  summary.wrong = totals.wrong;
+  summary.avgBusbwGBs = totals.meanBusbw();
+  print(skipNotes);
+  if (options_.collectives.size() > 1) {
+    print(strFormat("# All %zu collectives: out of bounds values : %lld %s\n#\n", plans.size(),
+                    static_cast<long long>(summary.wrong), summary.wrong == 0 ? "OK" : "FAILED"));
   }
-  summary.avgBusbwGBs = busbwTotal / static_cast<double>(2 * summary.rows.size());
-  print(formatSummary(summary.wrong, options_.check > 0, summary.avgBusbwGBs));
   if (comm_.rank() == 0 && !options_.jsonPath.empty()) {
     TUTTI_RETURN_IF_ERROR(writeFileAtomically(options_.jsonPath, formatJson(summary.rows)));
   }
   return summary;
 }
 
-Status Runner::allocateBuffers(const std::vector<RowPlan>& plans) {
+Result<CollectivePlan> Runner::planCollective(const CollectiveEntry& entry,
+                                              const std::vector<std::uint64_t>& sizes) const {
+  CollectivePlan plan;
+  plan.entry = &entry;
+  TUTTI_ASSIGN_OR_RETURN(plan.rows, planRows(entry, options_, sizes, comm_.size()));
+  for (const RowPlan& row : plan.rows) {
+    TUTTI_ASSIGN_OR_RETURN(std::string algorithm, algorithmFor(entry, row));
+    plan.algorithms.push_back(std::move(algorithm));
+  }
+  return plan;
+}
+
+Status Runner::allocateBuffers(const std::vector<CollectivePlan>& plans) {
   std::size_t maxBytes = 0;
   std::size_t maxExpected = 0;
-  for (const RowPlan& plan : plans) {
-    maxBytes = std::max<std::size_t>(maxBytes, plan.bytes);
-    maxExpected = std::max(maxExpected, plan.counts.recv * dataTypeSize(plan.dtype));
+  for (const CollectivePlan& plan : plans) {
+    for (const RowPlan& row : plan.rows) {
+      maxBytes = std::max<std::size_t>(maxBytes, row.bytes);
+      maxExpected = std::max(maxExpected, row.counts.recv * dataTypeSize(row.dtype));
+    }
   }
   // Both buffers hold a whole row: in place, the input and output share the receive
   // buffer, which must then hold the larger of the two (nccl-tests sizes them alike).
@@ -149,16 +204,34 @@ Status Runner::allocateBuffers(const std::vector<RowPlan>& plans) {
   return Status::Ok();
 }
 
+// One collective's table, as one nccl-tests binary prints it.
+Status Runner::runCollective(const CollectivePlan& plan, RunSummary& summary) {
+  entry_ = plan.entry;
+  print(formatSettings(options_, entry_->name(), comm_.size()) + formatColumnHeader());
+  Totals totals;
+  for (std::size_t i = 0; i < plan.rows.size(); ++i) {
+    TUTTI_ASSIGN_OR_RETURN(RowResult row, runRow(plan.rows[i], plan.algorithms[i]));
+    print(formatRow(row));
+    totals.add(row);
+    summary.rows.push_back(std::move(row));
+  }
+  print(formatSummary(totals.wrong, options_.check > 0, totals.meanBusbw()));
+  return Status::Ok();
+}
+
 Result<RowResult> Runner::runRow(const RowPlan& plan, const std::string& algorithm) {
-  if (options_.check > 0) {
-    // The expectation does not depend on the placement: compute it once per row.
-    entry_.fillExpected(expected_->data(), plan.counts, dataContext(plan));
+  // The expectation does not depend on the placement: compute it once per row. A
+  // collective that moves no data has nothing to compare.
+  checkedCount_ = 0;
+  if (options_.check > 0 && entry_->sized) {
+    checkedCount_ = entry_->fillExpected(expected_->data(), plan.counts, dataContext(plan));
   }
   RowResult row;
-  row.collective = std::string(entry_.name());
+  row.collective = std::string(entry_->name());
   row.bytes = plan.bytes;
   row.count = plan.counts.param;
   row.dtype = plan.dtype;
+  row.sized = entry_->sized;
   row.op = plan.op;
   row.root = plan.root;
   row.algorithm = algorithm;
@@ -167,37 +240,40 @@ Result<RowResult> Runner::runRow(const RowPlan& plan, const std::string& algorit
   row.warmupIters = options_.warmupIters;
   row.average = options_.average;
   TUTTI_ASSIGN_OR_RETURN(row.outOfPlace, runPlacement(plan, algorithm, /*inPlace=*/false));
-  TUTTI_ASSIGN_OR_RETURN(row.inPlace, runPlacement(plan, algorithm, /*inPlace=*/true));
+  if (entry_->inPlace) {
+    TUTTI_ASSIGN_OR_RETURN(row.inPlace, runPlacement(plan, algorithm, /*inPlace=*/true));
+  }
   return row;
 }
 
-Result<std::string> Runner::algorithmFor(const RowPlan& plan) const {
+Result<std::string> Runner::algorithmFor(const CollectiveEntry& entry, const RowPlan& plan) const {
   Result<std::string> name =
-      comm_.algorithmFor(entry_.kind, plan.counts.param, plan.dtype, options_.algorithm);
+      comm_.algorithmFor(entry.kind, plan.counts.param, plan.dtype, options_.algorithm);
   if (name.ok()) return name;
   if (options_.algorithm.empty()) {
-    return name.status().withContext("choosing the algorithm for " + describeRow(entry_, plan));
+    return name.status().withContext("choosing the algorithm for " + describeRow(entry, plan));
   }
   return Status(ErrorCode::kInvalidArgument,
                 strFormat("--algo %s does not apply to %s: %s", options_.algorithm.c_str(),
-                          describeRow(entry_, plan).c_str(), name.status().message().c_str()));
+                          describeRow(entry, plan).c_str(), name.status().message().c_str()));
 }
 
 Result<PlacementResult> Runner::runPlacement(const RowPlan& plan, const std::string& algorithm,
                                              bool inPlace) {
   const std::string context =
-      describeRow(entry_, plan) + (inPlace ? ", in place" : ", out of place");
+      describeRow(*entry_, plan) + (inPlace ? ", in place" : ", out of place");
   const CallArgs call = placeCall(plan, inPlace);
-  entry_.fillInput(inputBuffer(plan, inPlace), plan.counts, dataContext(plan));
+  entry_->fillInput(inputBuffer(plan, inPlace), plan.counts, dataContext(plan));
   Result<double> seconds = timeOperations(plan, call, algorithm);
   if (!seconds.ok()) return seconds.status().withContext(context);
   PlacementResult result;
   result.timeUs = *seconds * 1e6;
   const std::size_t typeSize = dataTypeSize(plan.dtype);
   result.algbwGBs = algorithmBandwidth(
-      algorithmBytes(entry_.kind, plan.counts, typeSize, comm_.size()), *seconds);
-  result.busbwGBs = result.algbwGBs * busBandwidthFactor(entry_.kind, comm_.size());
-  for (int i = 0; i < options_.check; ++i) {
+      algorithmBytes(entry_->kind, plan.counts, typeSize, comm_.size()), *seconds);
+  result.busbwGBs = result.algbwGBs * busBandwidthFactor(entry_->kind, comm_.size());
+  // A collective that moves no data has nothing to check: its #wrong stays N/A.
+  for (int i = 0; entry_->sized && i < options_.check; ++i) {
     Result<std::int64_t> wrong = checkOperation(plan, call, algorithm, inPlace);
     if (!wrong.ok()) return wrong.status().withContext(context + ", checking");
     result.wrong = *wrong;
@@ -211,15 +287,15 @@ Result<double> Runner::timeOperations(const RowPlan& plan, const CallArgs& call,
                                       const std::string& algorithm) {
   TUTTI_ASSERT(plan.counts.param == call.count);
   for (int i = 0; i < options_.warmupIters; ++i) {
-    TUTTI_RETURN_IF_ERROR(entry_.run(comm_, call, algorithm));
+    TUTTI_RETURN_IF_ERROR(entry_->run(comm_, call, algorithm));
   }
   // The barrier lines the ranks up, so the clock measures the collective rather than a
   // late rank's warm-up. The timed calls run back to back, as nccl-tests', and the time
   // per operation is their mean.
-  TUTTI_RETURN_IF_ERROR(comm_.barrier());
+  TUTTI_RETURN_IF_ERROR(comm_.barrier(std::string()));
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < options_.iters; ++i) {
-    TUTTI_RETURN_IF_ERROR(entry_.run(comm_, call, algorithm));
+    TUTTI_RETURN_IF_ERROR(entry_->run(comm_, call, algorithm));
   }
   const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
   return combineTime(elapsed.count() / options_.iters);
@@ -228,13 +304,13 @@ Result<double> Runner::timeOperations(const RowPlan& plan, const CallArgs& call,
 Result<std::int64_t> Runner::checkOperation(const RowPlan& plan, const CallArgs& call,
                                             const std::string& algorithm, bool inPlace) {
   const DataContext context = dataContext(plan);
-  entry_.fillInput(inputBuffer(plan, inPlace), plan.counts, context);
+  entry_->fillInput(inputBuffer(plan, inPlace), plan.counts, context);
   // Out of place, poison the output so that elements the call never writes are caught
   // (all-ones bytes are NaN in every floating type). In place it holds the input.
   if (!inPlace) std::memset(call.recv, 0xff, plan.counts.recv * dataTypeSize(plan.dtype));
-  TUTTI_RETURN_IF_ERROR(entry_.run(comm_, call, algorithm));
+  TUTTI_RETURN_IF_ERROR(entry_->run(comm_, call, algorithm));
   const std::int64_t local = static_cast<std::int64_t>(
-      countWrong(call.recv, expected_->data(), plan.counts.recv, plan.dtype));
+      countWrong(call.recv, expected_->data(), checkedCount_, plan.dtype));
   std::int64_t total = 0;
   TUTTI_RETURN_IF_ERROR(
       comm_.allreduce(&local, &total, 1, DataType::kInt64, ReduceOp::kSum, std::string()));
@@ -295,10 +371,13 @@ void Runner::print(const std::string& text) {
 
 }  // namespace
 
-Result<std::vector<RowPlan>> planRows(const BenchOptions& options,
+Result<std::vector<RowPlan>> planRows(const CollectiveEntry& entry, const BenchOptions& options,
                                       const std::vector<std::uint64_t>& sizes, int nranks) {
-  TUTTI_ASSERT(options.collective != nullptr);
-  const CollectiveEntry& entry = *options.collective;
+  TUTTI_ASSERT(!options.dtypes.empty());
+  // A barrier's time does not depend on a size or type: one row stands for all of them.
+  if (!entry.sized) {
+    return std::vector<RowPlan>{RowPlan{options.dtypes[0], std::nullopt, -1, Counts{}, 0}};
+  }
   std::vector<std::optional<ReduceOp>> ops;
   if (entry.reduces) {
     ops.assign(options.ops.begin(), options.ops.end());
@@ -330,7 +409,7 @@ Result<std::vector<RowPlan>> planRows(const BenchOptions& options,
 }
 
 Result<RunSummary> runBenchmark(BenchComm& comm, const BenchOptions& options, std::FILE* out) {
-  TUTTI_ASSERT(options.collective != nullptr);
+  TUTTI_ASSERT(!options.collectives.empty());
   Runner runner(comm, options, out);
   return runner.run();
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "bench/bench_comm.h"
@@ -28,34 +29,42 @@ struct RowPlan {
   std::uint64_t bytes = 0;
 };
 
-/// The rows of a run in nccl-tests' loop order: for each data type, each operator, each
+/// The rows of `entry` in nccl-tests' loop order: for each data type, each operator, each
 /// root, each size of `sizes` (sizeSweep()). Sizes are rounded down to whole elements, and
 /// to whole rank multiples where the collective splits its buffer by rank; consecutive
-/// sizes that round to the same row are run once. kInvalidArgument when -r names a rank
-/// outside [0, nranks) for a rooted collective.
-Result<std::vector<RowPlan>> planRows(const BenchOptions& options,
+/// sizes that round to the same row are run once. A collective that moves no data
+/// (barrier) has one row. kInvalidArgument when -r names a rank outside [0, nranks) for a
+/// rooted collective.
+Result<std::vector<RowPlan>> planRows(const CollectiveEntry& entry, const BenchOptions& options,
                                       const std::vector<std::uint64_t>& sizes, int nranks);
 
 /// The outcome of a run that completed (possibly with wrong elements).
 struct RunSummary {
+  /// Every row of every collective run, in order.
   std::vector<RowResult> rows;
   /// Wrong elements over all rows, placements and ranks.
   std::int64_t wrong = 0;
   /// Mean bus bandwidth over rows and placements, GB/s.
   double avgBusbwGBs = 0;
+  /// Collectives of the run left out because the world is too small for them (sendrecv
+  /// on one rank, in "all").
+  std::vector<std::string> skipped;
 };
 
-/// Runs the whole sweep; every rank of `comm` must call it with the same options. For each
-/// row and placement (out of place, then in place): fills the input, runs the warm-up
+/// Runs the whole sweep of every collective in options.collectives, in turn; every rank of
+/// `comm` must call it with the same options. For each row and placement (out of place,
+/// then in place where the collective has it): fills the input, runs the warm-up
 /// operations, a barrier, then times `iters` operations back to back and combines the
 /// per-operation time over ranks as -a says; then, -c times, fills the input afresh, runs
-/// once and compares every output element with the expectation, summing the wrong count
-/// over ranks. Rank 0 prints the settings, the table and the summary to `out` and writes
-/// options.jsonPath; other ranks print nothing.
+/// once and compares every output element the definition specifies on this rank with the
+/// expectation, summing the wrong count over ranks. Rank 0 prints, per collective, the
+/// settings, the table and its summary to `out` (and a total line when there are several),
+/// and writes options.jsonPath; other ranks print nothing.
 /// Blocks in collective calls, each bounded by the communicator's deadlines. Errors: the
-/// first failed call's Status with the row as context, an --algo the library rejects for a
-/// row, buffers that cannot be allocated, or the JSON file's error. Wrong elements are not
-/// an error: they are counted in the summary.
+/// first failed call's Status with the row as context; an --algo the library rejects for
+/// any row of any collective, or a lone collective the world is too small for (both before
+/// anything runs); buffers that cannot be allocated; the JSON file's error. Wrong elements
+/// are not an error: they are counted in the summary.
 Result<RunSummary> runBenchmark(BenchComm& comm, const BenchOptions& options, std::FILE* out);
 
 }  // namespace tutti::bench

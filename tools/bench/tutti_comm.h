@@ -12,12 +12,28 @@ class TuttiComm final : public BenchComm {
  public:
   explicit TuttiComm(Communicator& comm) : comm_(comm) {}
 
-  // BenchComm, forwarded one to one.
+  // BenchComm, forwarded one to one (sendRecv: an async send and a blocking receive).
   int rank() const override;
   int size() const override;
-  Status barrier() override;
+  Status barrier(const std::string& algorithm) override;
   Status allreduce(const void* send, void* recv, std::size_t count, DataType dtype, ReduceOp op,
                    const std::string& algorithm) override;
+  Status broadcast(const void* send, void* recv, std::size_t count, DataType dtype, int root,
+                   const std::string& algorithm) override;
+  Status reduce(const void* send, void* recv, std::size_t count, DataType dtype, ReduceOp op,
+                int root, const std::string& algorithm) override;
+  Status allgather(const void* send, void* recv, std::size_t count, DataType dtype,
+                   const std::string& algorithm) override;
+  Status reduceScatter(const void* send, void* recv, std::size_t count, DataType dtype,
+                       ReduceOp op, const std::string& algorithm) override;
+  Status gather(const void* send, void* recv, std::size_t count, DataType dtype, int root,
+                const std::string& algorithm) override;
+  Status scatter(const void* send, void* recv, std::size_t count, DataType dtype, int root,
+                 const std::string& algorithm) override;
+  Status alltoall(const void* send, void* recv, std::size_t count, DataType dtype,
+                  const std::string& algorithm) override;
+  Status sendRecv(const void* send, void* recv, std::size_t count, DataType dtype, int sendPeer,
+                  int recvPeer, const std::string& algorithm) override;
   Result<std::string> algorithmFor(Collective kind, std::size_t count, DataType dtype,
                                    const std::string& forced) const override;
 

@@ -33,8 +33,8 @@ void expectError(const std::vector<std::string>& args, const std::string& needle
 
 TEST(BenchOptions, DefaultsAreNcclTests) {
   const BenchOptions o = parseOk({"allreduce"});
-  ASSERT_NE(o.collective, nullptr);
-  EXPECT_EQ(o.collective->kind, Collective::kAllReduce);
+  ASSERT_EQ(o.collectives.size(), 1u);
+  EXPECT_EQ(o.collectives[0]->kind, Collective::kAllReduce);
   EXPECT_EQ(o.minBytes, 32u << 20);
   EXPECT_EQ(o.maxBytes, 32u << 20);
   EXPECT_EQ(o.stepBytes, 1u << 20);
@@ -55,7 +55,8 @@ TEST(BenchOptions, ShortFlags) {
   const BenchOptions o = parseOk({"all_reduce", "-b", "8", "-e", "16M", "-f", "4", "-i", "64",
                                   "-n", "7", "-w", "0", "-c", "0", "-d", "half", "-o", "max",
                                   "-r", "-1", "-a", "3", "--algo", "ring", "--json", "r.json"});
-  EXPECT_EQ(o.collective->name(), "allreduce");
+  ASSERT_EQ(o.collectives.size(), 1u);
+  EXPECT_EQ(o.collectives[0]->name(), "allreduce");
   EXPECT_EQ(o.minBytes, 8u);
   EXPECT_EQ(o.maxBytes, 16u << 20);
   EXPECT_EQ(o.stepFactor, 4u);
@@ -117,9 +118,24 @@ TEST(BenchOptions, AllExpandsInNcclTestsOrder) {
   EXPECT_EQ(parseOk({"allreduce", "-o", "min"}).ops, std::vector<ReduceOp>{ReduceOp::kMin});
 }
 
+TEST(BenchOptions, AllRunsEveryCollectiveInTableOrder) {
+  const BenchOptions o = parseOk({"all", "-b", "0", "-e", "64K", "-f", "8"});
+  ASSERT_EQ(o.collectives.size(), collectiveTable().size());
+  for (std::size_t i = 0; i < o.collectives.size(); ++i) {
+    EXPECT_EQ(o.collectives[i], &collectiveTable()[i]);
+  }
+  // Every alias selects its one collective.
+  for (const char* name : {"all_gather", "reduce_scatter", "all_to_all", "send_recv", "bcast"}) {
+    const BenchOptions one = parseOk({name});
+    ASSERT_EQ(one.collectives.size(), 1u) << name;
+    EXPECT_NE(one.collectives[0]->name(), name);
+  }
+}
+
 TEST(BenchOptions, Errors) {
   expectError({}, "collective");
   expectError({"allgatherx"}, "unknown collective 'allgatherx'; known collectives: allreduce");
+  expectError({"allgatherx"}, "barrier, or all");
   expectError({"allreduce", "-d", "quad"}, "unknown data type 'quad'");
   expectError({"allreduce", "-d", "float,"}, "unknown data type ''");
   expectError({"allreduce", "-o", "mean"}, "unknown reduction operator 'mean'");

@@ -108,11 +108,36 @@ TEST(BenchReport, UncheckedRowsSayNotApplicable) {
   RowResult row = sampleRow();
   row.op.reset();
   row.outOfPlace.wrong.reset();
-  row.inPlace.wrong.reset();
+  row.inPlace->wrong.reset();
   const auto cells = tokens(formatRow(row));
   EXPECT_EQ(cells[3].second, "none");
   EXPECT_EQ(cells[8].second, "N/A");
   EXPECT_EQ(cells[12].second, "N/A");
+}
+
+TEST(BenchReport, RowsWithoutDataOrInPlaceForm) {
+  // A barrier: no type, no in-place form, nothing checked.
+  RowResult row = sampleRow();
+  row.collective = "barrier";
+  row.bytes = 0;
+  row.count = 0;
+  row.sized = false;
+  row.op.reset();
+  row.outOfPlace.wrong.reset();
+  row.inPlace.reset();
+  const std::string text = formatRow(row);
+  const auto cells = tokens(text.substr(0, text.size() - 1));
+  ASSERT_EQ(cells.size(), 14u);
+  EXPECT_EQ(cells[2].second, "none");
+  EXPECT_EQ(cells[3].second, "none");
+  for (std::size_t i = 9; i < 13; ++i) EXPECT_EQ(cells[i].second, "N/A") << i;
+  EXPECT_EQ(cells[13].second, "ring");
+  const std::vector<std::string> json = lines(formatJson({row}));
+  ASSERT_EQ(json.size(), 3u);  // the out-of-place object only
+  EXPECT_NE(json[1].find("\"collective\": \"barrier\""), std::string::npos) << json[1];
+  EXPECT_NE(json[1].find("\"dtype\": null"), std::string::npos) << json[1];
+  EXPECT_NE(json[1].find("\"in_place\": false"), std::string::npos) << json[1];
+  EXPECT_NE(json[1].find("\"wrong\": null}"), std::string::npos) << json[1];
 }
 
 TEST(BenchReport, Summary) {
@@ -124,12 +149,11 @@ TEST(BenchReport, Summary) {
 
 TEST(BenchReport, SettingsNameTheRun) {
   BenchOptions options;
-  options.collective = collectiveTable().data();
   options.minBytes = 8;
   options.maxBytes = 16 << 20;
   options.stepFactor = 4;
   options.commandLine = "tutti-bench allreduce -b 8 -e 16M -f 4";
-  const std::string text = formatSettings(options, 4);
+  const std::string text = formatSettings(options, "allreduce", 4);
   EXPECT_NE(text.find("# Collective allreduce  ranks 4\n"), std::string::npos) << text;
   EXPECT_NE(text.find("minBytes 8 maxBytes 16777216 step: 4(factor) warmup iters: 5 iters: 20 "
                       "validation: 1 average: 1(avg) algorithm: auto"),
@@ -138,7 +162,7 @@ TEST(BenchReport, SettingsNameTheRun) {
   EXPECT_NE(text.find("# Command: tutti-bench allreduce -b 8 -e 16M -f 4\n"), std::string::npos);
   options.stepFactor = 1;
   options.algorithm = "ring";
-  const std::string added = formatSettings(options, 2);
+  const std::string added = formatSettings(options, "allreduce", 2);
   EXPECT_NE(added.find("step: 1048576(bytes)"), std::string::npos) << added;
   EXPECT_NE(added.find("algorithm: ring"), std::string::npos) << added;
   for (const std::string& line : lines(added)) EXPECT_EQ(line[0], '#');
@@ -147,7 +171,7 @@ TEST(BenchReport, SettingsNameTheRun) {
 TEST(BenchReport, JsonHasOneObjectPerRowAndPlacement) {
   RowResult row = sampleRow();
   row.algorithm = "my \"ring\"";
-  row.inPlace.wrong.reset();
+  row.inPlace->wrong.reset();
   const std::string json = formatJson({row});
   const std::vector<std::string> text = lines(json);
   ASSERT_EQ(text.size(), 4u) << json;

@@ -10,23 +10,28 @@
 #include <vector>
 
 #include "bench/data.h"
+#include "unit/bench/world.h"
 
 namespace tutti::bench {
 namespace {
 
 // One call the fake saw.
 struct Call {
+  Collective kind;
   std::size_t count;
   DataType dtype;
   ReduceOp op;
+  int root;
   std::string algorithm;
   double scalar;  // the value sent by a one-element float64 call
 };
 
-// A BenchComm without peers. Data calls produce the correct all-reduce of `size` ranks
-// (the input itself for one rank; the expectation for more, as if the peers were there);
-// one-element int64 and float64 calls (the runner's bookkeeping) behave as if every rank
-// sent the same value. Knobs inject wrong results, failures and fixed times.
+// A BenchComm without peers, standing for rank `rank` of a world of `size`. Data calls
+// produce the correct result of the whole world: the peers' inputs are made by the table
+// entry's own fillInput (as the peers would) and combined by the reference world
+// (world.h). One-element int64 and float64 all-reduces (the runner's bookkeeping) behave
+// as if every rank sent the same value. Knobs inject wrong results, failures and fixed
+// times.
 class FakeComm : public BenchComm {
  public:
   FakeComm(int rank, int size) : rank_(rank), size_(size) {}
@@ -34,49 +39,107 @@ class FakeComm : public BenchComm {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
-  Status barrier() override {
-    ++barriers;
-    return Status::Ok();
+  Status barrier(const std::string& algorithm) override {
+    if (algorithm.empty()) {
+      ++barriers;
+      return Status::Ok();
+    }
+    return data(Collective::kBarrier, nullptr, nullptr, 0, DataType::kUint8, ReduceOp::kSum, -1,
+                algorithm);
   }
 
   Status allreduce(const void* send, void* recv, std::size_t count, DataType dtype, ReduceOp op,
                    const std::string& algorithm) override {
-    Call call{count, dtype, op, algorithm, 0.0};
-    if (count == 1 && dtype == DataType::kFloat64) std::memcpy(&call.scalar, send, sizeof(double));
-    calls.push_back(call);
-    if (failAtCall == calls.size()) {
-      return Status(ErrorCode::kPeerFailure, "rank 1 closed its connection", 1);
-    }
     if (count == 1 && (dtype == DataType::kFloat64 || dtype == DataType::kInt64)) {
+      Call call{Collective::kAllReduce, count, dtype, op, -1, algorithm, 0.0};
+      if (dtype == DataType::kFloat64) std::memcpy(&call.scalar, send, sizeof(double));
+      calls.push_back(call);
+      if (failAtCall == calls.size()) return failure();
       bookkeeping(send, recv, dtype, op);
       return Status::Ok();
     }
-    if (dropOutput) return Status::Ok();
-    if (size_ == 1) {
-      std::memmove(recv, send, count * dataTypeSize(dtype));
-    } else {
-      fillExpectedAllReduce(recv, count, size_, dtype, op);
-    }
-    if (count > 0) static_cast<unsigned char*>(recv)[0] ^= corruptFirstByte;
-    return Status::Ok();
+    return data(Collective::kAllReduce, send, recv, count, dtype, op, -1, algorithm);
+  }
+  Status broadcast(const void* send, void* recv, std::size_t count, DataType dtype, int root,
+                   const std::string& algorithm) override {
+    return data(Collective::kBroadcast, send, recv, count, dtype, ReduceOp::kSum, root, algorithm);
+  }
+  Status reduce(const void* send, void* recv, std::size_t count, DataType dtype, ReduceOp op,
+                int root, const std::string& algorithm) override {
+    return data(Collective::kReduce, send, recv, count, dtype, op, root, algorithm);
+  }
+  Status allgather(const void* send, void* recv, std::size_t count, DataType dtype,
+                   const std::string& algorithm) override {
+    return data(Collective::kAllGather, send, recv, count, dtype, ReduceOp::kSum, -1, algorithm);
+  }
+  Status reduceScatter(const void* send, void* recv, std::size_t count, DataType dtype,
+                       ReduceOp op, const std::string& algorithm) override {
+    return data(Collective::kReduceScatter, send, recv, count, dtype, op, -1, algorithm);
+  }
+  Status gather(const void* send, void* recv, std::size_t count, DataType dtype, int root,
+                const std::string& algorithm) override {
+    return data(Collective::kGather, send, recv, count, dtype, ReduceOp::kSum, root, algorithm);
+  }
+  Status scatter(const void* send, void* recv, std::size_t count, DataType dtype, int root,
+                 const std::string& algorithm) override {
+    return data(Collective::kScatter, send, recv, count, dtype, ReduceOp::kSum, root, algorithm);
+  }
+  Status alltoall(const void* send, void* recv, std::size_t count, DataType dtype,
+                  const std::string& algorithm) override {
+    return data(Collective::kAllToAll, send, recv, count, dtype, ReduceOp::kSum, -1, algorithm);
+  }
+  Status sendRecv(const void* send, void* recv, std::size_t count, DataType dtype, int sendPeer,
+                  int recvPeer, const std::string& algorithm) override {
+    EXPECT_EQ(sendPeer, (rank_ + 1) % size_);
+    EXPECT_EQ(recvPeer, (rank_ + size_ - 1) % size_);
+    return data(Collective::kSend, send, recv, count, dtype, ReduceOp::kSum, -1, algorithm);
   }
 
+  // Every algorithm is "fake"; --algo ring applies to all-reduce only.
   Result<std::string> algorithmFor(Collective kind, std::size_t, DataType,
                                    const std::string& forced) const override {
-    EXPECT_EQ(kind, Collective::kAllReduce);
     if (forced.empty()) return std::string("fake");
-    if (forced == "ring") return forced;
-    return Status(ErrorCode::kNotSupported, "no algorithm named '" + forced + "'");
+    if (forced == "ring" && kind == Collective::kAllReduce) return forced;
+    return Status(ErrorCode::kNotSupported, "no algorithm named '" + forced + "' for " +
+                                                collectiveName(kind));
   }
 
   std::vector<Call> calls;
-  int barriers = 0;
-  std::size_t failAtCall = 0;        // 1-based; 0 never fails
+  int barriers = 0;                    // runner's alignment barriers (no algorithm)
+  std::size_t failAtCall = 0;          // 1-based; 0 never fails
   unsigned char corruptFirstByte = 0;  // xor-ed into element 0 of every data result
-  bool dropOutput = false;           // data calls write nothing
-  double fixedSeconds = 0;           // > 0: every rank "measured" this time
+  bool dropOutput = false;             // data calls write nothing
+  double fixedSeconds = 0;             // > 0: every rank "measured" this time
 
  private:
+  static Status failure() {
+    return Status(ErrorCode::kPeerFailure, "rank 1 closed its connection", 1);
+  }
+
+  // A data call of the whole simulated world, seen from this rank.
+  Status data(Collective kind, const void* send, void* recv, std::size_t count, DataType dtype,
+              ReduceOp op, int root, const std::string& algorithm) {
+    calls.push_back(Call{kind, count, dtype, op, root, algorithm, 0.0});
+    if (failAtCall == calls.size()) return failure();
+    if (dropOutput || kind == Collective::kBarrier) return Status::Ok();
+    const CollectiveEntry& entry = world::entryOf(kind);
+    const Counts counts = world::countsForParam(kind, count, size_);
+    const DataContext context{rank_, size_, dtype, op, root};
+    std::vector<world::Bytes> inputs;
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_) {
+        // This rank's real input (read before the output is written: it may be in place).
+        const auto* bytes = static_cast<const unsigned char*>(send);
+        inputs.emplace_back(bytes, bytes + counts.send * dataTypeSize(dtype));
+      } else {
+        inputs.push_back(world::inputOf(entry, counts, context, r));
+      }
+    }
+    const std::size_t defined = world::referenceOutput(kind, counts, context, inputs, recv);
+    if (defined > 0) static_cast<unsigned char*>(recv)[0] ^= corruptFirstByte;
+    return Status::Ok();
+  }
+
   void bookkeeping(const void* send, void* recv, DataType dtype, ReduceOp op) {
     if (dtype == DataType::kInt64) {
       std::int64_t v;
@@ -98,7 +161,7 @@ class FakeComm : public BenchComm {
 
 BenchOptions smallOptions() {
   BenchOptions o;
-  o.collective = collectiveTable().data();
+  o.collectives = {&collectiveTable()[0]};
   o.minBytes = 0;
   o.maxBytes = 64;
   o.stepFactor = 2;
@@ -130,7 +193,7 @@ TEST(BenchRunner, PlansRowsInNcclTestsOrderWithRounding) {
   BenchOptions o = smallOptions();
   o.dtypes = {DataType::kInt8, DataType::kFloat64};
   o.ops = {ReduceOp::kSum, ReduceOp::kMax};
-  Result<std::vector<RowPlan>> plans = planRows(o, *sizeSweep(o), 4);
+  Result<std::vector<RowPlan>> plans = planRows(*o.collectives[0], o, *sizeSweep(o), 4);
   ASSERT_TRUE(plans.ok());
   // Sizes 0 1 2 4 8 16 32 64: int8 keeps all 8; float64 rounds 1 2 4 to 0 and drops them.
   ASSERT_EQ(plans->size(), 2u * 8 + 2u * 5);
@@ -164,7 +227,7 @@ TEST(BenchRunner, OneRankEveryTypeAndOpChecksClean) {
   for (const RowResult& row : run.summary->rows) {
     EXPECT_EQ(row.bytes % dataTypeSize(row.dtype), 0u);
     EXPECT_EQ(row.outOfPlace.wrong, 0);
-    EXPECT_EQ(row.inPlace.wrong, 0);
+    EXPECT_EQ(row.inPlace->wrong, 0);
     EXPECT_EQ(row.algorithm, "fake");
     EXPECT_EQ(row.ranks, 1);
   }
@@ -251,7 +314,7 @@ TEST(BenchRunner, WrongElementsAreCountedOverRanks) {
   // One wrong element per call on each of the 3 (simulated) ranks, in both placements.
   for (const RowResult& row : run.summary->rows) {
     EXPECT_EQ(row.outOfPlace.wrong, 3);
-    EXPECT_EQ(row.inPlace.wrong, 3);
+    EXPECT_EQ(row.inPlace->wrong, 3);
   }
   EXPECT_EQ(run.summary->wrong, 3 * 2 * static_cast<std::int64_t>(run.summary->rows.size()));
   EXPECT_NE(run.output.find("FAILED"), std::string::npos);
@@ -267,8 +330,8 @@ TEST(BenchRunner, UnwrittenOutputIsCaught) {
   ASSERT_TRUE(run.summary.ok());
   ASSERT_EQ(run.summary->rows.size(), 2u);
   // In place, with one rank, the untouched input is the right answer.
-  EXPECT_EQ(run.summary->rows[0].inPlace.wrong, 0);
-  EXPECT_EQ(run.summary->rows[1].inPlace.wrong, 0);
+  EXPECT_EQ(run.summary->rows[0].inPlace->wrong, 0);
+  EXPECT_EQ(run.summary->rows[1].inPlace->wrong, 0);
   // Out of place the output is poisoned before the checked call; without that, the second
   // row would find the first row's in-place result, which is right for its first 5
   // elements, in the receive buffer.
@@ -284,7 +347,7 @@ TEST(BenchRunner, NoCheckingMeansNoWrongCount) {
   const Captured run = runCaptured(comm, o);
   ASSERT_TRUE(run.summary.ok());
   EXPECT_EQ(run.summary->wrong, 0);
-  EXPECT_FALSE(run.summary->rows.at(0).inPlace.wrong.has_value());
+  EXPECT_FALSE(run.summary->rows.at(0).inPlace->wrong.has_value());
   EXPECT_NE(run.output.find("N/A"), std::string::npos);
 }
 
@@ -341,6 +404,170 @@ TEST(BenchRunner, Rank0WritesJson) {
   EXPECT_EQ(objects, 2 * run.summary->rows.size());
   EXPECT_NE(json.find("\"ranks\": 2"), std::string::npos);
   std::remove(path.c_str());
+}
+
+BenchOptions allOptions() {
+  BenchOptions o = smallOptions();
+  o.collectives.clear();
+  for (const CollectiveEntry& entry : collectiveTable()) o.collectives.push_back(&entry);
+  o.dtypes = {DataType::kInt32, DataType::kFloat16};
+  o.ops = {ReduceOp::kSum, ReduceOp::kMax};
+  o.root = -1;
+  return o;
+}
+
+std::size_t rowsOf(const RunSummary& summary, const std::string& collective) {
+  std::size_t n = 0;
+  for (const RowResult& row : summary.rows) n += row.collective == collective ? 1 : 0;
+  return n;
+}
+
+// Every collective, every rank of worlds of 1, 2, 3 and 5 ranks, every root: the data the
+// runner makes, combined as the whole world would, is what the runner expects.
+TEST(BenchRunner, EveryCollectiveChecksCleanOnEveryRankOfSimulatedWorlds) {
+  for (const int n : {1, 2, 3, 5}) {
+    for (int rank = 0; rank < n; ++rank) {
+      FakeComm comm(rank, n);
+      const Captured run = runCaptured(comm, allOptions());
+      ASSERT_TRUE(run.summary.ok()) << run.summary.status().toString();
+      EXPECT_EQ(run.summary->wrong, 0) << "n=" << n << " rank=" << rank;
+      for (const RowResult& row : run.summary->rows) {
+        if (row.collective == "barrier") continue;
+        EXPECT_EQ(row.outOfPlace.wrong, 0) << row.collective << " n=" << n << " rank=" << rank;
+        if (row.inPlace) {
+          EXPECT_EQ(row.inPlace->wrong, 0) << row.collective << " n=" << n;
+        }
+      }
+      // Sizes 0..64 bytes in 2 types; 2 ops for reductions, n roots for rooted ones.
+      EXPECT_EQ(rowsOf(*run.summary, "barrier"), 1u);
+      // sendrecv rounds no counts, like broadcast for one root; one rank skips it.
+      const std::size_t perRoot = rowsOf(*run.summary, "broadcast") / static_cast<std::size_t>(n);
+      EXPECT_EQ(rowsOf(*run.summary, "sendrecv"), n == 1 ? 0u : perRoot);
+      EXPECT_EQ(rowsOf(*run.summary, "reduce"),
+                rowsOf(*run.summary, "allreduce") * static_cast<std::size_t>(n));
+      EXPECT_EQ(run.summary->skipped, n == 1 ? std::vector<std::string>{"sendrecv"}
+                                             : std::vector<std::string>{});
+      if (rank == 0) {
+        EXPECT_NE(run.output.find("# Collective barrier  ranks " + std::to_string(n)),
+                  std::string::npos);
+        EXPECT_NE(run.output.find("out of bounds values : 0 OK"), std::string::npos) << run.output;
+        const bool noted =
+            run.output.find("# skipped: sendrecv needs at least 2 ranks") != std::string::npos;
+        EXPECT_EQ(noted, n == 1) << run.output;
+      }
+    }
+  }
+}
+
+TEST(BenchRunner, EachRowCallsItsCollectiveWithTheRowsShape) {
+  FakeComm comm(1, 3);
+  BenchOptions o = allOptions();
+  o.minBytes = o.maxBytes = 48;  // 12 int32 elements: 4 per rank
+  o.dtypes = {DataType::kInt32};
+  o.ops = {ReduceOp::kMax};
+  o.root = 2;
+  o.warmupIters = 0;
+  o.iters = 1;
+  o.check = 0;
+  const Captured run = runCaptured(comm, o);
+  ASSERT_TRUE(run.summary.ok()) << run.summary.status().toString();
+  std::vector<std::pair<Collective, std::size_t>> seen;
+  for (const Call& call : comm.calls) {
+    if (call.dtype == DataType::kFloat64) continue;  // time bookkeeping
+    seen.emplace_back(call.kind, call.count);
+    const bool rooted = call.kind == Collective::kBroadcast || call.kind == Collective::kReduce ||
+                        call.kind == Collective::kGather || call.kind == Collective::kScatter;
+    EXPECT_EQ(call.root, rooted ? 2 : -1) << collectiveName(call.kind);
+    if (call.kind == Collective::kReduce || call.kind == Collective::kAllReduce ||
+        call.kind == Collective::kReduceScatter) {
+      EXPECT_EQ(call.op, ReduceOp::kMax);
+    }
+  }
+  // One timed call per placement; sendrecv and barrier have no in-place form.
+  using C = Collective;
+  EXPECT_EQ(seen, (std::vector<std::pair<Collective, std::size_t>>{
+                      {C::kAllReduce, 12}, {C::kAllReduce, 12}, {C::kAllGather, 4},
+                      {C::kAllGather, 4}, {C::kReduceScatter, 4}, {C::kReduceScatter, 4},
+                      {C::kBroadcast, 12}, {C::kBroadcast, 12}, {C::kReduce, 12},
+                      {C::kReduce, 12}, {C::kGather, 4}, {C::kGather, 4}, {C::kScatter, 4},
+                      {C::kScatter, 4}, {C::kAllToAll, 4}, {C::kAllToAll, 4}, {C::kSend, 12},
+                      {C::kBarrier, 0}}));
+  const RowResult& barrier = run.summary->rows.back();
+  EXPECT_EQ(barrier.collective, "barrier");
+  EXPECT_FALSE(barrier.sized);
+  EXPECT_FALSE(barrier.inPlace.has_value());
+  EXPECT_EQ(barrier.bytes, 0u);
+  EXPECT_DOUBLE_EQ(barrier.outOfPlace.busbwGBs, 0.0);
+  const RowResult& sendrecv = run.summary->rows[run.summary->rows.size() - 2];
+  EXPECT_EQ(sendrecv.collective, "sendrecv");
+  EXPECT_FALSE(sendrecv.inPlace.has_value());
+  EXPECT_EQ(sendrecv.bytes, 48u);
+}
+
+TEST(BenchRunner, WrongDataMovementIsCaught) {
+  for (const char* name : {"allgather", "broadcast", "gather", "scatter", "alltoall", "sendrecv",
+                           "reducescatter", "reduce"}) {
+    FakeComm comm(0, 3);
+    comm.corruptFirstByte = 0x10;
+    BenchOptions o = smallOptions();
+    o.collectives = {*findCollective(name)};
+    o.minBytes = o.maxBytes = 48;
+    const Captured run = runCaptured(comm, o);
+    ASSERT_TRUE(run.summary.ok()) << name << ": " << run.summary.status().toString();
+    // Rank 0 is the root; the fake's wrong count stands for all 3 ranks alike.
+    EXPECT_EQ(run.summary->rows.at(0).outOfPlace.wrong, 3) << name;
+    EXPECT_NE(run.output.find("FAILED"), std::string::npos) << name;
+  }
+}
+
+TEST(BenchRunner, SendRecvAloneNeedsTwoRanks) {
+  FakeComm comm(0, 1);
+  BenchOptions o = smallOptions();
+  o.collectives = {*findCollective("sendrecv")};
+  const Captured run = runCaptured(comm, o);
+  ASSERT_FALSE(run.summary.ok());
+  EXPECT_EQ(run.summary.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(run.summary.status().message().find("sendrecv needs at least 2 ranks, this run has 1"),
+            std::string::npos)
+      << run.summary.status().message();
+  EXPECT_TRUE(comm.calls.empty());
+}
+
+TEST(BenchRunner, ForcedAlgorithmMustApplyToEveryCollectiveBeforeAnythingRuns) {
+  FakeComm comm(0, 2);
+  BenchOptions o = allOptions();
+  o.algorithm = "ring";
+  const Captured run = runCaptured(comm, o);
+  ASSERT_FALSE(run.summary.ok());
+  EXPECT_EQ(run.summary.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(run.summary.status().message().find("--algo ring does not apply to allgather"),
+            std::string::npos)
+      << run.summary.status().message();
+  EXPECT_TRUE(comm.calls.empty());
+  EXPECT_EQ(run.output, "");
+}
+
+TEST(BenchRunner, EveryRootInTurnOrOne) {
+  FakeComm comm(0, 4);
+  BenchOptions o = smallOptions();
+  o.collectives = {*findCollective("broadcast")};
+  o.minBytes = o.maxBytes = 64;
+  o.root = -1;
+  Captured run = runCaptured(comm, o);
+  ASSERT_TRUE(run.summary.ok());
+  std::vector<int> roots;
+  for (const RowResult& row : run.summary->rows) roots.push_back(row.root);
+  EXPECT_EQ(roots, (std::vector<int>{0, 1, 2, 3}));
+  o.root = 4;
+  run = runCaptured(comm, o);
+  ASSERT_FALSE(run.summary.ok());
+  EXPECT_NE(run.summary.status().message().find("-r/--root 4 is not a rank of 4"),
+            std::string::npos);
+  // Collectives without a root print -1 whatever -r says.
+  o.collectives = {*findCollective("alltoall")};
+  run = runCaptured(comm, o);
+  ASSERT_TRUE(run.summary.ok());
+  EXPECT_EQ(run.summary->rows.at(0).root, -1);
 }
 
 }  // namespace

@@ -1,0 +1,183 @@
+// tutti-bench end to end, for every collective, through the real tutti-run: every element of
+// every rank's output checked (-c 1), the algorithm of every row reported, --algo refused
+// where it does not apply. Every run has an outer bound far above its need.
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/subprocess.h"
+#include "common/test_paths.h"
+
+namespace tutti::test {
+namespace {
+
+constexpr double kOuterBoundSeconds = 240;
+
+ProcessResult runBench(int ranks, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {binPath("tutti-run"), "-n", std::to_string(ranks),
+                                   "--timeout", "200", binPath("tutti-bench")};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return runProcess(argv, kOuterBoundSeconds);
+}
+
+// The table rows rank 0 printed, by collective: each row's whitespace-separated cells.
+std::map<std::string, std::vector<std::vector<std::string>>> tableRows(const std::string& out) {
+  std::map<std::string, std::vector<std::vector<std::string>>> rows;
+  std::string collective;
+  const std::regex header(R"(\[0\] # Collective ([a-z]+) .*)");
+  for (const std::string& line : splitLines(out)) {
+    std::smatch m;
+    if (std::regex_match(line, m, header)) collective = m[1].str();
+    if (line.rfind("[0] ", 0) != 0 || line.size() < 5 || line[4] == '#') continue;
+    std::istringstream fields(line.substr(4));
+    std::vector<std::string> cells;
+    for (std::string cell; fields >> cell;) cells.push_back(cell);
+    rows[collective].push_back(cells);
+  }
+  return rows;
+}
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Cells: size count type redop root | time algbw busbw #wrong | time algbw busbw #wrong | algo
+constexpr std::size_t kCells = 14;
+
+TEST(BenchProcs, EveryCollectiveChecksCleanOnThreeRanks) {
+  const std::string json = testing::TempDir() + "bench_procs_all.json";
+  std::remove(json.c_str());
+  ProcessResult r = runBench(3, {"all", "-b", "0", "-e", "64K", "-f", "8", "-c", "1", "--json",
+                                 json});
+  ASSERT_FALSE(r.timedOut) << r.out << r.err;
+  EXPECT_EQ(r.exitCode(), 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("# All 10 collectives: out of bounds values : 0 OK"), std::string::npos)
+      << r.out;
+  const auto rows = tableRows(r.out);
+  const std::set<std::string> expected = {"allreduce", "allgather", "reducescatter", "broadcast",
+                                          "reduce",    "gather",    "scatter",       "alltoall",
+                                          "sendrecv",  "barrier"};
+  std::set<std::string> seen;
+  for (const auto& [collective, table] : rows) {
+    seen.insert(collective);
+    for (const std::vector<std::string>& cells : table) {
+      ASSERT_EQ(cells.size(), kCells) << collective;
+      const bool barrier = collective == "barrier";
+      const bool noInPlace = barrier || collective == "sendrecv";
+      EXPECT_EQ(cells[8], barrier ? "N/A" : "0") << collective << " out of place";
+      EXPECT_EQ(cells[12], noInPlace ? "N/A" : "0") << collective << " in place";
+      EXPECT_FALSE(cells[13].empty()) << collective;
+      // Rooted collectives name their root (-r defaults to 0); the others print -1.
+      const bool rooted = collective == "broadcast" || collective == "reduce" ||
+                          collective == "gather" || collective == "scatter";
+      EXPECT_EQ(cells[4], rooted ? "0" : "-1") << collective;
+    }
+    // Sizes 0, 8, 64, 512, 4K, 32K; collectives that split the buffer by rank round 8 bytes
+    // (2 floats) down to 0 elements per rank, the row of size 0 again; barrier has one row.
+    const bool split = collective == "allgather" || collective == "reducescatter" ||
+                       collective == "gather" || collective == "scatter" ||
+                       collective == "alltoall";
+    EXPECT_EQ(table.size(), collective == "barrier" ? 1u : split ? 5u : 6u) << collective;
+  }
+  EXPECT_EQ(seen, expected) << r.out;
+  // The JSON holds every row with its algorithm: one object per row and placement.
+  const std::string text = readFile(json);
+  std::size_t objects = 0;
+  const std::regex object(
+      R"re(\{"collective": "([a-z]+)".*"algorithm": "([a-z]+)".*"wrong": (0|null)\})re");
+  for (const std::string& line : splitLines(text)) {
+    std::smatch m;
+    if (std::regex_search(line, m, object)) {
+      ++objects;
+      EXPECT_EQ(m[3].str(), m[1].str() == "barrier" ? "null" : "0") << line;
+    }
+  }
+  // Two placements of 3 x 6 and 5 x 5 rows; sendrecv's 6 rows and barrier's 1 out of place.
+  EXPECT_EQ(objects, 2u * (3 * 6 + 5 * 5) + 6 + 1) << text;
+  std::remove(json.c_str());
+}
+
+TEST(BenchProcs, ReductionsCheckEveryTypeAndOperator) {
+  ProcessResult r = runBench(3, {"reducescatter", "-b", "0", "-e", "64K", "-f", "8", "-c", "1",
+                                 "-n", "2", "-w", "1", "-d", "all", "-o", "all"});
+  ASSERT_FALSE(r.timedOut) << r.out << r.err;
+  EXPECT_EQ(r.exitCode(), 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("# Out of bounds values : 0 OK"), std::string::npos) << r.out;
+  const auto rows = tableRows(r.out);
+  ASSERT_EQ(rows.count("reducescatter"), 1u) << r.out;
+  std::set<std::string> types;
+  std::set<std::string> ops;
+  for (const std::vector<std::string>& cells : rows.at("reducescatter")) {
+    ASSERT_EQ(cells.size(), kCells);
+    types.insert(cells[2]);
+    ops.insert(cells[3]);
+    EXPECT_EQ(cells[8], "0");
+    EXPECT_EQ(cells[12], "0");
+  }
+  EXPECT_EQ(types.size(), 10u);
+  EXPECT_EQ(ops, (std::set<std::string>{"sum", "prod", "min", "max", "avg"}));
+}
+
+TEST(BenchProcs, EveryRootInTurnAndEveryTypeForDataMovement) {
+  ProcessResult r = runBench(3, {"all", "-b", "8", "-e", "8K", "-f", "32", "-c", "1", "-n", "2",
+                                 "-w", "1", "-r", "-1", "-d", "int8,bfloat16,double"});
+  ASSERT_FALSE(r.timedOut) << r.out << r.err;
+  EXPECT_EQ(r.exitCode(), 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("# All 10 collectives: out of bounds values : 0 OK"), std::string::npos)
+      << r.out;
+  for (const auto& [collective, table] : tableRows(r.out)) {
+    std::set<std::string> roots;
+    for (const std::vector<std::string>& cells : table) roots.insert(cells[4]);
+    const bool rooted = collective == "broadcast" || collective == "reduce" ||
+                        collective == "gather" || collective == "scatter";
+    const std::set<std::string> expected =
+        rooted ? std::set<std::string>{"0", "1", "2"} : std::set<std::string>{"-1"};
+    EXPECT_EQ(roots, expected) << collective;
+  }
+}
+
+TEST(BenchProcs, ForcedAlgorithmIsReportedOrRefusedClearly) {
+  ProcessResult ok = runBench(2, {"broadcast", "-b", "64", "-e", "64", "-c", "1", "--algo",
+                                  "direct"});
+  ASSERT_FALSE(ok.timedOut) << ok.out << ok.err;
+  EXPECT_EQ(ok.exitCode(), 0) << ok.out << ok.err;
+  const auto rows = tableRows(ok.out);
+  ASSERT_EQ(rows.count("broadcast"), 1u) << ok.out;
+  EXPECT_EQ(rows.at("broadcast").at(0).back(), "direct");
+
+  ProcessResult refused = runBench(2, {"all", "-b", "64", "-e", "64", "--algo", "ring"});
+  ASSERT_FALSE(refused.timedOut) << refused.out << refused.err;
+  EXPECT_NE(refused.exitCode(), 0);
+  EXPECT_NE(refused.err.find("--algo ring does not apply to allgather"), std::string::npos)
+      << refused.err;
+  EXPECT_EQ(refused.out.find("# Collective"), std::string::npos) << refused.out;
+}
+
+TEST(BenchProcs, SendRecvNeedsAPeer) {
+  ProcessResult alone = runBench(1, {"sendrecv", "-b", "64", "-e", "64"});
+  ASSERT_FALSE(alone.timedOut) << alone.out << alone.err;
+  EXPECT_NE(alone.exitCode(), 0);
+  EXPECT_NE(alone.err.find("sendrecv needs at least 2 ranks"), std::string::npos) << alone.err;
+
+  ProcessResult all = runBench(1, {"all", "-b", "64", "-e", "64", "-c", "1"});
+  ASSERT_FALSE(all.timedOut) << all.out << all.err;
+  EXPECT_EQ(all.exitCode(), 0) << all.out << all.err;
+  EXPECT_NE(all.out.find("# skipped: sendrecv needs at least 2 ranks, this run has 1"),
+            std::string::npos)
+      << all.out;
+  EXPECT_NE(all.out.find("# All 9 collectives: out of bounds values : 0 OK"), std::string::npos)
+      << all.out;
+}
+
+}  // namespace
+}  // namespace tutti::test
