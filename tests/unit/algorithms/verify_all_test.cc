@@ -27,7 +27,7 @@ namespace tutti {
 namespace {
 
 constexpr std::uint64_t kLargeSegment = std::uint64_t{1} << 40;
-constexpr std::uint64_t kLargeCount = 10007;  // odd, prime, not a multiple of any world
+constexpr std::uint64_t kLargeCount = 10007;  // odd, prime: no world divides it
 constexpr int kMaxFailuresShown = 3;
 constexpr int kBigWorld = 1024;
 
@@ -133,9 +133,29 @@ CollectiveSpec specFor(Collective kind, const Shape& shape, int rank) {
   return s;
 }
 
-std::vector<std::uint64_t> countsFor(int n) {
+// True where `count` is a per-rank block of a buffer of n blocks (so the buffer is n times
+// larger than the count).
+bool countsBlocks(Collective kind) {
+  switch (kind) {
+    case Collective::kAllGather:
+    case Collective::kGather:
+    case Collective::kScatter:
+    case Collective::kReduceScatter:
+    case Collective::kAllToAll:
+      return true;
+    default:
+      return isVector(kind);
+  }
+}
+
+// 0, 1, n - 1, n + 1 and a large odd count. The large count keeps buffers near 10,007
+// elements: per-rank blocks of it would make block-pipelined algorithms run n times as
+// many segments without testing anything new.
+std::vector<std::uint64_t> countsFor(Collective kind, int n) {
   const auto u = static_cast<std::uint64_t>(n);
-  std::vector<std::uint64_t> counts{0, 1, u - 1, u + 1, kLargeCount};
+  const std::uint64_t large =
+      countsBlocks(kind) ? std::max(kLargeCount / u, u + 3) | 1 : kLargeCount;
+  std::vector<std::uint64_t> counts{0, 1, u - 1, u + 1, large};
   std::sort(counts.begin(), counts.end());
   counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
   return counts;
@@ -158,7 +178,7 @@ std::vector<Shape> shapesFor(Collective kind) {
   const bool p2p = isPointToPoint(kind);
   std::vector<Shape> shapes;
   for (int n : worlds) {
-    for (std::uint64_t count : noData ? std::vector<std::uint64_t>{0} : countsFor(n)) {
+    for (std::uint64_t count : noData ? std::vector<std::uint64_t>{0} : countsFor(kind, n)) {
       for (bool inPlace : {false, true}) {
         if (inPlace && (noData || p2p)) continue;
         for (int root : rootsFor(kind, n)) {
