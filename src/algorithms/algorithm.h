@@ -47,5 +47,13 @@ Schedule buildAllreduceRing(const CollectiveSpec& spec);
 Schedule buildBarrierDissemination(const CollectiveSpec& spec);
 Schedule buildSendDirect(const CollectiveSpec& spec);
 Schedule buildRecvDirect(const CollectiveSpec& spec);
+// Trees (binomial, double binary tree) and the compositions built from them.
+Schedule buildBroadcastBinomial(const CollectiveSpec& spec);
+Schedule buildReduceBinomial(const CollectiveSpec& spec);
+Schedule buildGatherBinomial(const CollectiveSpec& spec);   // gather and gatherv
+Schedule buildScatterBinomial(const CollectiveSpec& spec);  // scatter and scatterv
+Schedule buildBroadcastDoubleBinaryTree(const CollectiveSpec& spec);
+Schedule buildAllreduceDoubleBinaryTree(const CollectiveSpec& spec);
+Schedule buildAllreduceReduceBcast(const CollectiveSpec& spec);
 
 }  // namespace tutti

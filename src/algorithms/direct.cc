@@ -7,7 +7,8 @@
 //   reduce/gather(v)       root receives n-1:       alpha + (n-1) N (beta + gamma) at the root
 //   allgather(v)           every rank sends and receives n-1: alpha + (n-1) N beta
 //   reducescatter(v)       every rank sends n-1 blocks and reduces n-1: alpha + (n-1)/n N (beta+gamma)
-//   allreduce              every rank sends its whole input to every other: alpha + (n-1) N beta
+//   allreduce              every rank sends its whole input to every other: alpha + (n-1) N beta,
+//                          and needs (n-1) N of scratch
 //   alltoall(v)            n-1 messages each way per rank: alpha + (n-1)/n N beta
 //   barrier                n-1 empty messages each way per rank: alpha
 // Limitations: O(n) messages per rank and O(n) connections in use at once; the root of a
@@ -159,65 +160,91 @@ Schedule scatter(const CollectiveSpec& s) {
   return std::move(b).build();
 }
 
+// Round k pairs "send to r+k" with "receive from r-k": every round is a permutation, so
+// with unbuffered sends and a bounded window no rank waits on a send nobody receives.
+int toPeer(const CollectiveSpec& s, int k) { return (s.rank + k) % s.size; }
+int fromPeer(const CollectiveSpec& s, int k) { return (s.rank - k % s.size + s.size) % s.size; }
+
 Schedule allgather(const CollectiveSpec& s) {
   ScheduleBuilder b(s.rank, s.size);
   Blocks blocks = blocksOf(s);
   const auto me = static_cast<std::size_t>(s.rank);
-  if (blocks.count[me] > 0) {
+  // In place the input already is this rank's block of the output.
+  if (blocks.count[me] > 0 && !s.inPlace)
     b.copy(input(0, blocks.count[me]), output(blocks.offset[me], blocks.count[me]));
-    for (int r = 0; r < s.size; ++r) {
-      if (r != s.rank) b.send(r, input(0, blocks.count[me]));
-    }
-  }
-  for (int r = 0; r < s.size; ++r) {
-    const auto i = static_cast<std::size_t>(r);
-    if (r != s.rank && blocks.count[i] > 0) b.recv(r, output(blocks.offset[i], blocks.count[i]));
+  for (int k = 1; k < s.size; ++k) {
+    if (blocks.count[me] > 0) b.send(toPeer(s, k), input(0, blocks.count[me]));
+    const auto from = static_cast<std::size_t>(fromPeer(s, k));
+    if (blocks.count[from] > 0)
+      b.recv(static_cast<int>(from), output(blocks.offset[from], blocks.count[from]));
   }
   return std::move(b).build();
 }
 
 Schedule reduceScatter(const CollectiveSpec& s) {
+  // Only the owner reduces its block, so any fixed order is deterministic: own block first,
+  // then ranks r-1, r-2, ... as their rounds come.
   ScheduleBuilder b(s.rank, s.size);
   Blocks blocks = blocksOf(s);
   const auto me = static_cast<std::size_t>(s.rank);
-  std::vector<StepId> sends;
-  for (int r = 0; r < s.size; ++r) {
-    const auto i = static_cast<std::size_t>(r);
-    if (r != s.rank && blocks.count[i] > 0) sends.push_back(b.send(r, input(blocks.offset[i], blocks.count[i])));
-  }
   const std::uint64_t mine = blocks.count[me];
-  if (mine == 0) return std::move(b).build();
-  StepId last;
-  if (s.inPlace && s.size > 1) {
-    // The output is this rank's block of the input: accumulate in scratch, then copy.
+  // In place the output is this rank's block of the input: accumulate in scratch, since the
+  // block is also the first operand.
+  Region acc = output(0, mine);
+  if (s.inPlace && s.size > 1 && mine > 0) {
     b.reserveScratch(mine);
-    Region acc{BufferKind::kScratch, 0, mine};
-    StepId l = reduceInRankOrder(b, s, input(blocks.offset[me], mine), acc, {});
-    last = b.copy(acc, output(0, mine), {l});
-  } else {
-    last = reduceInRankOrder(b, s, input(blocks.offset[me], mine), output(0, mine), {});
+    acc = {BufferKind::kScratch, 0, mine};
   }
+  StepId last = 0;
+  if (mine > 0) last = b.copy(input(blocks.offset[me], mine), acc);
+  for (int k = 1; k < s.size; ++k) {
+    const auto to = static_cast<std::size_t>(toPeer(s, k));
+    if (blocks.count[to] > 0) b.send(static_cast<int>(to), input(blocks.offset[to], blocks.count[to]));
+    if (mine > 0) last = b.recvReduce(fromPeer(s, k), acc, acc, {last});
+  }
+  if (mine == 0) return std::move(b).build();
+  if (acc.buffer == BufferKind::kScratch) last = b.copy(acc, output(0, mine), {last});
   b.setFinalize(last);
   return std::move(b).build();
 }
 
 Schedule allreduce(const CollectiveSpec& s) {
+  // Every rank computes the whole result itself, so all must combine in the same order for
+  // bit-identical floating point: peers' inputs land in scratch (in any order), then are
+  // reduced in rank order 0, 1, ..., n-1.
   ScheduleBuilder b(s.rank, s.size);
   if (s.count == 0) return std::move(b).build();
-  std::vector<StepId> sends;
-  for (int r = 0; r < s.size; ++r) {
-    if (r != s.rank) sends.push_back(b.send(r, input(0, s.count)));
+  const auto n = static_cast<std::size_t>(s.size);
+  const auto me = static_cast<std::size_t>(s.rank);
+  // In place the output is this rank's input, overwritten by the first combine: keep the
+  // own contribution in scratch too (slot n-1).
+  b.reserveScratch((s.inPlace ? n : n - 1) * s.count);
+  auto slot = [&](std::size_t r) {  // scratch slot of rank r's contribution
+    if (r == me) return Region{BufferKind::kScratch, (n - 1) * s.count, s.count};
+    return Region{BufferKind::kScratch, (r < me ? r : r - 1) * s.count, s.count};
+  };
+  StepId saved = 0;
+  if (s.inPlace) saved = b.copy(input(0, s.count), slot(me));
+  std::vector<StepId> sends, recvs(n, 0);
+  for (int k = 1; k < s.size; ++k) {
+    sends.push_back(b.send(toPeer(s, k), input(0, s.count)));
+    const auto from = static_cast<std::size_t>(fromPeer(s, k));
+    recvs[from] = b.recv(static_cast<int>(from), slot(from));
   }
-  // In place, the input is the output: accumulate in scratch so the sends read intact data.
-  Region acc = output(0, s.count);
-  if (s.inPlace && s.size > 1) {
-    b.reserveScratch(s.count);
-    acc = {BufferKind::kScratch, 0, s.count};
-  }
-  StepId last = reduceInRankOrder(b, s, input(0, s.count), acc, {});
-  if (acc.buffer == BufferKind::kScratch) {
-    last = b.copy(acc, output(0, s.count), {last});
-    for (StepId send : sends) b.addDependency(last, send);
+  StepId last = 0;
+  for (std::size_t r = 0; r < n; ++r) {
+    Region contribution = r == me && !s.inPlace ? input(0, s.count) : slot(r);
+    if (r == 0) {
+      // In place the output is the input the sends read: write it only once they are done.
+      last = b.copy(contribution, output(0, s.count));
+      if (s.inPlace) {
+        b.addDependency(last, saved);
+        for (StepId d : sends) b.addDependency(last, d);
+      }
+    } else {
+      last = b.reduce(contribution, output(0, s.count), {last});
+    }
+    if (r != me) b.addDependency(last, recvs[r]);
   }
   b.setFinalize(last);
   return std::move(b).build();
@@ -243,15 +270,14 @@ Schedule alltoall(const CollectiveSpec& s) {
     b.reserveScratch(scratch);
   }
   std::vector<StepId> sends, recvs;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (i == me || sendCnt(i) == 0) continue;
-    sends.push_back(b.send(static_cast<int>(i), input(sendOff(i), sendCnt(i))));
-  }
-  for (std::size_t i = 0; i < n; ++i) {
-    if (i == me || recvCnt(i) == 0) continue;
-    Region dst = s.inPlace ? Region{BufferKind::kScratch, scratchOff[i], recvCnt(i)}
-                           : output(recvOff(i), recvCnt(i));
-    recvs.push_back(b.recv(static_cast<int>(i), dst));
+  for (int k = 1; k < s.size; ++k) {
+    const auto to = static_cast<std::size_t>(toPeer(s, k));
+    const auto from = static_cast<std::size_t>(fromPeer(s, k));
+    if (sendCnt(to) > 0) sends.push_back(b.send(static_cast<int>(to), input(sendOff(to), sendCnt(to))));
+    if (recvCnt(from) == 0) continue;
+    Region dst = s.inPlace ? Region{BufferKind::kScratch, scratchOff[from], recvCnt(from)}
+                           : output(recvOff(from), recvCnt(from));
+    recvs.push_back(b.recv(static_cast<int>(from), dst));
   }
   if (!s.inPlace && recvCnt(me) > 0) b.copy(input(sendOff(me), recvCnt(me)), output(recvOff(me), recvCnt(me)));
   if (s.inPlace) {
@@ -267,11 +293,9 @@ Schedule alltoall(const CollectiveSpec& s) {
 
 Schedule barrier(const CollectiveSpec& s) {
   ScheduleBuilder b(s.rank, s.size);
-  for (int r = 0; r < s.size; ++r) {
-    if (r != s.rank) b.send(r, input(0, 0));
-  }
-  for (int r = 0; r < s.size; ++r) {
-    if (r != s.rank) b.recv(r, output(0, 0));
+  for (int k = 1; k < s.size; ++k) {
+    b.send(toPeer(s, k), input(0, 0));
+    b.recv(fromPeer(s, k), output(0, 0));
   }
   return std::move(b).build();
 }

@@ -31,31 +31,6 @@ constexpr std::uint64_t kLargeCount = 10007;  // odd, prime: no world divides it
 constexpr int kMaxFailuresShown = 3;
 constexpr int kBigWorld = 1024;
 
-// Problems the verifier found in registered algorithms, until their owners fix them. A
-// shape that fails with the listed symptom does not fail the test: it is counted and
-// reported, and (below 1,024 ranks) verified again with an unbounded window, so that its
-// results, hazards and matching are still checked. Any other error fails the test.
-struct KnownIssue {
-  const char* algorithm;
-  const char* symptom;  // a fragment of the verifier's message
-  const char* cause;
-};
-constexpr KnownIssue kKnownIssues[] = {
-    {"direct", "deadlock: with rendezvous sends",
-     "every rank posts all its sends before its first receive: from n - 1 >= maxInflight "
-     "(16) on, every window is full of sends whose receives are not posted (TCP buffers a "
-     "capped amount per link, so large messages hang)"},
-};
-
-const KnownIssue* knownIssue(const AlgorithmInfo& info, const Status& st) {
-  for (const KnownIssue& k : kKnownIssues) {
-    if (std::string_view(info.name) == k.algorithm &&
-        st.message().find(k.symptom) != std::string::npos)
-      return &k;
-  }
-  return nullptr;
-}
-
 // One call shape; every rank's spec is derived from it.
 struct Shape {
   int n = 1;
@@ -250,8 +225,7 @@ class VerifyAll : public testing::TestWithParam<std::size_t> {};
 TEST_P(VerifyAll, EveryShape) {
   const AlgorithmInfo& info = algorithmRegistry()[GetParam()];
   const auto start = std::chrono::steady_clock::now();
-  std::size_t verified = 0, unsupported = 0, known = 0, steps = 0;
-  const KnownIssue* lastKnown = nullptr;
+  std::size_t verified = 0, unsupported = 0, steps = 0;
   int failures = 0;
   std::vector<CollectiveSpec> specs;
   std::vector<Schedule> schedules;
@@ -263,12 +237,6 @@ TEST_P(VerifyAll, EveryShape) {
     }
     for (const Schedule& s : schedules) steps += s.steps.size();
     Status st = verifySchedules(specs, schedules);
-    if (const KnownIssue* issue = knownIssue(info, st)) {
-      ++known;
-      lastKnown = issue;
-      if (shape.n == kBigWorld) continue;
-      st = verifySchedules(specs, schedules, VerifyOptions{SIZE_MAX});
-    }
     if (st.ok()) {
       ++verified;
       continue;
@@ -282,9 +250,6 @@ TEST_P(VerifyAll, EveryShape) {
   // Shown with every run: how much of the grid applies, and what it cost.
   std::printf("  %s %s: %zu shapes verified, %zu not applicable, %zu steps, %.1f s\n",
               collectiveName(info.kind), info.name, verified, unsupported, steps, seconds);
-  if (lastKnown != nullptr)
-    std::printf("    KNOWN ISSUE in %zu shapes (%s): %s\n", known, lastKnown->symptom,
-                lastKnown->cause);
   EXPECT_GT(verified, 0u) << info.name << " (" << collectiveName(info.kind)
                           << ") applies to none of the shapes; last reason: " << why;
 }
