@@ -3,10 +3,12 @@
 // sizes. Data-driven: an algorithm added to registry.cc is verified here without touching
 // this file. Each registry entry is one test, named after its collective and algorithm.
 //
-// Cost is bounded per entry: segment size 1 only where the count is small (it multiplies
-// the steps by the count), and at 1,024 ranks two shapes (count 0, and count n + 1 out of
-// place, where every rank works and one chunk is longer): an algorithm with O(n) steps per
-// rank has 2M steps there, about two seconds of verification.
+// Cost is bounded per entry. Segments of 1 and 7 elements, which multiply the steps by the
+// number of segments, only run with counts that give a few segments per chunk (n + 1 and
+// a medium count: about three segments of 7 per ring chunk, with a short last one); the
+// large count runs unsegmented. At 1,024 ranks two shapes: count 0, and count n + 1 out of
+// place, where every rank works and one chunk is longer (an algorithm with O(n) steps per
+// rank has 2M steps there, one to two seconds of verification).
 
 #include <gtest/gtest.h>
 
@@ -123,14 +125,19 @@ bool countsBlocks(Collective kind) {
   }
 }
 
-// 0, 1, n - 1, n + 1 and a large odd count. The large count keeps buffers near 10,007
-// elements: per-rank blocks of it would make block-pipelined algorithms run n times as
-// many segments without testing anything new.
+// Counts that some rank's chunk is awkward for: none, one element (most chunks empty),
+// n - 1 and n + 1 (one chunk empty, one longer), and a medium count with ~3 segments of 7
+// per chunk. The large count keeps buffers near 10,007 elements: per-rank blocks of it
+// would give block-pipelined algorithms n times the work without testing anything new.
+std::uint64_t mediumCount(Collective kind, int n) {
+  return countsBlocks(kind) ? 23 : 23 * static_cast<std::uint64_t>(n) + 1;
+}
+
 std::vector<std::uint64_t> countsFor(Collective kind, int n) {
   const auto u = static_cast<std::uint64_t>(n);
   const std::uint64_t large =
       countsBlocks(kind) ? std::max(kLargeCount / u, u + 3) | 1 : kLargeCount;
-  std::vector<std::uint64_t> counts{0, 1, u - 1, u + 1, large};
+  std::vector<std::uint64_t> counts{0, 1, u - 1, u + 1, mediumCount(kind, n), large};
   std::sort(counts.begin(), counts.end());
   counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
   return counts;
@@ -159,8 +166,10 @@ std::vector<Shape> shapesFor(Collective kind) {
         for (int root : rootsFor(kind, n)) {
           for (std::uint64_t segment : {std::uint64_t{1}, std::uint64_t{7}, kLargeSegment}) {
             if (noData && segment != kLargeSegment) continue;
-            // Segments of one element multiply the steps by the count: small counts only.
+            // Small segments multiply the steps: a few segments per chunk are enough.
             if (segment == 1 && count > static_cast<std::uint64_t>(n) + 1) continue;
+            if (segment == 7 && count > std::max<std::uint64_t>(n + 1, mediumCount(kind, n)))
+              continue;
             shapes.push_back(Shape{n, count, inPlace, root, segment});
           }
         }
