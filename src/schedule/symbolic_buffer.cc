@@ -31,10 +31,19 @@ ValueId ValuePool::add(const std::vector<Term>& terms) {
 SymbolicBuffer::SymbolicBuffer(std::uint64_t size, std::pmr::memory_resource* memory)
     : size_(size), cells_(memory) {
   if (size_ > 0) cells_.emplace(0, Cell{size_, 0, kUninitialised, false});
+  hint_ = cells_.begin();
+}
+
+SymbolicBuffer::Map::iterator SymbolicBuffer::locate(std::uint64_t at) {
+  auto holds = [&](Map::iterator it) { return it->first <= at && at < it->second.hi; };
+  if (holds(hint_)) return hint_;
+  if (auto next = std::next(hint_); next != cells_.end() && holds(next)) return hint_ = next;
+  if (hint_ != cells_.begin() && holds(std::prev(hint_))) return hint_ = std::prev(hint_);
+  return hint_ = std::prev(cells_.upper_bound(at));  // exists: the cells tile [0, size_)
 }
 
 SymbolicBuffer::Map::iterator SymbolicBuffer::cellAt(std::uint64_t at) {
-  auto it = std::prev(cells_.upper_bound(at));  // exists: the cells tile [0, size_)
+  auto it = locate(at);
   if (it->first == at) return it;
   Cell right = it->second;
   it->second.hi = at;
@@ -64,24 +73,27 @@ void SymbolicBuffer::clearAfter(Map::iterator first, std::uint64_t hi) {
   first->second.hi = hi;
 }
 
-void SymbolicBuffer::mergeWithNext(Map::iterator it) {
+bool SymbolicBuffer::mergeWithNext(Map::iterator it) {
   auto next = std::next(it);
-  if (next == cells_.end()) return;
+  if (next == cells_.end()) return false;
   const Piece left{it->first, it->second.hi, it->second.shift, it->second.value,
                    it->second.finalized};
   const Piece right{next->first, next->second.hi, next->second.shift, next->second.value,
                     next->second.finalized};
-  if (!left.continuesWith(right)) return;
+  if (!left.continuesWith(right)) return false;
   it->second.hi = next->second.hi;
   cells_.erase(next);
+  return true;
 }
 
-void SymbolicBuffer::read(std::uint64_t lo, std::uint64_t count, std::vector<Piece>* out) const {
+// Pieces come out relative to lo, shifts included: element lo + p holding input element
+// lo + p + delta + shift is relative element p holding p + delta + (shift + lo).
+void SymbolicBuffer::read(std::uint64_t lo, std::uint64_t count, std::vector<Piece>* out) {
   out->clear();
   if (count == 0) return;
   TUTTI_ASSERT_CMP(lo + count, <=, size_);
   const std::uint64_t hi = lo + count;
-  for (auto it = std::prev(cells_.upper_bound(lo)); it != cells_.end() && it->first < hi; ++it) {
+  for (auto it = locate(lo); it != cells_.end() && it->first < hi; ++it) {
     const Cell& c = it->second;
     Piece p;
     p.lo = std::max(it->first, lo) - lo;
@@ -122,8 +134,13 @@ void SymbolicBuffer::write(std::uint64_t lo, const std::vector<Piece>& pieces) {
       last = cells_.emplace_hint(std::next(last), lo + p.lo, cell);
   }
   // Keep runs maximal: join the neighbours on both sides when they hold the same data.
+  // Cells may have been erased: the hint becomes the (surviving) cell holding lo.
   mergeWithNext(last);
-  if (first != cells_.begin()) mergeWithNext(std::prev(first));
+  hint_ = first;
+  if (first != cells_.begin()) {
+    const auto before = std::prev(first);
+    if (mergeWithNext(before)) hint_ = before;
+  }
 }
 
 namespace {
@@ -160,6 +177,8 @@ int mergeTerms(const ValuePool& pool, const Piece& a, const Piece& b, std::vecto
 
 }  // namespace
 
+// Walks both piece lists at once, cutting at every boundary of either: each cut is one
+// element range where both operands are uniform, so its result is one value.
 bool combinePieces(ValuePool& pool, const std::vector<Piece>& a, const std::vector<Piece>& b,
                    std::int64_t origin, std::vector<Piece>* out, std::vector<Term>* scratch,
                    CombineError* error) {

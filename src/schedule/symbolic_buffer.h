@@ -78,7 +78,8 @@ class SymbolicBuffer {
 
   std::uint64_t size() const { return size_; }
   /// Replaces *out with the pieces covering [lo, lo + count), positions relative to lo.
-  void read(std::uint64_t lo, std::uint64_t count, std::vector<Piece>* out) const;
+  /// (Not const: it remembers where it looked, for the next access.)
+  void read(std::uint64_t lo, std::uint64_t count, std::vector<Piece>* out);
   /// Stores `pieces` (relative positions, covering [0, n) in order) at [lo, lo + n).
   void write(std::uint64_t lo, const std::vector<Piece>& pieces);
 
@@ -91,15 +92,20 @@ class SymbolicBuffer {
   };
   using Map = std::pmr::map<std::uint64_t, Cell>;
 
+  // The cell containing `at` (< size_). Tries the cell used last and its neighbours before
+  // searching the tree: algorithms walk their buffers chunk by chunk, up or down, and a
+  // tree search over a thousand cells is a chain of cache misses.
+  Map::iterator locate(std::uint64_t at);
   // The cell starting at `at` (< size_), splitting the one that contains it if needed.
   Map::iterator cellAt(std::uint64_t at);
   // Makes `first` end at `hi`, removing or trimming the cells it then overlaps.
   void clearAfter(Map::iterator first, std::uint64_t hi);
-  // Joins `it` and the cell after it when they hold the same data.
-  void mergeWithNext(Map::iterator it);
+  // Joins `it` and the cell after it when they hold the same data; true if it did.
+  bool mergeWithNext(Map::iterator it);
 
   std::uint64_t size_;
-  Map cells_;  // keyed by each interval's first element; the intervals tile [0, size_)
+  Map cells_;           // keyed by each interval's first element; the intervals tile [0, size_)
+  Map::iterator hint_;  // the cell used last (valid between calls)
 };
 
 /// Why a combine was refused, and where (relative positions of the operands).

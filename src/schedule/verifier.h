@@ -23,9 +23,11 @@
 //     (unless VerifyOptions::inOrderIssue is false) the executor's in-order issue.
 //
 // Errors are kInternal (a wrong algorithm is our bug) with a message naming the rank, the
-// step and what was wrong, e.g. "rank 3 output[12..16): holds rank 1's elements twice".
-// The representation is interval-based (contiguous runs of elements that moved together),
-// so 1,024 ranks verify in well under a second for the classic algorithms.
+// step and what was wrong, e.g. "rank 3 out[12..16) holds in_0..2[j], but allreduce defines
+// in_0..7[j], finalized: missing ranks 3..7". The representation is interval-based
+// (contiguous runs of elements that moved together), so the cost is per step, never per
+// element: about a microsecond per step, e.g. 1.5 s for the 2M steps of a 1,024-rank ring
+// all-reduce.
 
 #include <cstdint>
 #include <vector>

@@ -10,6 +10,7 @@ namespace {
 
 using Final = ExpectedBlock::Final;
 
+// Output elements [lo, lo + count) hold input element j + delta of ranks [rankLo, rankHi).
 void addBlock(std::vector<ExpectedBlock>* blocks, std::uint64_t lo, std::uint64_t count, int rankLo,
               int rankHi, std::int64_t delta, Final finalized = Final::kNo) {
   if (count == 0) return;
@@ -25,6 +26,12 @@ std::uint64_t prefix(const std::vector<std::uint64_t>& counts, int q) {
   return sum;
 }
 
+// "3" or "5..7" for ranks [lo, hi), after a comma unless first.
+std::string rangeText(bool first, int lo, int hi) {
+  const char* sep = first ? "" : ", ";
+  return hi - lo == 1 ? strFormat("%s%d", sep, lo) : strFormat("%s%d..%d", sep, lo, hi - 1);
+}
+
 // Rank ranges in `want` that `have` lacks, as "3, 5..7".
 std::string missingRanks(const std::vector<Term>& want, const std::vector<Term>& have) {
   std::string text;
@@ -32,12 +39,10 @@ std::string missingRanks(const std::vector<Term>& want, const std::vector<Term>&
     int from = w.rankLo;
     for (const Term& h : have) {
       if (h.rankHi <= from || h.rankLo >= w.rankHi) continue;
-      if (h.rankLo > from)
-        text += strFormat("%s%d..%d", text.empty() ? "" : ", ", from, h.rankLo - 1);
+      if (h.rankLo > from) text += rangeText(text.empty(), from, h.rankLo);
       from = std::max(from, h.rankHi);
     }
-    if (from < w.rankHi)
-      text += strFormat("%s%d..%d", text.empty() ? "" : ", ", from, w.rankHi - 1);
+    if (from < w.rankHi) text += rangeText(text.empty(), from, w.rankHi);
   }
   return text;
 }
@@ -60,6 +65,8 @@ std::string mismatchReason(const ValuePool& pool, const Piece& p, const Expected
 
 }  // namespace
 
+// The table of collective.h, case by case. Deltas are (input index) - (output index):
+// out_q[j] = in_b[j + delta]; a v-collective's blocks sit at their displacements.
 std::vector<ExpectedBlock> expectedOutput(const std::vector<CollectiveSpec>& specs, int q) {
   const CollectiveSpec& s = specs[static_cast<std::size_t>(q)];
   const int n = s.size;
@@ -146,7 +153,7 @@ SymbolicRun::SymbolicRun(const std::vector<CollectiveSpec>& specs,
   }
 }
 
-void SymbolicRun::read(int rank, const Region& region, std::vector<Piece>* out) const {
+void SymbolicRun::read(int rank, const Region& region, std::vector<Piece>* out) {
   const auto r = static_cast<std::size_t>(rank);
   const Extent e = buffers_[r].map(region);
   memory_[r].spaces[static_cast<std::size_t>(e.space)].read(e.lo, region.count, out);
@@ -175,6 +182,8 @@ Status SymbolicRun::reduceInto(int rank, StepId step, const std::vector<Piece>& 
   return Status::Ok();
 }
 
+// Finalizing is an operation on values like any other: it must find every element
+// computed (a reduction result or a copy of one) and not yet finalized.
 Status SymbolicRun::finalize(int rank, StepId step) {
   const Schedule& s = schedules_[static_cast<std::size_t>(rank)];
   const Region& dst = s.steps[step].dst;
@@ -210,6 +219,9 @@ Status SymbolicRun::onLocal(int rank, StepId step) {
   return st.finalize ? finalize(rank, step) : Status::Ok();
 }
 
+// The message is read from the sender when it is delivered rather than when it was posted:
+// checkHazards() has proved that nothing writes a region while a send of it is in flight,
+// so both moments see the same contents.
 Status SymbolicRun::onTransfer(int sender, StepId sendStep, int receiver, StepId recvStep) {
   const Step& from = schedules_[static_cast<std::size_t>(sender)].steps[sendStep];
   const Step& to = schedules_[static_cast<std::size_t>(receiver)].steps[recvStep];
@@ -223,13 +235,15 @@ Status SymbolicRun::onTransfer(int sender, StepId sendStep, int receiver, StepId
   return to.finalize ? finalize(receiver, recvStep) : Status::Ok();
 }
 
-Status SymbolicRun::checkOutputs() const {
+Status SymbolicRun::checkOutputs() {
   for (std::size_t q = 0; q < schedules_.size(); ++q)
     TUTTI_RETURN_IF_ERROR(checkRank(static_cast<int>(q)));
   return Status::Ok();
 }
 
-Status SymbolicRun::checkRank(int q) const {
+// Compares interval by interval: the output's pieces against the definition's blocks, so
+// the cost is the number of pieces, not of elements.
+Status SymbolicRun::checkRank(int q) {
   const CollectiveSpec& spec = specs_[static_cast<std::size_t>(q)];
   const std::uint64_t length = buffers_[static_cast<std::size_t>(q)].length(BufferKind::kOutput);
   std::vector<Piece> pieces;
@@ -295,6 +309,7 @@ Status BarrierKnowledge::onTransfer(int sender, StepId sendStep, int receiver, S
   return Status::Ok();
 }
 
+// A rank leaves when all its steps are complete, so it knows the union of what they know.
 Status BarrierKnowledge::check() const {
   const int n = static_cast<int>(schedules_.size());
   std::vector<std::uint64_t> known(words_);

@@ -43,7 +43,7 @@ class SymbolicRun final : public StepObserver {
 
   /// After the run: every rank's output against expectedOutput(). kInternal naming the
   /// rank, the output elements, what they hold and what the definition says.
-  Status checkOutputs() const;
+  Status checkOutputs();
 
  private:
   // One rank's address spaces. Each rank has its own node pool, so that a rank's interval
@@ -53,13 +53,13 @@ class SymbolicRun final : public StepObserver {
     std::vector<SymbolicBuffer> spaces;
   };
 
-  void read(int rank, const Region& region, std::vector<Piece>* out) const;
+  void read(int rank, const Region& region, std::vector<Piece>* out);
   void write(int rank, const Region& region, const std::vector<Piece>& pieces);
   // dst (of `rank`'s `step`) = a (op) b; the names describe the operands in errors.
   Status reduceInto(int rank, StepId step, const std::vector<Piece>& a, const char* aName,
                     const std::vector<Piece>& b, const char* bName);
   Status finalize(int rank, StepId step);
-  Status checkRank(int q) const;
+  Status checkRank(int q);
 
   const std::vector<CollectiveSpec>& specs_;
   const std::vector<Schedule>& schedules_;

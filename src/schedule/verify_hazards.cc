@@ -87,7 +87,11 @@ Status checkRegions(const Schedule& s, StepId id, const RankBuffers& buffers) {
   return Status::Ok();
 }
 
-// The sweep of checkHazards(): accesses in step order per address space.
+// The sweep of checkHazards(): accesses in step order per address space, keeping for each
+// run of elements its last writer and the readers since. Checking only those is enough:
+// dependencies point backwards, so if every write follows the previous write and the reads
+// since it, and every read follows the last write, then by transitivity every conflicting
+// pair is ordered, without looking at all pairs.
 class HazardSweep {
  public:
   HazardSweep(const Schedule& schedule, const RankBuffers& buffers)
@@ -98,6 +102,7 @@ class HazardSweep {
     for (int space = 0; space < kSpaceCount; ++space) {
       if (buffers.spaceSize(space) > 0)
         spaces_[space].emplace(0, Cell{buffers.spaceSize(space), -1, {}});
+      hints_[space] = spaces_[space].begin();
     }
   }
 
@@ -129,9 +134,22 @@ class HazardSweep {
     bool earlierWrites;
   };
 
-  // The cell of `map` starting at `at`, splitting the one containing it if needed.
-  static Map::iterator cellAt(Map& map, std::uint64_t at) {
-    auto it = std::prev(map.upper_bound(at));  // exists: the cells tile the space
+  // The cell of space `space` starting at `at`, splitting the one containing it if needed.
+  // The cell used last and its neighbours are tried before a tree search (accesses walk
+  // the buffers chunk by chunk).
+  Map::iterator cellAt(int space, std::uint64_t at) {
+    Map& map = spaces_[space];
+    Map::iterator& hint = hints_[space];
+    auto holds = [&](Map::iterator it) { return it->first <= at && at < it->second.hi; };
+    Map::iterator it;
+    if (holds(hint))
+      it = hint;
+    else if (std::next(hint) != map.end() && holds(std::next(hint)))
+      it = std::next(hint);
+    else if (hint != map.begin() && holds(std::prev(hint)))
+      it = std::prev(hint);
+    else
+      it = std::prev(map.upper_bound(at));  // exists: the cells tile the space
     if (it->first == at) return it;
     Cell right = it->second;
     it->second.hi = at;
@@ -141,7 +159,8 @@ class HazardSweep {
   void access(StepId id, const Region& region, bool write) {
     const Extent e = buffers_.map(region);
     Map& map = spaces_[e.space];
-    const auto first = cellAt(map, e.lo);
+    const auto first = cellAt(e.space, e.lo);
+    hints_[e.space] = first;  // survives: only cells after it are erased below
     auto it = first;
     for (; it != map.end() && it->first < e.hi; ++it) {
       Cell& c = it->second;
@@ -197,6 +216,9 @@ class HazardSweep {
     }
   }
 
+  // Every step in needs_ must be an ancestor of `id`. Direct dependencies are the common
+  // case; otherwise one search of the ancestors, bounded below by the earliest step needed,
+  // answers all of them at once.
   Status proveOrdered(StepId id) {
     StepId floor = id;
     bool searched = false;
@@ -229,6 +251,7 @@ class HazardSweep {
   const Schedule& s_;
   const RankBuffers& buffers_;
   Map spaces_[kSpaceCount];
+  Map::iterator hints_[kSpaceCount];  // per space, the cell accessed last
   std::vector<Need> needs_;
   StepId currentStep_ = 0;
   std::vector<std::uint32_t> seenFor_;  // seenFor_[e] == id + 1: e already needed by step id

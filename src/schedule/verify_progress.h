@@ -58,6 +58,10 @@ class StepObserver {
 /// only when one of their steps completes), so the cost is linear in steps plus
 /// dependencies. kInternal describing a few stuck ranks, what each waits for and on whom,
 /// when the run stops with steps incomplete. Fills stats' critical path.
+///
+/// One run decides for every execution: issuing a step or completing one only ever enables
+/// more (a posted half stays posted, a complete step stays complete), so every fair
+/// execution reaches the same final state whatever order the events are taken in.
 Status simulateProgress(const std::vector<Schedule>& schedules, const Matching& matching,
                         std::size_t maxInflight, const std::vector<StepObserver*>& observers,
                         VerifyStats* stats);

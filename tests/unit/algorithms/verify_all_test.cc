@@ -3,10 +3,12 @@
 // sizes. Data-driven: an algorithm added to registry.cc is verified here without touching
 // this file. Each registry entry is one test, named after its collective and algorithm.
 //
-// Cost is bounded per entry: segment size 1 only where the count is small (it multiplies
-// the steps by the count), and at 1,024 ranks two shapes (count 0, and count n + 1 out of
-// place, where every rank works and one chunk is longer): an algorithm with O(n) steps per
-// rank has 2M steps there, about two seconds of verification.
+// Cost is bounded per entry. Segments of 1 and 7 elements, which multiply the steps by the
+// number of segments, only run with counts that give a few segments per chunk (n + 1 and
+// a medium count: about three segments of 7 per ring chunk, with a short last one); the
+// large count runs unsegmented. At 1,024 ranks two shapes: count 0, and count n + 1 out of
+// place, where every rank works and one chunk is longer (an algorithm with O(n) steps per
+// rank has 2M steps there, one to two seconds of verification).
 
 #include <gtest/gtest.h>
 
@@ -27,7 +29,7 @@ namespace tutti {
 namespace {
 
 constexpr std::uint64_t kLargeSegment = std::uint64_t{1} << 40;
-constexpr std::uint64_t kLargeCount = 10007;  // odd, prime, not a multiple of any world
+constexpr std::uint64_t kLargeCount = 10007;  // odd, prime: no world divides it
 constexpr int kMaxFailuresShown = 3;
 constexpr int kBigWorld = 1024;
 
@@ -108,9 +110,34 @@ CollectiveSpec specFor(Collective kind, const Shape& shape, int rank) {
   return s;
 }
 
-std::vector<std::uint64_t> countsFor(int n) {
+// True where `count` is a per-rank block of a buffer of n blocks (so the buffer is n times
+// larger than the count).
+bool countsBlocks(Collective kind) {
+  switch (kind) {
+    case Collective::kAllGather:
+    case Collective::kGather:
+    case Collective::kScatter:
+    case Collective::kReduceScatter:
+    case Collective::kAllToAll:
+      return true;
+    default:
+      return isVector(kind);
+  }
+}
+
+// Counts that some rank's chunk is awkward for: none, one element (most chunks empty),
+// n - 1 and n + 1 (one chunk empty, one longer), and a medium count with ~3 segments of 7
+// per chunk. The large count keeps buffers near 10,007 elements: per-rank blocks of it
+// would give block-pipelined algorithms n times the work without testing anything new.
+std::uint64_t mediumCount(Collective kind, int n) {
+  return countsBlocks(kind) ? 23 : 23 * static_cast<std::uint64_t>(n) + 1;
+}
+
+std::vector<std::uint64_t> countsFor(Collective kind, int n) {
   const auto u = static_cast<std::uint64_t>(n);
-  std::vector<std::uint64_t> counts{0, 1, u - 1, u + 1, kLargeCount};
+  const std::uint64_t large =
+      countsBlocks(kind) ? std::max(kLargeCount / u, u + 3) | 1 : kLargeCount;
+  std::vector<std::uint64_t> counts{0, 1, u - 1, u + 1, mediumCount(kind, n), large};
   std::sort(counts.begin(), counts.end());
   counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
   return counts;
@@ -133,14 +160,16 @@ std::vector<Shape> shapesFor(Collective kind) {
   const bool p2p = isPointToPoint(kind);
   std::vector<Shape> shapes;
   for (int n : worlds) {
-    for (std::uint64_t count : noData ? std::vector<std::uint64_t>{0} : countsFor(n)) {
+    for (std::uint64_t count : noData ? std::vector<std::uint64_t>{0} : countsFor(kind, n)) {
       for (bool inPlace : {false, true}) {
         if (inPlace && (noData || p2p)) continue;
         for (int root : rootsFor(kind, n)) {
           for (std::uint64_t segment : {std::uint64_t{1}, std::uint64_t{7}, kLargeSegment}) {
             if (noData && segment != kLargeSegment) continue;
-            // Segments of one element multiply the steps by the count: small counts only.
+            // Small segments multiply the steps: a few segments per chunk are enough.
             if (segment == 1 && count > static_cast<std::uint64_t>(n) + 1) continue;
+            if (segment == 7 && count > std::max<std::uint64_t>(n + 1, mediumCount(kind, n)))
+              continue;
             // Multi-segment pipelines are exercised in the small worlds; at 64 ranks they
             // cost minutes (tens of millions of steps) and find nothing the small worlds do
             // not, so the big worlds move whole chunks.

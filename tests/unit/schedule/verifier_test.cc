@@ -260,6 +260,16 @@ TEST(VerifyErrors, DoubleFinalize) {
                  {"rank 0 step 2 (copy", "finalizes out[0..4) a second time"});
 }
 
+TEST(VerifyErrors, LostContribution) {
+  // Rank 2 forwards what it receives instead of adding its own input to it.
+  auto specs = makeSpecs(Collective::kAllReduce, 4, 8);
+  auto all = buildAll(buildAllreduceRing, specs);
+  all[2].steps[findStep(all[2], OpCode::kRecvReduceSend)].op = OpCode::kRecvCopySend;
+  expectRejected(verifySchedules(specs, all),
+                 {"rank 0 out[", "holds in_0..1[j] + in_3[j], finalized, but allreduce defines "
+                                 "in_0..3[j], finalized: missing ranks 2"});
+}
+
 TEST(VerifyErrors, MissingFinalize) {
   auto specs = makeSpecs(Collective::kAllReduce, 5, 11);
   auto all = buildAll(buildAllreduceRing, specs);
