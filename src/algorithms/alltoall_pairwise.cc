@@ -3,14 +3,18 @@
 // (r - k) mod n (patterns/pairwise.h). Every round is a cyclic shift, so each rank sends
 // one message and receives one per round: no rank is flooded by n - 1 senders at once, as
 // it is with the direct algorithm, which is what makes this the bandwidth choice for large
-// blocks. The shift schedule works for any n; the XOR schedule (partner r ^ k) would need a
-// power of two and buys nothing over TCP links, where every pair has its own connection.
+// blocks. The shift schedule works for any n. The XOR schedule (partner r ^ k) needs a
+// power of two; what it offers in exchange (one partner both ways per round, and in place a
+// block of scratch per round in flight instead of half the buffer) does not pay for a
+// second schedule and a fallback for other world sizes.
 //
 // Steps per rank: n - 1 sends and n - 1 receives (blocks of 0 elements are skipped, both
 // sides agree on them), plus one local copy of the rank's own block.
 // Bytes on the wire per rank: (n-1)/n * N for N bytes of input (each block moves once).
 // Cost (alpha-beta): (n-1) alpha + (n-1)/n N beta, with at most kRoundsInFlight rounds
-// overlapping, so the alpha terms of consecutive rounds hide behind each other's transfers.
+// overlapping, so the alpha terms of consecutive rounds hide behind each other's transfers:
+// the longest chain of messages that must follow one another is n/2 (rounds k and k+1
+// run side by side), which the verifier measures.
 // Limitations: n - 1 latencies, so small messages prefer bruck (log n rounds).
 //
 //   n = 4 (a -> b: a sends its block for b):

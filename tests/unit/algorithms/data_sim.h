@@ -50,8 +50,4 @@ Status simulateData(const std::vector<CollectiveSpec>& specs,
                     const std::vector<Schedule>& schedules, const SimOptions& options,
                     SimResult* result);
 
-/// True when each rank's last step causally follows (through dependencies and matched
-/// messages) the first step of every other rank: the barrier property.
-bool lastStepsFollowAllFirstSteps(const std::vector<Schedule>& schedules);
-
 }  // namespace tutti::testing
