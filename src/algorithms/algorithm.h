@@ -56,6 +56,10 @@ Schedule buildAllreduceRecursiveDoubling(const CollectiveSpec& spec);
 Schedule buildAllgatherRecursiveDoubling(const CollectiveSpec& spec);
 Schedule buildReducescatterRecursiveHalving(const CollectiveSpec& spec);
 Schedule buildAllreduceRabenseifner(const CollectiveSpec& spec);
+// All-to-all and Bruck (alltoall_pairwise.cc takes alltoall and alltoallv).
+Schedule buildAllgatherBruck(const CollectiveSpec& spec);
+Schedule buildAlltoallPairwise(const CollectiveSpec& spec);
+Schedule buildAlltoallBruck(const CollectiveSpec& spec);
 Schedule buildBarrierDissemination(const CollectiveSpec& spec);
 Schedule buildSendDirect(const CollectiveSpec& spec);
 Schedule buildRecvDirect(const CollectiveSpec& spec);

@@ -42,9 +42,10 @@ struct VerifyOptions {
   /// The executor's window (TUTTI_MAX_INFLIGHT's default).
   std::size_t maxInflight = 16;
   /// Barrier knowledge may flow through the executor's in-order issue: step i is issued
-  /// only after step i - 1 was, which was after i - 1's dependencies had completed. The
-  /// dissemination barrier relies on it (its round-k send depends on the round k-1 receive
-  /// only). False checks dependencies alone, for an executor that could issue out of order.
+  /// only after step i - 1 was, which was after i - 1's dependencies had completed. (A
+  /// dissemination barrier whose round-k send waited for the round k-1 receive only would
+  /// rely on it; ours chains sends and receives so that it does not.) False checks
+  /// dependencies alone, for an executor that could issue out of order.
   bool inOrderIssue = true;
 };
 
