@@ -22,6 +22,22 @@ Schedule concatenate(Schedule first, const Schedule& second) {
   for (std::size_t i = 0; i < first.steps.size(); ++i) {
     if (!hasDependent[i]) sinks.push_back(static_cast<StepId>(i));
   }
+  // With many sinks and many dependency-free steps in `second`, depending on every sink from
+  // every such step costs sinks x roots dependencies (141 million for a 64-rank segmented
+  // reduce + broadcast). A join step — a copy of zero elements that depends on every sink —
+  // stands between the phases instead: sinks + roots dependencies.
+  std::size_t roots = 0;
+  for (const Step& s : second.steps) roots += s.depCount == 0 ? 1 : 0;
+  if (sinks.size() > 1 && roots > 1) {
+    Step join;
+    join.op = OpCode::kCopy;
+    join.src = join.dst = Region{BufferKind::kOutput, 0, 0};
+    join.depBegin = static_cast<std::uint32_t>(first.deps.size());
+    join.depCount = static_cast<std::uint32_t>(sinks.size());
+    first.deps.insert(first.deps.end(), sinks.begin(), sinks.end());
+    first.steps.push_back(join);
+    sinks.assign(1, static_cast<StepId>(first.steps.size() - 1));
+  }
   const auto base = static_cast<StepId>(first.steps.size());
   for (const Step& original : second.steps) {
     Step s = original;

@@ -11,8 +11,9 @@ namespace tutti {
 
 /// Returns `first` followed by `second`, for the same rank and world. Every step of
 /// `second` that had no dependency now depends on every step of `first` that no other step
-/// of `first` depends on (its sinks), so `second` starts only when `first` is done with its
-/// data. Message indices of `second` continue after `first`'s, per peer, so the two phases'
+/// of `first` depends on (its sinks) — through one zero-length "join" copy when there are
+/// several of each, to keep the dependency count linear — so `second` starts only when
+/// `first` is done with its data. Message indices of `second` continue after `first`'s, per peer, so the two phases'
 /// messages never match each other. Scratch space is the larger of the two.
 Schedule concatenate(Schedule first, const Schedule& second);
 

@@ -28,22 +28,26 @@ TEST(Concatenate, RenumbersMessagesAndSequencesPhases) {
   Schedule second = std::move(b).build();
 
   Schedule joined = concatenate(first, second);
-  ASSERT_EQ(joined.steps.size(), 6u);
+  // Two sinks in the first phase and two roots in the second meet through a join (step 3).
+  ASSERT_EQ(joined.steps.size(), 7u);
   EXPECT_EQ(joined.scratchCount, 8u);
   // Messages continue per peer after the first phase's.
-  EXPECT_EQ(joined.steps[3].sendIndex, 2u);  // third message to rank 1
-  EXPECT_EQ(joined.steps[4].recvIndex, 1u);  // second message from rank 2
-  EXPECT_EQ(joined.steps[5].recvIndex, 0u);  // first message from rank 1
-  // Second-phase roots depend on the first phase's sinks (steps 1 and 2; 0 has a
-  // dependent); its own dependencies move with it.
+  EXPECT_EQ(joined.steps[4].sendIndex, 2u);  // third message to rank 1
+  EXPECT_EQ(joined.steps[5].recvIndex, 1u);  // second message from rank 2
+  EXPECT_EQ(joined.steps[6].recvIndex, 0u);  // first message from rank 1
   auto depsOf = [&](StepId id) {
     const Step& s = joined.steps[id];
     return std::vector<StepId>(joined.deps.begin() + s.depBegin,
                                joined.deps.begin() + s.depBegin + s.depCount);
   };
+  // The join depends on the first phase's sinks (steps 1 and 2; 0 has a dependent), the
+  // second phase's roots on the join; its own dependencies move with it.
+  EXPECT_EQ(joined.steps[3].op, OpCode::kCopy);
+  EXPECT_EQ(joined.steps[3].dst.count, 0u);
   EXPECT_EQ(depsOf(3), (std::vector<StepId>{1, 2}));
   EXPECT_EQ(depsOf(4), (std::vector<StepId>{3}));
-  EXPECT_EQ(depsOf(5), (std::vector<StepId>{1, 2}));
+  EXPECT_EQ(depsOf(5), (std::vector<StepId>{4}));
+  EXPECT_EQ(depsOf(6), (std::vector<StepId>{3}));
   EXPECT_EQ(depsOf(2), (std::vector<StepId>{0}));
 }
 
@@ -120,6 +124,32 @@ TEST(Compose, ReduceScatterThenAllGatherVerifiesAsAllreduce) {
       for (int r = 0; r < n; ++r) gatherOnly.push_back(allGatherPhase(r, n, count));
       EXPECT_FALSE(verifySchedules(specs, gatherOnly).ok());
     }
+  }
+}
+
+}  // namespace
+}  // namespace tutti
+
+namespace tutti {
+namespace {
+
+TEST(Concatenate, ManySinksAndRootsMeetThroughOneJoin) {
+  // 10 independent sends then 10 independent receives: 20 dependencies through a join,
+  // not 100 (the phases would otherwise cost sinks x roots).
+  ScheduleBuilder a(0, 2), b(0, 2);
+  for (int i = 0; i < 10; ++i) a.send(1, {BufferKind::kInput, static_cast<std::uint64_t>(i), 1});
+  for (int i = 0; i < 10; ++i) b.recv(1, {BufferKind::kOutput, static_cast<std::uint64_t>(i), 1});
+  Schedule joined = concatenate(std::move(a).build(), std::move(b).build());
+  ASSERT_EQ(joined.steps.size(), 21u);
+  EXPECT_EQ(joined.deps.size(), 20u);
+  const Step& join = joined.steps[10];
+  EXPECT_EQ(join.op, OpCode::kCopy);
+  EXPECT_EQ(join.dst.count, 0u);
+  EXPECT_EQ(join.depCount, 10u);
+  for (std::size_t i = 11; i < joined.steps.size(); ++i) {
+    ASSERT_EQ(joined.steps[i].depCount, 1u);
+    EXPECT_EQ(joined.deps[joined.steps[i].depBegin], 10u);
+    EXPECT_EQ(joined.steps[i].recvIndex, i - 11);  // numbering continues per peer
   }
 }
 
