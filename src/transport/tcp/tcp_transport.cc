@@ -197,8 +197,15 @@ void TcpTransport::shutdown(Deadline deadline) {
   if (shutDown_) return;
   shutDown_ = true;
   if (loopThread_.joinable()) {
+    // A failed communicator says why it leaves (ABORT with its first failure), never a
+    // plain goodbye: reportFailure() may still be queueing its ABORTs on another thread, and
+    // a CLOSE slipped in first would make peers blame this rank instead of the culprit.
+    // Both calls are idempotent per link; the first control frame queued wins.
+    const Status failure = health();
     for (auto& link : links_) {
-      if (link) link->queueClose();
+      if (!link) continue;
+      if (failure.ok()) link->queueClose();
+      else link->queueAbort(failure);
     }
     // Let the loop thread flush queued sends and the CLOSE frames, within the deadline.
     while (!deadline.expired()) {

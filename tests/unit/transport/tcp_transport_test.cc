@@ -331,6 +331,23 @@ TEST(TcpTransportFaults, FailureIsBroadcastAsAnAbortFrame) {
   EXPECT_EQ(text, "allreduce #3 timed out waiting for rank 1");
 }
 
+TEST(TcpTransportFaults, AFailedTransportLeavesWithAnAbortNeverAClose) {
+  RawPeer p = transportWithRawPeer();
+  p.transport->fail(Status(ErrorCode::kPeerFailure, "rank 7 died", 1));
+  p.transport->shutdown(Deadline::afterSeconds(10));
+  // Exactly one control frame, the ABORT, then EOF.
+  HeaderBytes header{};
+  ASSERT_TRUE(readFull(p.raw.get(), header.data(), header.size(), Deadline::afterSeconds(10)).ok());
+  auto h = decodeHeader(header.data(), "transport");
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(h->type, FrameType::kAbort);
+  std::string text(h->length, '\0');
+  ASSERT_TRUE(readFull(p.raw.get(), text.data(), text.size(), Deadline::afterSeconds(10)).ok());
+  char byte;
+  Status eof = readFull(p.raw.get(), &byte, 1, Deadline::afterSeconds(10));
+  EXPECT_EQ(eof.code(), ErrorCode::kPeerFailure) << "expected EOF after the abort, got " << eof.toString();
+}
+
 TEST(TcpTransportFaults, SendCancelledPartWayIsPaddedSoTheStreamStaysFramed) {
   RawPeer p = transportWithRawPeer();
   // 8 MiB cannot fit in the socket buffer: the send is part-way when cancelled.
