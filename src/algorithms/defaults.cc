@@ -25,11 +25,51 @@ struct Rule {
   const char* algorithm;
 };
 
-// Order matters: the first applicable rule wins.
+// Order matters: the first applicable rule wins. Evidence: bench/algorithms_tcp.sh on this
+// 2-core machine (4 and 8 ranks, oversubscribed, TCP loopback; medians of 3 runs), which
+// favours few rounds; the rules for larger worlds follow the alpha-beta costs in each
+// algorithm's header. `maxBytes` is what one rank contributes (for allgather and alltoall
+// one block).
 constexpr Rule kRules[] = {
-    // One round of n-1 tiny messages beats 2(n-1) ring steps in small worlds.
-    {Collective::kAllReduce, 4096, 8, "direct"},
-    {Collective::kAllReduce, kAny, kAnyRanks, "ring"},
+    // all-reduce: log-round exchanges for small vectors (8 ranks, 1 KiB: recursive doubling
+    // 275 us, reduce_bcast 339, ring 1126), reduce + broadcast in the middle (64 KiB:
+    // 186/526 us vs ring 346/1075), bandwidth-optimal ones for large (4 MiB, 4 ranks: ring
+    // 10.8 ms; 8 ranks: Rabenseifner 19.9 ms vs ring 27.0).
+    {Collective::kAllReduce, 4096, kAnyRanks, "recursive_doubling"},
+    {Collective::kAllReduce, 128 << 10, kAnyRanks, "reduce_bcast"},
+    {Collective::kAllReduce, kAny, 4, "ring"},
+    {Collective::kAllReduce, kAny, kAnyRanks, "rabenseifner"},
+    // all-gather: recursive doubling won at every size measured (8 ranks, 4 MiB: 8.7 ms vs
+    // direct 10.2, ring 11.5); the pipelined ring takes over for very large blocks.
+    {Collective::kAllGather, 4 << 20, kAnyRanks, "recursive_doubling"},
+    {Collective::kAllGather, kAny, kAnyRanks, "ring"},
+    {Collective::kAllGatherV, 4 << 20, kAnyRanks, "recursive_doubling"},
+    {Collective::kAllGatherV, kAny, kAnyRanks, "ring"},
+    // reduce-scatter: recursive halving won at every size (8 ranks: 256 us, 506 us, 14.5 ms).
+    {Collective::kReduceScatter, kAny, kAnyRanks, "recursive_halving"},
+    {Collective::kReduceScatterV, kAny, kAnyRanks, "recursive_halving"},
+    // Rooted collectives: in small worlds the root talking to everyone directly is as fast
+    // or faster (8 ranks: broadcast 1 KiB direct 46 us, binomial 84); trees for larger
+    // worlds, the pipelined double binary tree for large broadcasts, and the binomial
+    // reduce/gather once the root's link is the bottleneck (reduce 4 MiB: 7.7 vs 14.5 ms).
+    {Collective::kBroadcast, kAny, 8, "direct"},
+    {Collective::kBroadcast, 64 << 10, kAnyRanks, "binomial"},
+    {Collective::kBroadcast, kAny, kAnyRanks, "double_binary_tree"},
+    {Collective::kReduce, 64 << 10, 8, "direct"},
+    {Collective::kReduce, kAny, kAnyRanks, "binomial"},
+    {Collective::kGather, 1 << 20, 8, "direct"},
+    {Collective::kGather, kAny, kAnyRanks, "binomial"},
+    {Collective::kGatherV, 1 << 20, 8, "direct"},
+    {Collective::kGatherV, kAny, kAnyRanks, "binomial"},
+    {Collective::kScatter, kAny, 8, "direct"},
+    {Collective::kScatter, kAny, kAnyRanks, "binomial"},
+    {Collective::kScatterV, kAny, 8, "direct"},
+    {Collective::kScatterV, kAny, kAnyRanks, "binomial"},
+    // all-to-all: Bruck's log n rounds for small blocks (8 ranks, 128 B blocks: 315 us vs
+    // direct 457), pairwise exchange for large (4 MiB: 10.4 ms vs Bruck 30.4).
+    {Collective::kAllToAll, 512, kAnyRanks, "bruck"},
+    {Collective::kAllToAll, kAny, kAnyRanks, "pairwise"},
+    {Collective::kAllToAllV, kAny, kAnyRanks, "pairwise"},
     {Collective::kBarrier, kAny, kAnyRanks, "dissemination"},
 };
 

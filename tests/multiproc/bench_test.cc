@@ -94,7 +94,7 @@ TEST(BenchProcs, EveryCollectiveChecksCleanOnThreeRanks) {
   const std::string text = readFile(json);
   std::size_t objects = 0;
   const std::regex object(
-      R"re(\{"collective": "([a-z]+)".*"algorithm": "([a-z]+)".*"wrong": (0|null)\})re");
+      R"re(\{"collective": "([a-z]+)".*"algorithm": "([a-z_]+)".*"wrong": (0|null)\})re");
   for (const std::string& line : splitLines(text)) {
     std::smatch m;
     if (std::regex_search(line, m, object)) {

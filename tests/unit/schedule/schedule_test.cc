@@ -120,10 +120,13 @@ TEST(Registry, SelectsDefaultsAndExplainsBadNames) {
   auto ring = selectAlgorithm(spec, "");
   ASSERT_TRUE(ring.ok());
   EXPECT_STREQ((*ring)->name, "ring");
-  spec.count = 2;  // 8 bytes in a small world: one flat round
+  spec.count = 2;  // 8 bytes: log n rounds of tiny messages
   auto small = selectAlgorithm(spec, "");
   ASSERT_TRUE(small.ok());
-  EXPECT_STREQ((*small)->name, "direct");
+  EXPECT_STREQ((*small)->name, "recursive_doubling");
+  spec.size = 16;
+  spec.count = 1 << 20;  // large in a bigger world: Rabenseifner
+  EXPECT_STREQ((*selectAlgorithm(spec, ""))->name, "rabenseifner");
   spec.size = 1;  // one rank: a local copy whatever the size
   spec.count = 1 << 20;
   EXPECT_STREQ((*selectAlgorithm(spec, ""))->name, "direct");
