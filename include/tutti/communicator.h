@@ -221,6 +221,17 @@ class TUTTI_API Communicator {
   Result<std::string> algorithmFor(Collective kind, std::size_t count, DataType dtype,
                                    const std::string& forced = "") const;
 
+  /// Proves, with no communication, that the call would be right: builds the schedule
+  /// every rank of this communicator would run for `call` (the same algorithm choice,
+  /// segment size and in-flight window as a real call) and runs the verifier (DESIGN.md 3)
+  /// over all of them: every output element holds what the collective defines, every send
+  /// meets one receive, no completion order deadlocks, nothing is read or written outside
+  /// its buffer. Send and recv are verified as pairs (0 -> 1, 2 -> 3, ...). OK, the
+  /// verifier's finding as kInternal naming the rank and step, or kInvalidArgument when
+  /// `forced` does not apply. Local: any rank may call it at any time. Cost: building and
+  /// walking size() schedules (about a microsecond per step).
+  Status verifyCall(const CallShape& call, const std::string& forced = "") const;
+
  private:
   explicit Communicator(std::unique_ptr<detail::CommImpl> impl);
   std::unique_ptr<detail::CommImpl> impl_;

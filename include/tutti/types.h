@@ -76,4 +76,15 @@ TUTTI_API const char* collectiveName(Collective kind);
 /// "reduce_scatter", "all_to_all", "bcast"). nullopt for unknown names.
 TUTTI_API std::optional<Collective> parseCollective(std::string_view name);
 
+/// One call's shape, as Communicator::verifyCall() takes it: what the collective is, not
+/// where its data lives. The v-collectives are taken with `count` elements per rank.
+struct CallShape {
+  Collective kind = Collective::kAllReduce;
+  std::size_t count = 0;
+  DataType dtype = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  int root = 0;
+  bool inPlace = false;
+};
+
 }  // namespace tutti

@@ -70,6 +70,7 @@ class CommImpl {
 
   Result<std::string> algorithmFor(Collective kind, std::size_t count, DataType dtype,
                                    const std::string& forced) const;
+  Status verifyCall(const CallShape& call, const std::string& forced) const;
 
   /// The collective part of Communicator::split: nullptr for kNoColor.
   Result<std::unique_ptr<CommImpl>> split(int color, int key, const CommOptions& options);

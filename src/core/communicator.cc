@@ -344,4 +344,8 @@ Result<std::string> Communicator::algorithmFor(Collective kind, std::size_t coun
   return impl_->algorithmFor(kind, count, dtype, forced);
 }
 
+Status Communicator::verifyCall(const CallShape& call, const std::string& forced) const {
+  return impl_->verifyCall(call, forced);
+}
+
 }  // namespace tutti

@@ -13,6 +13,7 @@
 #include "algorithms/algorithm.h"
 #include "common/collective_check.h"
 #include "common/threads.h"
+#include "base/strings.h"
 #include "schedule/collective.h"
 
 namespace tutti::test {
@@ -156,6 +157,59 @@ TEST(Collectives, TuttiAlgoStyleOverridesParse) {
   EXPECT_FALSE(parseAlgorithmOverrides("allreduce").ok());
   EXPECT_FALSE(parseAlgorithmOverrides("allsum:ring").ok());
   EXPECT_FALSE(parseAlgorithmOverrides("allreduce:").ok());
+}
+
+}  // namespace
+}  // namespace tutti::test
+
+namespace tutti::test {
+namespace {
+
+// Communicator::verifyCall proves, with no communication, the schedules every rank would
+// run: the default choice at sizes where it changes, forced names, both placements, every
+// root, and point-to-point as pairs in odd worlds.
+TEST(Collectives, VerifyCallProvesWhatWouldRun) {
+  for (const int n : {1, 2, 5}) {
+    auto failures = runRanks(n, [&](int rank, Communicator& comm) -> std::string {
+      if (rank != 0) return "";
+      std::string out;
+      for (int k = 0; k < kNumCollectives; ++k) {
+        const auto kind = static_cast<Collective>(k);
+        const bool p2p = kind == Collective::kSend || kind == Collective::kRecv;
+        for (const std::size_t count : {0ul, 1ul, 7ul, 1000ul, 300000ul}) {
+          for (const bool inPlace : {false, true}) {
+            for (int root = 0; root < (isRooted(kind) ? n : 1); ++root) {
+              CallShape call;
+              call.kind = kind;
+              call.count = kind == Collective::kBarrier ? 0 : count;
+              call.dtype = DataType::kInt32;
+              call.op = ReduceOp::kMax;
+              call.root = root;
+              call.inPlace = inPlace;
+              Status s = comm.verifyCall(call);
+              const bool expectRefused = p2p && n == 1;
+              if (s.ok() == expectRefused) {
+                out += strFormat("%s count %zu root %d%s: %s\n", collectiveName(kind), count,
+                                 root, inPlace ? " in place" : "", s.toString().c_str());
+              }
+            }
+          }
+        }
+      }
+      CallShape allreduce;
+      allreduce.count = 1001;
+      for (const char* name : {"ring", "rabenseifner", "recursive_doubling", "double_binary_tree"}) {
+        Status s = comm.verifyCall(allreduce, name);
+        if (!s.ok()) out += std::string(name) + ": " + s.toString() + "\n";
+      }
+      Status bogus = comm.verifyCall(allreduce, "pairwise");
+      if (bogus.code() != ErrorCode::kInvalidArgument ||
+          bogus.message().find("algorithms that apply") == std::string::npos)
+        out += "a forced name that does not apply gave: " + bogus.toString() + "\n";
+      return out;
+    });
+    EXPECT_EQ(joinFailures(failures), "") << n << " ranks";
+  }
 }
 
 }  // namespace

@@ -166,6 +166,30 @@ TEST(BenchProcs, ForcedAlgorithmIsReportedOrRefusedClearly) {
   EXPECT_EQ(refused.out.find("# Collective"), std::string::npos) << refused.out;
 }
 
+// --verify proves every row's schedules (all ranks', both placements) before running them;
+// five ranks (not a power of two) and every root, so folding and rooted trees are covered.
+TEST(BenchProcs, VerifyProvesEveryRowBeforeRunning) {
+  ProcessResult r = runBench(5, {"all", "-b", "0", "-e", "1M", "-f", "64", "-c", "1", "-n", "1",
+                                 "-w", "0", "-r", "-1", "--verify"});
+  ASSERT_FALSE(r.timedOut) << r.out << r.err;
+  EXPECT_EQ(r.exitCode(), 0) << r.out << r.err;
+  const std::regex verified(R"(\[0\] # Schedules verified : ([0-9]+) calls.*)");
+  std::size_t tables = 0;
+  for (const std::string& line : splitLines(r.out)) {
+    std::smatch m;
+    if (!std::regex_match(line, m, verified)) continue;
+    ++tables;
+    EXPECT_GT(std::stoul(m[1].str()), 0u) << line;
+  }
+  EXPECT_EQ(tables, 10u) << r.out;
+  // A forced algorithm is verified too, and one that does not apply is still refused.
+  ProcessResult forced = runBench(3, {"allreduce", "-b", "8", "-e", "64K", "-f", "32", "-c", "1",
+                                      "--algo", "rabenseifner", "--verify"});
+  ASSERT_FALSE(forced.timedOut) << forced.out << forced.err;
+  EXPECT_EQ(forced.exitCode(), 0) << forced.out << forced.err;
+  EXPECT_NE(forced.out.find("# Schedules verified : 6 calls"), std::string::npos) << forced.out;
+}
+
 TEST(BenchProcs, SendRecvNeedsAPeer) {
   ProcessResult alone = runBench(1, {"sendrecv", "-b", "64", "-e", "64"});
   ASSERT_FALSE(alone.timedOut) << alone.out << alone.err;

@@ -72,6 +72,10 @@ class BenchComm {
   /// and does not apply. Never blocks on peers.
   virtual Result<std::string> algorithmFor(Collective kind, std::size_t count, DataType dtype,
                                            const std::string& forced) const = 0;
+
+  /// Proves the call right without running it (tutti::Communicator::verifyCall): OK, or
+  /// the verifier's finding. Local, never blocks on peers.
+  virtual Status verifyCall(const CallShape& call, const std::string& forced) const = 0;
 };
 
 }  // namespace tutti::bench

@@ -110,6 +110,9 @@ void defineFlags(CLI::App& app, RawArgs& raw, BenchOptions& options) {
   app.add_option("-a,--average", raw.average,
                  "Reported time: 0 rank 0's, 1 mean, 2 min, 3 max over ranks (1)");
   app.add_option("--algo", options.algorithm, "Force this algorithm (name, e.g. ring)");
+  app.add_flag("--verify", options.verify,
+               "Before running, prove every row's schedules correct with the verifier (all "
+               "ranks' schedules, symbolically, no network); a finding stops the run");
   app.add_option("--json", options.jsonPath, "Also write every row to this JSON file");
 }
 

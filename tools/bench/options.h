@@ -43,6 +43,7 @@ struct BenchOptions {
   int root = 0;                               ///< -r, for rooted collectives; -1: each in turn
   TimeAverage average = TimeAverage::kMean;   ///< -a
   std::string algorithm;                      ///< --algo, empty: the library chooses
+  bool verify = false;                        ///< --verify: prove each row's schedules first
   std::string jsonPath;                       ///< --json, empty: no JSON file
   std::string commandLine;                    ///< argv joined, for the report header
 };

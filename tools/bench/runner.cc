@@ -95,6 +95,8 @@ struct CollectivePlan {
   const CollectiveEntry* entry = nullptr;
   std::vector<RowPlan> rows;
   std::vector<std::string> algorithms;
+  /// Calls (row x placement) proven by the verifier, with --verify.
+  std::size_t verifiedCalls = 0;
 };
 
 class Runner {
@@ -111,6 +113,7 @@ class Runner {
   Status runCollective(const CollectivePlan& plan, RunSummary& summary);
   Result<RowResult> runRow(const RowPlan& plan, const std::string& algorithm);
   Result<std::string> algorithmFor(const CollectiveEntry& entry, const RowPlan& plan) const;
+  Result<std::size_t> verifyRow(const CollectiveEntry& entry, const RowPlan& plan) const;
   Result<PlacementResult> runPlacement(const RowPlan& plan, const std::string& algorithm,
                                        bool inPlace);
   Result<double> timeOperations(const RowPlan& plan, const CallArgs& call,
@@ -181,6 +184,10 @@ Result<CollectivePlan> Runner::planCollective(const CollectiveEntry& entry,
   for (const RowPlan& row : plan.rows) {
     TUTTI_ASSIGN_OR_RETURN(std::string algorithm, algorithmFor(entry, row));
     plan.algorithms.push_back(std::move(algorithm));
+    if (options_.verify) {
+      TUTTI_ASSIGN_OR_RETURN(std::size_t verified, verifyRow(entry, row));
+      plan.verifiedCalls += verified;
+    }
   }
   return plan;
 }
@@ -207,7 +214,12 @@ Status Runner::allocateBuffers(const std::vector<CollectivePlan>& plans) {
 // One collective's table, as one nccl-tests binary prints it.
 Status Runner::runCollective(const CollectivePlan& plan, RunSummary& summary) {
   entry_ = plan.entry;
-  print(formatSettings(options_, entry_->name(), comm_.size()) + formatColumnHeader());
+  std::string verified;
+  if (options_.verify) {
+    verified = strFormat("# Schedules verified : %zu calls, every rank's schedule, before running\n",
+                         plan.verifiedCalls);
+  }
+  print(formatSettings(options_, entry_->name(), comm_.size()) + verified + formatColumnHeader());
   Totals totals;
   for (std::size_t i = 0; i < plan.rows.size(); ++i) {
     TUTTI_ASSIGN_OR_RETURN(RowResult row, runRow(plan.rows[i], plan.algorithms[i]));
@@ -256,6 +268,29 @@ Result<std::string> Runner::algorithmFor(const CollectiveEntry& entry, const Row
   return Status(ErrorCode::kInvalidArgument,
                 strFormat("--algo %s does not apply to %s: %s", options_.algorithm.c_str(),
                           describeRow(entry, plan).c_str(), name.status().message().c_str()));
+}
+
+// Both placements the row will run, as the library will run them. Every rank verifies
+// the same calls (the schedules of all ranks), so all stop alike on a finding.
+Result<std::size_t> Runner::verifyRow(const CollectiveEntry& entry, const RowPlan& plan) const {
+  std::size_t verified = 0;
+  for (const bool inPlace : {false, true}) {
+    if (inPlace && !entry.inPlace) continue;
+    CallShape call;
+    call.kind = entry.kind;
+    call.count = plan.counts.param;
+    call.dtype = plan.dtype;
+    call.op = plan.op.value_or(ReduceOp::kSum);
+    call.root = std::max(plan.root, 0);
+    call.inPlace = inPlace;
+    Status status = comm_.verifyCall(call, options_.algorithm);
+    if (!status.ok()) {
+      return status.withContext("--verify: " + describeRow(entry, plan) +
+                                (inPlace ? ", in place" : ", out of place"));
+    }
+    ++verified;
+  }
+  return verified;
 }
 
 Result<PlacementResult> Runner::runPlacement(const RowPlan& plan, const std::string& algorithm,

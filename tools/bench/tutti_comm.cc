@@ -76,4 +76,8 @@ Result<std::string> TuttiComm::algorithmFor(Collective kind, std::size_t count, 
   return comm_.algorithmFor(kind, count, dtype, forced);
 }
 
+Status TuttiComm::verifyCall(const CallShape& call, const std::string& forced) const {
+  return comm_.verifyCall(call, forced);
+}
+
 }  // namespace tutti::bench

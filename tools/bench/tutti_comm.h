@@ -36,6 +36,7 @@ class TuttiComm final : public BenchComm {
                   int recvPeer, const std::string& algorithm) override;
   Result<std::string> algorithmFor(Collective kind, std::size_t count, DataType dtype,
                                    const std::string& forced) const override;
+  Status verifyCall(const CallShape& call, const std::string& forced) const override;
 
  private:
   Communicator& comm_;

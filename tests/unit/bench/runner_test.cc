@@ -104,6 +104,16 @@ class FakeComm : public BenchComm {
                                                 collectiveName(kind));
   }
 
+  // Records what would be verified; fails the call named by failVerifyKind.
+  Status verifyCall(const CallShape& call, const std::string&) const override {
+    verified.push_back(call);
+    if (failVerify && call.kind == *failVerify)
+      return Status(ErrorCode::kInternal, "rank 1 out[0..1) holds nothing");
+    return Status::Ok();
+  }
+
+  mutable std::vector<CallShape> verified;
+  std::optional<Collective> failVerify;
   std::vector<Call> calls;
   int barriers = 0;                    // runner's alignment barriers (no algorithm)
   std::size_t failAtCall = 0;          // 1-based; 0 never fails
@@ -568,6 +578,62 @@ TEST(BenchRunner, EveryRootInTurnOrOne) {
   run = runCaptured(comm, o);
   ASSERT_TRUE(run.summary.ok());
   EXPECT_EQ(run.summary->rows.at(0).root, -1);
+}
+
+}  // namespace
+}  // namespace tutti::bench
+
+namespace tutti::bench {
+namespace {
+
+TEST(BenchRunner, VerifyProvesEveryRowAndPlacementBeforeAnythingRuns) {
+  FakeComm comm(0, 4);
+  BenchOptions o = allOptions();
+  o.verify = true;
+  o.root = -1;
+  const Captured run = runCaptured(comm, o);
+  ASSERT_TRUE(run.summary.ok()) << run.summary.status().toString();
+  // One verified call per row and placement, each with the row's shape.
+  std::size_t expected = 0;
+  for (const RowResult& row : run.summary->rows) expected += row.inPlace ? 2 : 1;
+  ASSERT_EQ(comm.verified.size(), expected);
+  std::size_t i = 0;
+  for (const RowResult& row : run.summary->rows) {
+    for (const bool inPlace : {false, true}) {
+      if (inPlace && !row.inPlace) continue;
+      const CallShape& call = comm.verified[i++];
+      EXPECT_EQ(collectiveName(call.kind), row.collective == "sendrecv" ? std::string("send")
+                                                                         : row.collective);
+      EXPECT_EQ(call.count, row.count);
+      EXPECT_EQ(call.dtype, row.dtype);
+      EXPECT_EQ(call.inPlace, inPlace);
+      EXPECT_EQ(call.root, std::max(row.root, 0));
+    }
+  }
+  EXPECT_NE(run.output.find("# Schedules verified : "), std::string::npos);
+}
+
+TEST(BenchRunner, VerifierFindingStopsTheRunBeforeAnyCall) {
+  FakeComm comm(0, 4);
+  BenchOptions o = allOptions();
+  o.verify = true;
+  comm.failVerify = Collective::kReduceScatter;
+  const Captured run = runCaptured(comm, o);
+  ASSERT_FALSE(run.summary.ok());
+  EXPECT_EQ(run.summary.status().code(), ErrorCode::kInternal);
+  const std::string& message = run.summary.status().message();
+  EXPECT_NE(message.find("--verify: reducescatter"), std::string::npos) << message;
+  EXPECT_NE(message.find("rank 1 out[0..1) holds nothing"), std::string::npos) << message;
+  EXPECT_TRUE(comm.calls.empty());
+  EXPECT_EQ(run.output, "");
+}
+
+TEST(BenchRunner, NoVerifyNoVerifierCalls) {
+  FakeComm comm(0, 2);
+  const Captured run = runCaptured(comm, smallOptions());
+  ASSERT_TRUE(run.summary.ok());
+  EXPECT_TRUE(comm.verified.empty());
+  EXPECT_EQ(run.output.find("Schedules verified"), std::string::npos);
 }
 
 }  // namespace
