@@ -71,5 +71,6 @@ Schedule buildScatterBinomial(const CollectiveSpec& spec);  // scatter and scatt
 Schedule buildBroadcastDoubleBinaryTree(const CollectiveSpec& spec);
 Schedule buildAllreduceDoubleBinaryTree(const CollectiveSpec& spec);
 Schedule buildAllreduceReduceBcast(const CollectiveSpec& spec);
+Schedule buildBroadcastScatterAllgather(const CollectiveSpec& spec);
 
 }  // namespace tutti

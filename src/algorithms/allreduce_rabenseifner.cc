@@ -62,7 +62,7 @@ Schedule buildAllreduceRabenseifner(const CollectiveSpec& spec) {
 
   // Phase 1 reads the input, or the output where the fold put the sums.
   Schedule reduceScatter = buildReducescatterRecursiveHalving(
-      allreducePhaseSpec(spec, Collective::kReduceScatterV, p, r, spec.inPlace || folded));
+      chunkPhaseSpec(spec, Collective::kReduceScatterV, p, r, spec.inPlace || folded));
   const std::uint64_t chunkOffset =
       partOffset(spec.count, static_cast<std::uint64_t>(p), static_cast<std::uint64_t>(r));
   reduceScatter.size = n;  // built for the core: its ranks are the same in the world
@@ -71,7 +71,7 @@ Schedule buildAllreduceRabenseifner(const CollectiveSpec& spec) {
 
   // Phase 2: an in-place all-gatherv whose input (the own chunk) is out[chunk r].
   Schedule allGather = buildAllgatherRecursiveDoubling(
-      allreducePhaseSpec(spec, Collective::kAllGatherV, p, r, true));
+      chunkPhaseSpec(spec, Collective::kAllGatherV, p, r, true));
   allGather.size = n;
   offsetRegions(allGather, BufferKind::kInput, chunkOffset);
   remapBuffer(allGather, BufferKind::kInput, BufferKind::kOutput);

@@ -47,12 +47,12 @@ Schedule buildAllreduceRsAg(const CollectiveSpec& spec) {
   // Phase 1: the output of the reduce-scatterv is this rank's chunk of the output (in place,
   // out[chunk r] is also in[chunk r], exactly where an in-place reduce-scatterv puts it).
   Schedule reduceScatter = buildReducescatterRing(
-      allreducePhaseSpec(spec, Collective::kReduceScatterV, n, r, spec.inPlace));
+      chunkPhaseSpec(spec, Collective::kReduceScatterV, n, r, spec.inPlace));
   offsetRegions(reduceScatter, BufferKind::kOutput, chunkOffset);
 
   // Phase 2: an in-place all-gatherv whose input (the own chunk) is out[chunk r].
   Schedule allGather =
-      buildAllgatherRing(allreducePhaseSpec(spec, Collective::kAllGatherV, n, r, true));
+      buildAllgatherRing(chunkPhaseSpec(spec, Collective::kAllGatherV, n, r, true));
   offsetRegions(allGather, BufferKind::kInput, chunkOffset);
   remapBuffer(allGather, BufferKind::kInput, BufferKind::kOutput);
 

@@ -52,10 +52,11 @@ void appendRuns(const RankBlocks& blocks, BufferKind buffer, int first, int last
   }
 }
 
-CollectiveSpec allreducePhaseSpec(const CollectiveSpec& allreduce, Collective kind, int size,
-                                  int rank, bool inPlace) {
-  TUTTI_ASSERT(kind == Collective::kReduceScatterV || kind == Collective::kAllGatherV);
-  CollectiveSpec phase = allreduce;
+CollectiveSpec chunkPhaseSpec(const CollectiveSpec& whole, Collective kind, int size, int rank,
+                              bool inPlace) {
+  TUTTI_ASSERT(kind == Collective::kReduceScatterV || kind == Collective::kAllGatherV ||
+               kind == Collective::kScatterV);
+  CollectiveSpec phase = whole;
   phase.kind = kind;
   phase.size = size;
   phase.rank = rank;
@@ -64,11 +65,11 @@ CollectiveSpec allreducePhaseSpec(const CollectiveSpec& allreduce, Collective ki
   const auto parts = static_cast<std::uint64_t>(size);
   phase.counts.resize(static_cast<std::size_t>(size));
   phase.displs.clear();
-  for (std::uint64_t i = 0; i < parts; ++i) phase.counts[i] = partCount(allreduce.count, parts, i);
-  if (kind == Collective::kAllGatherV) {
+  for (std::uint64_t i = 0; i < parts; ++i) phase.counts[i] = partCount(whole.count, parts, i);
+  if (kind != Collective::kReduceScatterV) {
     phase.displs.resize(static_cast<std::size_t>(size));
     for (std::uint64_t i = 0; i < parts; ++i)
-      phase.displs[i] = partOffset(allreduce.count, parts, i);
+      phase.displs[i] = partOffset(whole.count, parts, i);
   }
   return phase;
 }

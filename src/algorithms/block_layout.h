@@ -37,11 +37,13 @@ RankBlocks rankBlocks(const CollectiveSpec& spec);
 void appendRuns(const RankBlocks& blocks, BufferKind buffer, int first, int last,
                 std::vector<Region>& runs);
 
-/// The spec of one phase of an all-reduce that is cut into blocks: a reducescatterv or
-/// allgatherv (`kind`) over `size` ranks (the whole world, or the power-of-two core of a
-/// fold, whose ranks keep their numbers) on `rank`, with block i the i-th of `size` nearly
-/// equal parts of the all-reduce's vector (partOffset/partCount), and the given placement.
-CollectiveSpec allreducePhaseSpec(const CollectiveSpec& allreduce, Collective kind, int size,
-                                  int rank, bool inPlace);
+/// The spec of one phase of a collective whose vector is cut into blocks (an all-reduce as
+/// reduce-scatter + all-gather, a broadcast as scatter + all-gather): a reducescatterv,
+/// allgatherv or scatterv (`kind`) over `size` ranks (the whole world, or the power-of-two
+/// core of a fold, whose ranks keep their numbers) on `rank`, with block i the i-th of
+/// `size` nearly equal parts of `whole`'s vector (partOffset/partCount), and the given
+/// placement. Other fields (root, dtype, op, segment) are `whole`'s.
+CollectiveSpec chunkPhaseSpec(const CollectiveSpec& whole, Collective kind, int size, int rank,
+                              bool inPlace);
 
 }  // namespace tutti

@@ -52,6 +52,11 @@ constexpr Rule kRules[] = {
     // or faster (8 ranks: broadcast 1 KiB direct 46 us, binomial 84); trees for larger
     // worlds, the pipelined double binary tree for large broadcasts, and the binomial
     // reduce/gather once the root's link is the bottleneck (reduce 4 MiB: 7.7 vs 14.5 ms).
+    // scatter_allgather (van de Geijn) is no default: on this machine it never beat these
+    // (8 ranks, 16 MiB, medians of 3: 43.8 ms against direct 46.7, binomial 47.8, double
+    // binary tree 52.1, all within run-to-run noise; 64 KiB: 636 us against binomial 123),
+    // and where links rather than cores bound it, the double binary tree's root also
+    // sends only N with log n latency instead of n - 1.
     {Collective::kBroadcast, kAny, 8, "direct"},
     {Collective::kBroadcast, 64 << 10, kAnyRanks, "binomial"},
     {Collective::kBroadcast, kAny, kAnyRanks, "double_binary_tree"},

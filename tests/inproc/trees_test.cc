@@ -40,6 +40,8 @@ TEST(Trees, LargeBuffersPipelineThroughManySegments) {
     };
     add(Collective::kBroadcast, "binomial", DataType::kFloat32, ReduceOp::kSum, n - 1, false);
     add(Collective::kBroadcast, "double_binary_tree", DataType::kFloat32, ReduceOp::kSum, 1, true);
+    add(Collective::kBroadcast, "scatter_allgather", DataType::kFloat64, ReduceOp::kSum, n / 2, true);
+    add(Collective::kBroadcast, "scatter_allgather", DataType::kInt8, ReduceOp::kSum, n - 1, false);
     add(Collective::kReduce, "binomial", DataType::kFloat32, ReduceOp::kSum, n / 2, false);
     add(Collective::kReduce, "binomial", DataType::kInt32, ReduceOp::kMax, 0, true);
     add(Collective::kAllReduce, "double_binary_tree", DataType::kFloat32, ReduceOp::kSum, 0, false);

@@ -237,6 +237,13 @@ TEST(Trees, CostsMatchTheDocumentation) {
     EXPECT_EQ(st.maxElementsSentByRank, count) << "n=" << n;
     EXPECT_LE(st.criticalPathMessages, k);
 
+    // Scatter then ring all-gather: nobody sends much more than 2 (n-1)/n N (the root the
+    // scatter's share and its ring share; each ring chunk holds at most ceil(N/n)).
+    ASSERT_EQ(runWorld(buildBroadcastScatterAllgather, spec, &st), "");
+    const std::uint64_t chunk = (count + static_cast<std::uint64_t>(n) - 1) / static_cast<std::uint64_t>(n);
+    EXPECT_LE(st.maxElementsSentByRank, 2 * edges * chunk) << "n=" << n;
+    EXPECT_LE(st.criticalPathMessages, k + edges * segments) << "n=" << n;
+
     spec.kind = Collective::kReduce;
     ASSERT_EQ(runWorld(buildReduceBinomial, spec, &st), "");
     EXPECT_EQ(st.messages, segments * edges);
