@@ -45,6 +45,9 @@ struct CommOptions {
   std::optional<std::chrono::milliseconds> timeout;
   /// Name shown in logs and errors.
   std::string name = "world";
+  /// "auto" (shared memory when every rank is on this host, else TCP), "shm" or "tcp";
+  /// empty means TUTTI_TRANSPORT. split() passes the parent's choice on unless set here.
+  std::string transport;
 };
 
 class TUTTI_API Communicator {

@@ -13,6 +13,7 @@
 #include "core/work_state.h"
 #include "schedule/verifier.h"
 #include "transport/tag.h"
+#include "transport/shm/shm_transport.h"
 #include "transport/tcp/tcp_transport.h"
 
 namespace tutti::detail {
@@ -99,25 +100,59 @@ Result<std::unique_ptr<CommImpl>> CommImpl::create(InitParams params) {
   TUTTI_ASSIGN_OR_RETURN(std::uint64_t uid,
                          agreeOnUid(*impl->store_, prefix, params.rank, deadline));
 
+  TUTTI_RETURN_IF_ERROR(impl->connect(params, *config, prefix, uid, deadline));
+  return impl;
+}
+
+Status CommImpl::connect(const InitParams& params, const Config& config, const std::string& prefix,
+                         std::uint64_t uid, Deadline deadline) {
+  const std::string where = strFormat("creating communicator '%s' (rank %d of %d)", name_.c_str(),
+                                      params.rank, params.size);
+  const std::string choice =
+      params.options.transport.empty() ? config.transport : params.options.transport;
+  transportChoice_ = choice;
+  TUTTI_CHECK_ARG(choice == "auto" || choice == "shm" || choice == "tcp",
+                  "the transport (TUTTI_TRANSPORT or CommOptions::transport) must be auto, shm "
+                  "or tcp, got '%s'", choice.c_str());
+  if (choice != "tcp") {
+    shm::ShmTransport::Options sopts;
+    sopts.rank = params.rank;
+    sopts.size = params.size;
+    sopts.commUid = uid;
+    sopts.cmaBytes = config.shmCmaBytes;
+    TUTTI_CHECK_ARG(config.shmSlotBytes >= 64 && config.shmSlotBytes <= (64u << 20),
+                    "TUTTI_SHM_SLOT_BYTES must be between 64 and 64M, got %llu",
+                    static_cast<unsigned long long>(config.shmSlotBytes));
+    sopts.slotBytes = static_cast<std::uint32_t>(config.shmSlotBytes);
+    sopts.maxUnexpectedBytes = config.tcpMaxUnexpected;
+    sopts.deadline = deadline;
+    auto shm = shm::ShmTransport::create(*store_, prefix, sopts);
+    if (shm.ok()) {
+      transport_ = std::move(shm).value();
+      TUTTI_INFO(kInit, "communicator '%s': rank %d of %d ready, peers reached over shared memory",
+                 name_.c_str(), params.rank, params.size);
+      return Status::Ok();
+    }
+    // Every rank reaches the same verdict (shm_transport.h), so all fall back together.
+    if (choice == "shm") return shm.status().withContext(where + " with TUTTI_TRANSPORT=shm");
+    TUTTI_INFO(kInit, "shared memory not used: %s", shm.status().message().c_str());
+  }
   tcp::TcpTransport::Options topts;
   topts.rank = params.rank;
   topts.size = params.size;
   topts.commUid = uid;
-  topts.bindHost = !params.bindHost.empty()       ? params.bindHost
-                   : !config->bindAddr.empty()    ? config->bindAddr
-                                                  : std::string("127.0.0.1");
-  topts.maxUnexpectedBytes = config->tcpMaxUnexpected;
+  topts.bindHost = !params.bindHost.empty() ? params.bindHost
+                   : !config.bindAddr.empty() ? config.bindAddr
+                                              : std::string("127.0.0.1");
+  topts.maxUnexpectedBytes = config.tcpMaxUnexpected;
   topts.deadline = deadline;
-  auto transport = tcp::TcpTransport::create(*impl->store_, prefix, topts);
-  if (!transport.ok())
-    return transport.status().withContext(
-        strFormat("creating communicator '%s' (rank %d of %d)", impl->name_.c_str(), params.rank,
-                  params.size));
-  impl->transport_ = std::move(transport).value();
-  impl->bindHost_ = topts.bindHost;
+  auto transport = tcp::TcpTransport::create(*store_, prefix, topts);
+  if (!transport.ok()) return transport.status().withContext(where);
+  transport_ = std::move(transport).value();
+  bindHost_ = topts.bindHost;
   TUTTI_INFO(kInit, "communicator '%s': rank %d of %d ready, peers reached over TCP from %s",
-             impl->name_.c_str(), params.rank, params.size, topts.bindHost.c_str());
-  return impl;
+             name_.c_str(), params.rank, params.size, topts.bindHost.c_str());
+  return Status::Ok();
 }
 
 CommImpl::~CommImpl() {
@@ -450,6 +485,7 @@ Result<std::unique_ptr<CommImpl>> CommImpl::split(int color, int key, const Comm
   const std::string base = options.name == CommOptions{}.name ? name_ : options.name;
   params.options.name = strFormat("%s.%llu.%d", base.c_str(), static_cast<unsigned long long>(seq), color);
   if (!options.timeout) params.options.timeout = timeout_;
+  if (options.transport.empty()) params.options.transport = transportChoice_;
   params.bindHost = bindHost_;
   params.localSize = std::min(localSize_, params.size);
   return create(std::move(params));

@@ -76,6 +76,10 @@ class CommImpl {
   Result<std::unique_ptr<CommImpl>> split(int color, int key, const CommOptions& options);
 
  private:
+  /// Builds the transport: shared memory when TUTTI_TRANSPORT allows and every rank is on
+  /// this host, else TCP.
+  Status connect(const InitParams& params, const Config& config, const std::string& prefix,
+                 std::uint64_t uid, Deadline deadline);
   CommImpl(const Config& config, int rank, int size, std::string name);
   /// Fills in rank, size and the in-place flag, and checks the arguments.
   Status validate(OpRequest& request) const;
@@ -92,6 +96,7 @@ class CommImpl {
   const std::string name_;
   std::chrono::milliseconds timeout_{0};
   std::int64_t spinNs_ = 0;  // how long waits poll before blocking (TUTTI_SPIN_US)
+  std::string transportChoice_;  // "auto", "shm" or "tcp", as asked (children inherit it)
   std::string bindHost_;     // where this rank accepts peers (children of split reuse it)
   int localSize_ = 1;
   std::uint64_t splitCount_ = 0;  // splits so far: names each child uniquely

@@ -29,4 +29,7 @@ constexpr Tag p2pTag(std::uint32_t commId, std::uint32_t userTag) {
          (static_cast<Tag>(userTag) << 16);
 }
 
+/// True for the tags p2pTag() makes.
+constexpr bool isP2pTag(Tag tag) { return (tag >> 62) == 1; }
+
 }  // namespace tutti

@@ -74,11 +74,14 @@ std::vector<CollectiveCase> casesFor(Collective kind, int n) {
   return cases;
 }
 
-class EveryCollective : public ::testing::TestWithParam<std::tuple<int, Collective>> {};
+class EveryCollective
+    : public ::testing::TestWithParam<std::tuple<int, Collective, std::string>> {};
 
 TEST_P(EveryCollective, EveryAlgorithmMatchesTheDefinition) {
-  const auto [n, kind] = GetParam();
+  const auto [n, kind, transport] = GetParam();
   const std::vector<CollectiveCase> cases = casesFor(kind, n);
+  CommOptions options;
+  options.transport = transport;
   auto failures = runRanks(n, [&](int rank, Communicator& comm) -> std::string {
     std::string out;
     for (const CollectiveCase& c : cases) {
@@ -87,13 +90,14 @@ TEST_P(EveryCollective, EveryAlgorithmMatchesTheDefinition) {
       if (out.size() > 4000) return out + "... (stopping)\n";
     }
     return out;
-  });
-  EXPECT_EQ(joinFailures(failures), "") << cases.size() << " cases";
+  }, options);
+  EXPECT_EQ(joinFailures(failures), "") << cases.size() << " cases over " << transport;
 }
 
-std::string caseName(const ::testing::TestParamInfo<std::tuple<int, Collective>>& info) {
+std::string caseName(
+    const ::testing::TestParamInfo<std::tuple<int, Collective, std::string>>& info) {
   return std::string(collectiveName(std::get<1>(info.param))) + "_n" +
-         std::to_string(std::get<0>(info.param));
+         std::to_string(std::get<0>(info.param)) + "_" + std::get<2>(info.param);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -106,7 +110,8 @@ INSTANTIATE_TEST_SUITE_P(
                                          Collective::kReduceScatter,
                                          Collective::kReduceScatterV, Collective::kAllReduce,
                                          Collective::kAllToAll, Collective::kAllToAllV,
-                                         Collective::kBarrier)),
+                                         Collective::kBarrier),
+                       ::testing::Values(std::string("shm"), std::string("tcp"))),
     caseName);
 
 TEST(Collectives, AlgorithmThatDoesNotApplyIsAClearError) {

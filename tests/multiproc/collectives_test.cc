@@ -28,11 +28,20 @@ int countLines(const std::string& text, const std::string& needle) {
   return n;
 }
 
-class CollectiveProcs : public ::testing::TestWithParam<int> {};
+// Every multi-process test runs over each transport: shared memory (what "auto" picks on
+// one host) and TCP.
+const std::vector<std::string> kTransports = {"shm", "tcp"};
+
+std::string transportName(const ::testing::TestParamInfo<std::tuple<int, std::string>>& info) {
+  return std::get<1>(info.param) + "_n" + std::to_string(std::get<0>(info.param));
+}
+
+class CollectiveProcs : public ::testing::TestWithParam<std::tuple<int, std::string>> {};
 
 TEST_P(CollectiveProcs, AllreduceIsRightOnEveryRank) {
-  const int n = GetParam();
+  const auto [n, transport] = GetParam();
   ProcessResult r = runProcess({binPath("tutti-run"), "-n", std::to_string(n), "--timeout", "200",
+                                "-x", "TUTTI_TRANSPORT=" + transport,
                                 testProgramPath("tutti_collective_worker"), "check"},
                                kOuterBoundSeconds);
   ASSERT_FALSE(r.timedOut) << r.out << r.err;
@@ -41,14 +50,18 @@ TEST_P(CollectiveProcs, AllreduceIsRightOnEveryRank) {
   EXPECT_EQ(countLines(r.out, "RESULT FAILED"), 0) << r.out;
 }
 
-INSTANTIATE_TEST_SUITE_P(WorldSizes, CollectiveProcs, ::testing::Values(1, 2, 3, 4, 5, 8));
+INSTANTIATE_TEST_SUITE_P(WorldSizes, CollectiveProcs,
+                         ::testing::Combine(::testing::Values(1, 2, 3, 4, 5, 8),
+                                            ::testing::ValuesIn(kTransports)),
+                         transportName);
 
-class EveryCollectiveProcs : public ::testing::TestWithParam<int> {};
+class EveryCollectiveProcs : public ::testing::TestWithParam<std::tuple<int, std::string>> {};
 
 // Every collective x algorithm in real processes, then on split sub-communicators.
 TEST_P(EveryCollectiveProcs, EveryCollectiveAndSplitAreRight) {
-  const int n = GetParam();
+  const auto [n, transport] = GetParam();
   ProcessResult r = runProcess({binPath("tutti-run"), "-n", std::to_string(n), "--timeout", "200",
+                                "-x", "TUTTI_TRANSPORT=" + transport,
                                 testProgramPath("tutti_collective_worker"), "every"},
                                kOuterBoundSeconds);
   ASSERT_FALSE(r.timedOut) << r.out << r.err;
@@ -56,15 +69,21 @@ TEST_P(EveryCollectiveProcs, EveryCollectiveAndSplitAreRight) {
   EXPECT_EQ(countLines(r.out, "RESULT OK"), n) << r.out << r.err;
 }
 
-INSTANTIATE_TEST_SUITE_P(WorldSizes, EveryCollectiveProcs, ::testing::Values(1, 3, 5, 8));
+INSTANTIATE_TEST_SUITE_P(WorldSizes, EveryCollectiveProcs,
+                         ::testing::Combine(::testing::Values(1, 3, 5, 8),
+                                            ::testing::ValuesIn(kTransports)),
+                         transportName);
 
-TEST(CollectiveProcs, KilledRankIsNamedByEverySurvivor) {
+class KilledRankProcs : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(KilledRankProcs, KilledRankIsNamedByEverySurvivor) {
   const int n = 4;
   const int victim = 2;
   // A generous --grace: survivors must get to report however loaded the machine is (a
   // sanitizer build on 2 cores can take seconds); only a real hang can exhaust it.
   ProcessResult r = runProcess({binPath("tutti-run"), "-n", std::to_string(n), "--timeout", "100",
-                                "--grace", "60", testProgramPath("tutti_collective_worker"), "die",
+                                "--grace", "60", "-x", "TUTTI_TRANSPORT=" + GetParam(),
+                                testProgramPath("tutti_collective_worker"), "die",
                                 std::to_string(victim)},
                                kOuterBoundSeconds);
   ASSERT_FALSE(r.timedOut) << r.out << r.err;
@@ -98,9 +117,10 @@ TEST(CollectiveProcs, BenchmarkChecksEveryTypeWithZeroWrong) {
   EXPECT_EQ(rows, 10 * 5 * 5) << r.out;  // sizes 8, 128, 2K, 32K, 512K
 }
 
-TEST(CollectiveProcs, KillingABenchmarkRankEndsTheJobNamingIt) {
+TEST_P(KilledRankProcs, KillingABenchmarkRankEndsTheJobNamingIt) {
   auto job = Subprocess::start({binPath("tutti-run"), "-n", "4", "--verbose", "--timeout", "100",
-                                "--grace", "60", binPath("tutti-bench"), "allreduce", "-b", "32M", "-e", "32M",
+                                "--grace", "60", "-x", "TUTTI_TRANSPORT=" + GetParam(),
+                                binPath("tutti-bench"), "allreduce", "-b", "32M", "-e", "32M",
                                 "-n", "100000", "-w", "1", "-c", "0"});
   ASSERT_TRUE(job.ok()) << job.status().toString();
   Subprocess& p = **job;
@@ -126,6 +146,9 @@ TEST(CollectiveProcs, KillingABenchmarkRankEndsTheJobNamingIt) {
     EXPECT_TRUE(found) << "rank " << rank << " did not name rank 1\n" << r.out << r.err;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Transports, KilledRankProcs, ::testing::ValuesIn(kTransports),
+                         [](const auto& param) { return param.param; });
 
 // A port that was free a moment ago, for launchers whose contract is a fixed port chosen in
 // advance (torchrun's MASTER_PORT). The kernel hands out ephemeral ports at random over a

@@ -16,6 +16,7 @@
 
 #include "base/net.h"
 #include "transport/tcp/wire.h"
+#include "unit/transport/conformance.h"
 
 namespace tutti::tcp {
 namespace {
@@ -45,68 +46,15 @@ std::vector<std::unique_ptr<TcpTransport>> connectAll(int size, std::shared_ptr<
   return out;
 }
 
-// Waits for a request with a bound; fails the test rather than hanging.
-Status waitFor(Transport& t, TransferRequest& req) {
-  Deadline deadline = Deadline::afterSeconds(30);
-  while (!req.done()) {
-    auto seen = t.progressSignal().snapshot();
-    if (req.done()) break;
-    if (!t.progressSignal().waitChange(seen, deadline, 1000) && deadline.expired())
-      return Status(ErrorCode::kTimeout, "test wait timed out");
-  }
-  return req.status();
-}
-
-std::vector<std::uint8_t> pattern(std::size_t n, int seed) {
-  std::vector<std::uint8_t> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::uint8_t>(i * 31 + seed * 7 + (i >> 8));
-  return v;
-}
+using test::pattern;
+using test::waitFor;
 
 TEST(TcpTransport, AllPairsExchangeMessagesOfManySizes) {
-  const int size = 4;
-  auto ts = connectAll(size, makeMemoryStore());
+  auto ts = connectAll(4, makeMemoryStore());
   ASSERT_EQ(ts.size(), 4u);
-  const std::vector<std::size_t> sizes = {0, 1, 31, 4096, 3u << 20};
-  std::vector<std::thread> threads;
-  std::vector<std::string> failures(size);
-  for (int r = 0; r < size; ++r) {
-    threads.emplace_back([&, r] {
-      Transport& t = *ts[static_cast<std::size_t>(r)];
-      std::vector<std::vector<std::uint8_t>> out, in;
-      std::vector<std::unique_ptr<TransferRequest>> reqs;
-      for (int p = 0; p < size; ++p) {
-        if (p == r) continue;
-        for (std::size_t k = 0; k < sizes.size(); ++k) {
-          out.push_back(pattern(sizes[k], r * 100 + p * 10 + static_cast<int>(k)));
-          reqs.push_back(std::make_unique<TransferRequest>());
-          t.link(p).postSend(reqs.back().get(), 1000 + k, out.back().data(), sizes[k]);
-        }
-      }
-      // Receives are posted in reverse size order to exercise the unexpected path.
-      std::vector<std::pair<int, std::size_t>> expected;
-      for (int p = 0; p < size; ++p) {
-        if (p == r) continue;
-        for (std::size_t k = sizes.size(); k-- > 0;) {
-          in.emplace_back(sizes[k]);
-          reqs.push_back(std::make_unique<TransferRequest>());
-          t.link(p).postRecv(reqs.back().get(), 1000 + k, in.back().data(), sizes[k]);
-          expected.emplace_back(p, k);
-        }
-      }
-      for (auto& req : reqs) {
-        Status s = waitFor(t, *req);
-        if (!s.ok()) failures[r] += s.toString() + "\n";
-      }
-      for (std::size_t i = 0; i < expected.size(); ++i) {
-        auto [p, k] = expected[i];
-        if (in[i] != pattern(sizes[k], p * 100 + r * 10 + static_cast<int>(k)))
-          failures[r] += "wrong data from " + std::to_string(p) + " size " + std::to_string(sizes[k]) + "\n";
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
-  for (int r = 0; r < size; ++r) EXPECT_EQ(failures[r], "") << "rank " << r;
+  std::vector<Transport*> ranks;
+  for (auto& t : ts) ranks.push_back(t.get());
+  EXPECT_EQ(test::exchangeAllPairs(ranks, {0, 1, 31, 4096, 3u << 20}), "");
 }
 
 TEST(TcpTransport, EqualTagsAreReceivedInSendOrder) {

@@ -1,0 +1,156 @@
+#pragma once
+// The shared-memory segment of one rank (DESIGN.md 5, shm): an anonymous memfd that every
+// rank of the communicator on this host maps. A rank's segment holds what others write *to*
+// it, so each rank reads only its own segment and writes into its peers':
+//
+//   [ Control ]   doorbell (futex word), sleeping flag, the abort record (first failure,
+//                 written once by whichever rank fails first), per-peer "left" flags and
+//                 whether this rank can read each peer's memory with process_vm_readv
+//   [ Acks    ]   acks[p][k]: rank p finished reading rendezvous send k of this rank
+//   [ Inbound ]   one ring per peer p: head (advanced by p), tail (advanced by this rank),
+//                 then `slots` slots of a 64-byte header and `slotBytes` of payload
+//
+// Being a memfd, the segment has no name in /dev/shm: it disappears with the last mapping,
+// however its processes end. Peers open it through /proc/<pid>/fd/<fd> while the owner
+// keeps the descriptor open (until every rank has mapped every segment).
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "tutti/status.h"
+
+namespace tutti::shm {
+
+inline constexpr std::uint64_t kSegmentMagic = 0x316d732d69747475ull;  // "utti-sm1", LE
+inline constexpr std::size_t kCacheLine = 64;
+inline constexpr std::size_t kAbortTextBytes = 512;
+/// Rendezvous sends one rank may have outstanding towards one peer.
+inline constexpr std::size_t kRndvSlots = 64;
+
+/// What a ring slot carries.
+enum class SlotKind : std::uint32_t {
+  kData = 1,  ///< a piece of a message, copied into the payload
+  kRndv = 2,  ///< a whole message left in the sender's memory, to be read with CMA
+};
+
+/// Header of one ring slot (the payload follows it).
+struct SlotHeader {
+  std::uint64_t tag;
+  std::uint64_t msgBytes;    // length of the whole message
+  std::uint64_t offset;      // kData: where this piece starts in the message
+  std::uint32_t chunkBytes;  // kData: bytes of payload in this slot
+  SlotKind kind;
+  std::uint64_t remoteAddr;  // kRndv: the message in the sender's address space
+  std::uint64_t rndvId;      // kRndv: index into the sender's ack table for this peer
+  std::uint64_t rndvSeq;     // kRndv: the value the ack must carry
+  std::uint64_t pad;
+};
+static_assert(sizeof(SlotHeader) == kCacheLine);
+
+/// The control block at the start of every segment.
+struct alignas(kCacheLine) Control {
+  std::uint64_t magic;
+  std::uint64_t commUid;
+  std::int32_t rank;
+  std::int32_t size;
+  std::uint32_t slots;
+  std::uint32_t slotBytes;
+  /// Bumped by anyone who gives this rank something to do; the owner sleeps on it.
+  alignas(kCacheLine) std::atomic<std::uint32_t> doorbell;
+  /// Non-zero while the owner is (about to be) asleep on the doorbell.
+  alignas(kCacheLine) std::atomic<std::uint32_t> sleeping;
+  /// 0: no failure; 1: a rank is writing the record; 2: written.
+  alignas(kCacheLine) std::atomic<std::uint32_t> abortState;
+  std::int32_t abortCode;
+  std::int32_t abortPeer;  // the rank at fault (Status::kNoRank when none)
+  std::int32_t abortFrom;  // the rank that wrote the record
+  char abortText[kAbortTextBytes];
+};
+
+/// Offsets of the parts of a segment for a world of `size` ranks.
+struct Layout {
+  int size = 1;
+  std::uint32_t slots = 0;
+  std::uint32_t slotBytes = 0;
+  std::size_t leftAt = 0;      // std::atomic<uint32_t>[size]: peer p left (destroyed)
+  std::size_t cmaAt = 0;       // std::uint8_t[size]: this rank can read p with CMA
+  std::size_t acksAt = 0;      // std::atomic<uint64_t>[size][kRndvSlots]
+  std::size_t channelsAt = 0;  // channels, one per rank (the owner's own is unused)
+  std::size_t channelBytes = 0;
+  std::size_t totalBytes = 0;
+
+  static Layout make(int size, std::uint32_t slots, std::uint32_t slotBytes);
+  std::size_t slotStride() const { return sizeof(SlotHeader) + slotBytes; }
+};
+
+/// One ring, as seen through a mapping: the sender advances head, the receiver tail; both
+/// count slots since the start.
+struct Ring {
+  std::atomic<std::uint64_t>* head = nullptr;
+  std::atomic<std::uint64_t>* tail = nullptr;
+  char* slots = nullptr;
+  std::uint32_t count = 0;
+  std::size_t stride = 0;
+
+  SlotHeader* header(std::uint64_t index) const {
+    return reinterpret_cast<SlotHeader*>(slots + (index % count) * stride);
+  }
+  char* payload(std::uint64_t index) const {
+    return reinterpret_cast<char*>(header(index)) + sizeof(SlotHeader);
+  }
+};
+
+/// A mapping of one rank's segment (its own or a peer's).
+class Segment {
+ public:
+  Segment() = default;
+  ~Segment();
+  Segment(Segment&& other) noexcept;
+  Segment& operator=(Segment&& other) noexcept;
+  Segment(const Segment&) = delete;
+  Segment& operator=(const Segment&) = delete;
+
+  /// Creates and maps a new zeroed segment for `rank`, pages populated up front so that no
+  /// call faults on them later. kSystemError naming the failed call.
+  static Result<Segment> create(const Layout& layout, std::uint64_t commUid, int rank);
+  /// Maps the segment that process `pid` holds as descriptor `fd`, checking its magic,
+  /// communicator and rank. kSystemError / kProtocolError naming the rank.
+  static Result<Segment> open(const Layout& layout, int pid, int fd, std::uint64_t commUid,
+                              int rank);
+
+  /// The memfd (only on a created segment, until closeFd()).
+  int fd() const { return fd_; }
+  void closeFd();
+  char* base() const { return base_; }
+  Control& control() const { return *reinterpret_cast<Control*>(base_); }
+  std::atomic<std::uint32_t>& left(int peer) const;
+  std::uint8_t& cma(int peer) const;
+  std::atomic<std::uint64_t>& ack(int peer, std::size_t id) const;
+  /// The ring carrying messages from `sender` to this segment's owner.
+  Ring ringFrom(int sender) const;
+
+  /// Rings the doorbell: wakes the owner if it sleeps. Call after publishing.
+  void ring() const;
+
+ private:
+  Segment(const Layout& layout, char* base, int fd) : layout_(layout), base_(base), fd_(fd) {}
+
+  Layout layout_;
+  char* base_ = nullptr;
+  int fd_ = -1;
+};
+
+/// Identifies this host as far as shared memory goes: the boot and the network namespace
+/// (ranks in different network namespaces are treated as different hosts, which is how
+/// the multi-host tests emulate machines).
+std::string hostKey();
+
+/// Blocks on a doorbell shared between processes while it equals `expected`, at most
+/// `maxWaitNs`. Spurious returns are possible.
+void sharedFutexWait(std::atomic<std::uint32_t>* word, std::uint32_t expected,
+                     std::int64_t maxWaitNs);
+void sharedFutexWake(std::atomic<std::uint32_t>* word);
+
+}  // namespace tutti::shm

@@ -1,0 +1,388 @@
+#include "transport/shm/shm_link.h"
+
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "base/assert.h"
+#include "base/strings.h"
+#include "transport/shm/shm_transport.h"
+
+namespace tutti::shm {
+
+ShmLink::ShmLink(ShmTransport* owner, int peer, const Segment* own, const Segment* peerSegment)
+    : owner_(owner),
+      peer_(peer),
+      own_(own),
+      peerSegment_(peerSegment),
+      out_(peerSegment->ringFrom(owner->rank())),
+      in_(own->ringFrom(peer)),
+      slotBytes_(owner->layout_.slotBytes) {
+  // A transport is built fresh for every communicator: both counters start at zero.
+  outHead_ = out_.head->load(std::memory_order_acquire);
+  inTail_ = in_.tail->load(std::memory_order_acquire);
+}
+
+std::string ShmLink::describe(Tag tag) const {
+  return strFormat("message with tag 0x%llx from rank %d", static_cast<unsigned long long>(tag),
+                   peer_);
+}
+
+void ShmLink::completeLocked(TransferRequest* request, Status status, DoneList& done) {
+  request->status_ = std::move(status);
+  request->state.store(TransferRequest::kDone, std::memory_order_release);
+  done.push_back(request);
+}
+
+// ---- sending ------------------------------------------------------------------------------
+
+void ShmLink::postSend(TransferRequest* request, Tag tag, const void* data, std::size_t bytes) {
+  DoneList done;
+  {
+    std::lock_guard<std::mutex> lock(owner_->mutex_);
+    request->tag = tag;
+    request->data = const_cast<char*>(static_cast<const char*>(data));
+    request->bytes = bytes;
+    request->progress = 0;
+    request->state.store(TransferRequest::kPending, std::memory_order_relaxed);
+    if (owner_->failed_) {
+      completeLocked(request, owner_->health_, done);
+    } else {
+      sendQueue_.push_back(request);
+      pumpSendsLocked(done);
+    }
+  }
+  owner_->finish(done);
+}
+
+bool ShmLink::sendRendezvousLocked(TransferRequest* request) {
+  std::size_t id = 0;
+  while (id < kRndvSlots && rndvInflight_[id] != nullptr) ++id;
+  if (id == kRndvSlots) return false;  // wait for acks
+  if (outHead_ - out_.tail->load(std::memory_order_acquire) >= out_.count) return false;
+  SlotHeader* h = out_.header(outHead_);
+  h->tag = request->tag;
+  h->msgBytes = request->bytes;
+  h->offset = 0;
+  h->chunkBytes = 0;
+  h->kind = SlotKind::kRndv;
+  h->remoteAddr = reinterpret_cast<std::uint64_t>(request->data);
+  h->rndvId = id;
+  h->rndvSeq = ++rndvSeq_;
+  rndvInflight_[id] = request;
+  rndvSeqs_[id] = h->rndvSeq;
+  out_.head->store(++outHead_, std::memory_order_release);
+  return true;
+}
+
+// Returns true once the whole message is in the ring.
+bool ShmLink::sendEagerLocked(TransferRequest* request) {
+  while (true) {
+    if (outHead_ - out_.tail->load(std::memory_order_acquire) >= out_.count) return false;
+    const std::size_t chunk = std::min<std::size_t>(slotBytes_, request->bytes - request->progress);
+    SlotHeader* h = out_.header(outHead_);
+    h->tag = request->tag;
+    h->msgBytes = request->bytes;
+    h->offset = request->progress;
+    h->chunkBytes = static_cast<std::uint32_t>(chunk);
+    h->kind = SlotKind::kData;
+    if (chunk > 0) std::memcpy(out_.payload(outHead_), request->data + request->progress, chunk);
+    out_.head->store(++outHead_, std::memory_order_release);
+    request->progress += chunk;
+    if (request->progress >= request->bytes) return true;
+  }
+}
+
+bool ShmLink::pumpSendsLocked(DoneList& done) {
+  bool moved = false;
+  while (!sendQueue_.empty()) {
+    TransferRequest* request = sendQueue_.front();
+    // A user's point-to-point send must complete without its receive (it may be queued
+    // behind that send on the peer, as in a ring of send-then-receive): those are always
+    // copied. A collective's schedule is verified to progress with no buffering at all,
+    // so its large messages may wait for their receive.
+    const bool rendezvous = request->progress == 0 && !isP2pTag(request->tag) &&
+                            owner_->rendezvousTo(peer_) &&
+                            request->bytes >= owner_->options_.cmaBytes;
+    if (rendezvous) {
+      if (!sendRendezvousLocked(request)) break;
+      sendQueue_.pop_front();
+      moved = true;
+      continue;
+    }
+    const std::size_t before = request->progress;
+    const std::uint64_t headBefore = outHead_;
+    const bool whole = sendEagerLocked(request);
+    moved = moved || request->progress != before || outHead_ != headBefore;
+    if (!whole) break;
+    sendQueue_.pop_front();
+    completeLocked(request, Status::Ok(), done);  // the bytes are in the ring
+  }
+  if (moved) peerSegment_->ring();
+  return moved;
+}
+
+bool ShmLink::checkAcksLocked(DoneList& done) {
+  bool moved = false;
+  for (std::size_t id = 0; id < kRndvSlots; ++id) {
+    TransferRequest* request = rndvInflight_[id];
+    if (request == nullptr) continue;
+    if (own_->ack(peer_, id).load(std::memory_order_acquire) != rndvSeqs_[id]) continue;
+    rndvInflight_[id] = nullptr;
+    completeLocked(request, Status::Ok(), done);
+    moved = true;
+  }
+  return moved;
+}
+
+// ---- receiving ----------------------------------------------------------------------------
+
+bool ShmLink::checkSizeLocked(TransferRequest* request, std::uint64_t bytes, DoneList& done) {
+  if (request->bytes == bytes) return true;
+  owner_->failLocked(
+      Status(ErrorCode::kMismatch,
+             strFormat("rank %d sent %llu bytes under tag 0x%llx where rank %d expected %zu",
+                       peer_, static_cast<unsigned long long>(bytes),
+                       static_cast<unsigned long long>(request->tag), owner_->rank(),
+                       request->bytes),
+             peer_),
+      done);
+  return false;
+}
+
+void ShmLink::readRendezvousLocked(TransferRequest* request, std::uint64_t remoteAddr,
+                                   std::uint64_t rndvId, std::uint64_t rndvSeq, DoneList& done) {
+  std::size_t got = 0;
+  while (got < request->bytes) {
+    iovec local{request->data + got, request->bytes - got};
+    iovec remote{reinterpret_cast<void*>(remoteAddr + got), request->bytes - got};
+    const ssize_t n = process_vm_readv(owner_->pids_[static_cast<std::size_t>(peer_)], &local, 1,
+                                       &remote, 1, 0);
+    if (n <= 0) {
+      const int error = n == 0 ? 0 : errno;
+      // ESRCH: the sender is gone (died mid-message); anything else is a real fault.
+      Status why = error == ESRCH || owner_->peerDead(peer_)
+                       ? owner_->deathOf(peer_)
+                       : Status(ErrorCode::kSystemError,
+                                strFormat("reading a %zu-byte message from rank %d with "
+                                          "process_vm_readv: %s",
+                                          request->bytes, peer_,
+                                          error == 0 ? "nothing read" : std::strerror(error)),
+                                peer_);
+      owner_->failLocked(why, done);
+      completeLocked(request, owner_->health_, done);  // in no queue: failAll missed it
+      return;
+    }
+    got += static_cast<std::size_t>(n);
+  }
+  TUTTI_ASSERT_CMP(rndvId, <, kRndvSlots);
+  peerSegment_->ack(owner_->rank(), rndvId).store(rndvSeq, std::memory_order_release);
+  peerSegment_->ring();
+  completeLocked(request, Status::Ok(), done);
+}
+
+void ShmLink::postRecv(TransferRequest* request, Tag tag, void* data, std::size_t bytes) {
+  DoneList done;
+  {
+    std::lock_guard<std::mutex> lock(owner_->mutex_);
+    request->tag = tag;
+    request->data = static_cast<char*>(data);
+    request->bytes = bytes;
+    request->progress = 0;
+    request->state.store(TransferRequest::kPending, std::memory_order_relaxed);
+    auto it = std::find_if(unexpected_.begin(), unexpected_.end(), [&](const auto& u) {
+      return u->tag == tag && u->claimedBy == nullptr;
+    });
+    if (owner_->failed_) {
+      completeLocked(request, owner_->health_, done);
+    } else if (it == unexpected_.end()) {
+      posted_.push_back(request);
+      drainLocked(done);
+    } else if (!checkSizeLocked(request, (*it)->bytes, done)) {
+      completeLocked(request, owner_->health_, done);
+    } else {
+      Unexpected& u = **it;
+      if (u.rendezvous) {
+        const std::uint64_t addr = u.remoteAddr, id = u.rndvId, seq = u.rndvSeq;
+        unexpected_.erase(it);
+        readRendezvousLocked(request, addr, id, seq, done);
+      } else if (u.received < u.bytes) {
+        u.claimedBy = request;  // completed when its last piece arrives
+      } else {
+        if (u.bytes > 0) std::memcpy(request->data, u.data.data(), u.bytes);
+        unexpectedBytes_ -= u.bytes;
+        unexpected_.erase(it);
+        completeLocked(request, Status::Ok(), done);
+        drainLocked(done);  // room may have been waiting for
+      }
+    }
+  }
+  owner_->finish(done);
+}
+
+bool ShmLink::startMessageLocked(const SlotHeader& h, DoneList& done) {
+  auto it = std::find_if(posted_.begin(), posted_.end(),
+                    [&](const TransferRequest* r) { return r->tag == h.tag; });
+  if (it != posted_.end()) {
+    TransferRequest* request = *it;
+    if (!checkSizeLocked(request, h.msgBytes, done)) return false;
+    posted_.erase(it);
+    if (h.kind == SlotKind::kRndv) {
+      readRendezvousLocked(request, h.remoteAddr, h.rndvId, h.rndvSeq, done);
+      return !owner_->failed_;
+    }
+    streamTo_ = request;
+    streamUnexpected_ = nullptr;
+    streaming_ = true;
+    return true;
+  }
+  auto u = std::make_unique<Unexpected>();
+  u->tag = h.tag;
+  u->bytes = h.msgBytes;
+  if (h.kind == SlotKind::kRndv) {
+    u->rendezvous = true;
+    u->remoteAddr = h.remoteAddr;
+    u->rndvId = h.rndvId;
+    u->rndvSeq = h.rndvSeq;
+    unexpected_.push_back(std::move(u));
+    return true;
+  }
+  // Past the cap the ring is left full: the sender waits until receives are posted.
+  if (unexpectedBytes_ + h.msgBytes > owner_->options_.maxUnexpectedBytes && unexpectedBytes_ > 0)
+    return false;
+  u->data.resize(h.msgBytes);
+  unexpectedBytes_ += h.msgBytes;
+  streamUnexpected_ = u.get();
+  streamTo_ = nullptr;
+  streaming_ = true;
+  unexpected_.push_back(std::move(u));
+  return true;
+}
+
+bool ShmLink::drainLocked(DoneList& done) {
+  bool moved = false;
+  while (!owner_->failed_ && inTail_ < in_.head->load(std::memory_order_acquire)) {
+    const SlotHeader h = *in_.header(inTail_);
+    if (h.kind != SlotKind::kData && h.kind != SlotKind::kRndv) {
+      owner_->failLocked(Status(ErrorCode::kProtocolError,
+                                strFormat("rank %d's ring holds a slot of unknown kind %u", peer_,
+                                          static_cast<unsigned>(h.kind)),
+                                peer_),
+                         done);
+      break;
+    }
+    const bool first = h.kind == SlotKind::kRndv || h.offset == 0;
+    if (first && !streaming_ && !startMessageLocked(h, done)) break;
+    if (h.kind == SlotKind::kData) {
+      if (h.chunkBytes > slotBytes_ || h.offset + h.chunkBytes > h.msgBytes) {
+        owner_->failLocked(Status(ErrorCode::kProtocolError,
+                                  strFormat("rank %d's ring holds a malformed piece of a %s",
+                                            peer_, describe(h.tag).c_str()),
+                                  peer_),
+                           done);
+        break;
+      }
+      const char* src = in_.payload(inTail_);
+      if (streamTo_ != nullptr && h.chunkBytes > 0) {
+        std::memcpy(streamTo_->data + h.offset, src, h.chunkBytes);
+      } else if (streamUnexpected_ != nullptr && h.chunkBytes > 0) {
+        std::memcpy(streamUnexpected_->data.data() + h.offset, src, h.chunkBytes);
+      }
+      if (h.offset + h.chunkBytes >= h.msgBytes) {  // the last piece
+        if (streamTo_ != nullptr) completeLocked(streamTo_, Status::Ok(), done);
+        if (streamUnexpected_ != nullptr) {
+          streamUnexpected_->received = h.msgBytes;
+          TransferRequest* claimed = streamUnexpected_->claimedBy;
+          if (claimed != nullptr) {
+            if (h.msgBytes > 0) std::memcpy(claimed->data, streamUnexpected_->data.data(), h.msgBytes);
+            unexpectedBytes_ -= h.msgBytes;
+            auto it = std::find_if(unexpected_.begin(), unexpected_.end(),
+                                   [&](const auto& u) { return u.get() == streamUnexpected_; });
+            unexpected_.erase(it);
+            completeLocked(claimed, Status::Ok(), done);
+          }
+        }
+        streamTo_ = nullptr;
+        streamUnexpected_ = nullptr;
+        streaming_ = false;
+      } else if (streamUnexpected_ != nullptr) {
+        streamUnexpected_->received = h.offset + h.chunkBytes;
+      }
+    }
+    in_.tail->store(++inTail_, std::memory_order_release);
+    moved = true;
+  }
+  if (moved) peerSegment_->ring();  // the sender may be waiting for room
+  return moved;
+}
+
+// ---- bookkeeping --------------------------------------------------------------------------
+
+void ShmLink::cancel(TransferRequest* request) {
+  DoneList done;
+  {
+    std::lock_guard<std::mutex> lock(owner_->mutex_);
+    if (request->done()) return;
+    auto posted = std::find(posted_.begin(), posted_.end(), request);
+    if (posted != posted_.end()) posted_.erase(posted);
+    if (streamTo_ == request) streamTo_ = nullptr;  // the rest of it is dropped
+    for (auto& u : unexpected_) {
+      if (u->claimedBy == request) u->claimedBy = nullptr;
+    }
+    auto queued = std::find(sendQueue_.begin(), sendQueue_.end(), request);
+    if (queued != sendQueue_.end()) {
+      const bool begun = request->progress > 0;
+      sendQueue_.erase(queued);
+      // Part of it is in the ring: the peer would take what follows for the rest.
+      if (begun)
+        owner_->failLocked(Status(ErrorCode::kAborted,
+                                  strFormat("a send to rank %d was cancelled half-way", peer_)),
+                           done);
+    }
+    for (std::size_t id = 0; id < kRndvSlots; ++id) {
+      if (rndvInflight_[id] != request) continue;
+      rndvInflight_[id] = nullptr;
+      // The peer may be reading the buffer right now; only a failed transport makes that
+      // harmless (its operation fails too).
+      owner_->failLocked(Status(ErrorCode::kAborted,
+                                strFormat("a send to rank %d was cancelled while it could be "
+                                          "reading it", peer_)),
+                         done);
+    }
+    if (!request->done()) completeLocked(request, Status(ErrorCode::kAborted, "transfer cancelled"), done);
+  }
+  owner_->finish(done);
+}
+
+bool ShmLink::needsPeerLocked() const {
+  return !posted_.empty() || streaming_ || sendsPendingLocked() ||
+         std::any_of(unexpected_.begin(), unexpected_.end(),
+                     [](const auto& u) { return u->claimedBy != nullptr; });
+}
+
+bool ShmLink::sendsPendingLocked() const {
+  return !sendQueue_.empty() ||
+         std::any_of(rndvInflight_.begin(), rndvInflight_.end(),
+                     [](const TransferRequest* r) { return r != nullptr; });
+}
+
+void ShmLink::failAllLocked(const Status& status, DoneList& done) {
+  for (TransferRequest* r : sendQueue_) completeLocked(r, status, done);
+  sendQueue_.clear();
+  for (TransferRequest*& r : rndvInflight_) {
+    if (r != nullptr) completeLocked(r, status, done);
+    r = nullptr;
+  }
+  for (TransferRequest* r : posted_) completeLocked(r, status, done);
+  posted_.clear();
+  if (streamTo_ != nullptr) completeLocked(streamTo_, status, done);
+  streamTo_ = nullptr;
+  for (auto& u : unexpected_) {
+    if (u->claimedBy != nullptr) completeLocked(u->claimedBy, status, done);
+    u->claimedBy = nullptr;
+  }
+}
+
+}  // namespace tutti::shm

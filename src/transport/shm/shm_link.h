@@ -1,0 +1,96 @@
+#pragma once
+// ShmLink: the two rings between this rank and one peer (shm_transport.h has the design).
+// Every method that ends in Locked runs with the transport's mutex held and appends the
+// requests it completed to `done`; the transport signals them after unlocking.
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "transport/link.h"
+#include "transport/shm/segment.h"
+
+namespace tutti::shm {
+
+class ShmTransport;
+
+class ShmLink final : public Link {
+ public:
+  using DoneList = std::vector<TransferRequest*>;
+
+  /// `peerSegment` is the peer's segment (this rank's outbound ring lives there), `own`
+  /// this rank's (the inbound ring and the acks of this rank's rendezvous sends).
+  ShmLink(ShmTransport* owner, int peer, const Segment* own, const Segment* peerSegment);
+
+  int peer() const override { return peer_; }
+  void postSend(TransferRequest* request, Tag tag, const void* data, std::size_t bytes) override;
+  void postRecv(TransferRequest* request, Tag tag, void* data, std::size_t bytes) override;
+  void cancel(TransferRequest* request) override;
+
+  /// Copies queued sends into the peer's ring while it has room. True when anything moved.
+  bool pumpSendsLocked(DoneList& done);
+  /// Consumes the inbound ring. True when anything moved.
+  bool drainLocked(DoneList& done);
+  /// Completes the rendezvous sends the peer has finished reading.
+  bool checkAcksLocked(DoneList& done);
+  /// True while a request on this link still needs the peer.
+  bool needsPeerLocked() const;
+  /// True while sends are queued or being read.
+  bool sendsPendingLocked() const;
+  /// Completes every pending request with `status` and forgets them.
+  void failAllLocked(const Status& status, DoneList& done);
+
+ private:
+  struct Unexpected {
+    Tag tag = 0;
+    std::uint64_t bytes = 0;
+    std::vector<char> data;        // eager: the payload, filled as pieces arrive
+    std::uint64_t received = 0;
+    bool rendezvous = false;       // the message waits in the sender's memory
+    std::uint64_t remoteAddr = 0;
+    std::uint64_t rndvId = 0;
+    std::uint64_t rndvSeq = 0;
+    TransferRequest* claimedBy = nullptr;  // a receive posted while pieces still arrive
+  };
+
+  void completeLocked(TransferRequest* request, Status status, DoneList& done);
+  /// Starts a message whose first slot is `h`: to a posted receive or an unexpected buffer.
+  /// False when it must wait (unexpected space exhausted) or the transport failed.
+  bool startMessageLocked(const SlotHeader& h, DoneList& done);
+  /// Reads a rendezvous message into `request`, acks it, completes the request.
+  void readRendezvousLocked(TransferRequest* request, std::uint64_t remoteAddr,
+                            std::uint64_t rndvId, std::uint64_t rndvSeq, DoneList& done);
+  bool checkSizeLocked(TransferRequest* request, std::uint64_t bytes, DoneList& done);
+  bool sendRendezvousLocked(TransferRequest* request);
+  bool sendEagerLocked(TransferRequest* request);
+  std::string describe(Tag tag) const;
+
+  ShmTransport* owner_;
+  const int peer_;
+  const Segment* own_;
+  const Segment* peerSegment_;
+  Ring out_;  // in the peer's segment
+  Ring in_;   // in this rank's segment
+  std::uint32_t slotBytes_ = 0;
+  // send side
+  std::deque<TransferRequest*> sendQueue_;
+  std::uint64_t outHead_ = 0;
+  std::array<TransferRequest*, kRndvSlots> rndvInflight_{};
+  std::array<std::uint64_t, kRndvSlots> rndvSeqs_{};
+  std::uint64_t rndvSeq_ = 0;
+  // receive side
+  std::deque<TransferRequest*> posted_;
+  std::deque<std::unique_ptr<Unexpected>> unexpected_;
+  std::uint64_t unexpectedBytes_ = 0;
+  std::uint64_t inTail_ = 0;
+  // The eager message whose pieces are arriving: into a request, an unexpected buffer, or
+  // nowhere (its receive was cancelled).
+  TransferRequest* streamTo_ = nullptr;
+  Unexpected* streamUnexpected_ = nullptr;
+  bool streaming_ = false;
+};
+
+}  // namespace tutti::shm

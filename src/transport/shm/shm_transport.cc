@@ -1,0 +1,373 @@
+#include "transport/shm/shm_transport.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "base/assert.h"
+#include "base/log.h"
+#include "base/macros.h"
+#include "base/strings.h"
+#include "transport/shm/shm_link.h"
+
+namespace tutti::shm {
+namespace {
+
+// The ring space one segment offers all its peers together, and the bounds on slots per
+// ring: enough to pipeline a message through, few enough that 64 ranks fit in memory.
+constexpr std::size_t kRingBudgetBytes = 16u << 20;
+constexpr std::uint32_t kMinSlots = 2;
+constexpr std::uint32_t kMaxSlots = 16;
+// How often a waiting rank looks for peers that died.
+constexpr std::int64_t kPeerCheckNs = 50'000'000;
+
+std::int64_t nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::vector<std::uint8_t> bytesOf(const std::string& text) {
+  return std::vector<std::uint8_t>(text.begin(), text.end());
+}
+
+std::string textOf(const std::vector<std::uint8_t>& bytes) {
+  return std::string(bytes.begin(), bytes.end());
+}
+
+// What a rank publishes about its segment: "<hostKey> <pid> <fd> <address>".
+struct PeerInfo {
+  std::string host;
+  int pid = 0;
+  int fd = -1;
+  std::uint64_t address = 0;
+};
+
+Result<PeerInfo> parseInfo(const std::string& text, int rank) {
+  const std::vector<std::string> parts = splitString(text, ' ');
+  PeerInfo info;
+  if (parts.size() == 4) {
+    info.host = parts[0];
+    char* end = nullptr;
+    info.pid = static_cast<int>(std::strtol(parts[1].c_str(), &end, 10));
+    info.fd = static_cast<int>(std::strtol(parts[2].c_str(), &end, 10));
+    info.address = std::strtoull(parts[3].c_str(), &end, 10);
+    if (info.pid > 0 && info.fd >= 0) return info;
+  }
+  return Status(ErrorCode::kProtocolError,
+                strFormat("rank %d published a malformed shared-memory address '%s'", rank,
+                          text.c_str()));
+}
+
+}  // namespace
+
+ShmTransport::ShmTransport(const Options& options)
+    : rank_(options.rank), size_(options.size), options_(options) {}
+
+ShmTransport::~ShmTransport() {
+  for (int fd : pidfds_) {
+    if (fd >= 0) close(fd);
+  }
+}
+
+Result<std::unique_ptr<ShmTransport>> ShmTransport::create(Store& store,
+                                                          const std::string& keyPrefix,
+                                                          const Options& options) {
+  TUTTI_CHECK_ARG(options.size >= 1 && options.rank >= 0 && options.rank < options.size,
+                  "rank %d of %d", options.rank, options.size);
+  TUTTI_CHECK_ARG(options.slotBytes >= 64, "slot of %u bytes", options.slotBytes);
+  std::unique_ptr<ShmTransport> transport(new ShmTransport(options));
+  TUTTI_RETURN_IF_ERROR(transport->setUp(store, keyPrefix));
+  return transport;
+}
+
+Status ShmTransport::setUp(Store& store, const std::string& keyPrefix) {
+  const auto n = static_cast<std::size_t>(size_);
+  const std::size_t perPeer = kRingBudgetBytes / std::max<std::size_t>(1, n - 1);
+  const auto slots = static_cast<std::uint32_t>(
+      std::clamp<std::size_t>(perPeer / options_.slotBytes, kMinSlots, kMaxSlots));
+  layout_ = Layout::make(size_, slots, options_.slotBytes);
+  TUTTI_ASSIGN_OR_RETURN(own_, Segment::create(layout_, options_.commUid, rank_));
+  const std::string host = hostKey();
+  TUTTI_RETURN_IF_ERROR(store.set(
+      keyPrefix + "shm/info/" + std::to_string(rank_),
+      bytesOf(strFormat("%s %d %d %llu", host.c_str(), static_cast<int>(getpid()), own_.fd(),
+                        static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(own_.base()))))));
+  // Every rank reads every rank's record, so all reach the same verdict on locality.
+  std::vector<PeerInfo> infos(n);
+  int elsewhere = -1;
+  for (int r = 0; r < size_; ++r) {
+    TUTTI_ASSIGN_OR_RETURN(std::vector<std::uint8_t> raw,
+                           store.get(keyPrefix + "shm/info/" + std::to_string(r), options_.deadline));
+    TUTTI_ASSIGN_OR_RETURN(infos[static_cast<std::size_t>(r)], parseInfo(textOf(raw), r));
+    if (infos[static_cast<std::size_t>(r)].host != host && elsewhere < 0) elsewhere = r;
+  }
+  if (elsewhere >= 0)
+    return Status(ErrorCode::kNotSupported,
+                  strFormat("rank %d is on another host than rank 0 (shared memory needs one "
+                            "host)", elsewhere));
+  // Map every peer's segment and learn whether their memory can be read directly.
+  std::string problem;
+  peers_.resize(n);
+  pids_.assign(n, 0);
+  for (int r = 0; r < size_ && problem.empty(); ++r) {
+    const PeerInfo& info = infos[static_cast<std::size_t>(r)];
+    pids_[static_cast<std::size_t>(r)] = info.pid;
+    if (r == rank_) continue;
+    auto segment = Segment::open(layout_, info.pid, info.fd, options_.commUid, r);
+    if (!segment.ok()) {
+      problem = segment.status().message();
+      break;
+    }
+    peers_[static_cast<std::size_t>(r)] = std::move(segment).value();
+    std::uint64_t magic = 0;
+    iovec local{&magic, sizeof(magic)};
+    iovec remote{reinterpret_cast<void*>(info.address), sizeof(magic)};
+    const bool readable = options_.cmaBytes > 0 &&
+                          process_vm_readv(info.pid, &local, 1, &remote, 1, 0) ==
+                              static_cast<ssize_t>(sizeof(magic)) &&
+                          magic == kSegmentMagic;
+    own_.cma(r) = readable ? 1 : 0;
+    if (!readable && options_.cmaBytes > 0)
+      TUTTI_INFO(kShm, "rank %d's memory cannot be read with process_vm_readv (%s): messages "
+                 "from it are copied through the ring", r, std::strerror(errno));
+  }
+  TUTTI_RETURN_IF_ERROR(store.set(keyPrefix + "shm/ready/" + std::to_string(rank_),
+                                  bytesOf(problem.empty() ? "ok" : "failed: " + problem)));
+  for (int r = 0; r < size_; ++r) {
+    TUTTI_ASSIGN_OR_RETURN(std::vector<std::uint8_t> raw,
+                           store.get(keyPrefix + "shm/ready/" + std::to_string(r), options_.deadline));
+    const std::string verdict = textOf(raw);
+    if (verdict != "ok")
+      return Status(ErrorCode::kSystemError,
+                    strFormat("rank %d could not join the shared segments: %s", r, verdict.c_str()));
+  }
+  // Everyone has mapped this segment: the descriptor is no longer needed, and without it
+  // the memory goes with the last mapping, however the processes end.
+  own_.closeFd();
+  pidfds_.assign(n, -1);
+  links_.resize(n);
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    pidfds_[static_cast<std::size_t>(r)] =
+        static_cast<int>(syscall(SYS_pidfd_open, pids_[static_cast<std::size_t>(r)], 0));
+    links_[static_cast<std::size_t>(r)] =
+        std::make_unique<ShmLink>(this, r, &own_, &peers_[static_cast<std::size_t>(r)]);
+  }
+  TUTTI_INFO(kShm, "rank %d: shared memory with %d peers, %u slots of %u bytes per ring, "
+             "rendezvous from %llu bytes", rank_, size_ - 1, slots, options_.slotBytes,
+             static_cast<unsigned long long>(options_.cmaBytes));
+  return Status::Ok();
+}
+
+Link& ShmTransport::link(int peer) {
+  TUTTI_ASSERT(peer >= 0 && peer < size_ && peer != rank_);
+  return *links_[static_cast<std::size_t>(peer)];
+}
+
+bool ShmTransport::rendezvousTo(int peer) const {
+  return options_.cmaBytes > 0 && peers_[static_cast<std::size_t>(peer)].cma(rank_) != 0;
+}
+
+Status ShmTransport::health() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  // A peer's abort counts before this rank's next progress pass adopts it.
+  if (!failed_ && own_.control().abortState.load(std::memory_order_acquire) == 2)
+    return abortRecord();
+  return health_;
+}
+
+Status ShmTransport::abortRecord() const {
+  const Control& c = own_.control();
+  const int blamed = c.abortPeer >= 0 && c.abortPeer < size_ ? c.abortPeer : Status::kNoRank;
+  return Status(static_cast<ErrorCode>(c.abortCode),
+                std::string(c.abortText, strnlen(c.abortText, kAbortTextBytes)), blamed);
+}
+
+void ShmTransport::finish(DoneList& done) {
+  if (!done.empty()) progress_.notify();
+  done.clear();
+}
+
+bool ShmTransport::progressLocked(DoneList& done) {
+  checkAbortLocked(done);
+  if (failed_) return false;
+  bool moved = false;
+  for (int r = 0; r < size_ && !failed_; ++r) {
+    if (r == rank_) continue;
+    ShmLink& l = *links_[static_cast<std::size_t>(r)];
+    moved = l.drainLocked(done) || moved;
+    moved = l.pumpSendsLocked(done) || moved;
+    moved = l.checkAcksLocked(done) || moved;
+    // A peer that left sends nothing more: whatever this rank still expects of it is lost.
+    if (!failed_ && peers_[static_cast<std::size_t>(r)].base() != nullptr &&
+        own_.left(r).load(std::memory_order_acquire) != 0 && l.needsPeerLocked()) {
+      // Drain once more: its last messages were published before it left.
+      moved = l.drainLocked(done) || moved;
+      if (l.needsPeerLocked())
+        failLocked(Status(ErrorCode::kPeerFailure,
+                          strFormat("rank %d left the communicator (destroyed it) while rank %d "
+                                    "still needed it", r, rank_),
+                          r),
+                   done);
+    }
+  }
+  const std::int64_t now = nowNs();
+  if (now - lastPeerCheckNs_ >= kPeerCheckNs) {
+    lastPeerCheckNs_ = now;
+    checkPeersLocked(done);
+  }
+  return moved;
+}
+
+void ShmTransport::checkAbortLocked(DoneList& done) {
+  Control& c = own_.control();
+  if (failed_ || c.abortState.load(std::memory_order_acquire) != 2) return;
+  TUTTI_INFO(kShm, "rank %d aborted the communicator", c.abortFrom);
+  // failLocked adopts the record: the root cause as the first rank to see it worded it.
+  failLocked(Status(ErrorCode::kAborted, "aborted by a peer"), done);
+}
+
+bool ShmTransport::peerDead(int peer) const {
+  const int pidfd = pidfds_[static_cast<std::size_t>(peer)];
+  if (pidfd >= 0) {
+    pollfd p{pidfd, POLLIN, 0};
+    return poll(&p, 1, 0) > 0;  // readable once the process has exited
+  }
+  return kill(pids_[static_cast<std::size_t>(peer)], 0) != 0 && errno == ESRCH;
+}
+
+Status ShmTransport::deathOf(int peer) const {
+  return Status(ErrorCode::kPeerFailure,
+                strFormat("rank %d (pid %d) died", peer, pids_[static_cast<std::size_t>(peer)]),
+                peer);
+}
+
+void ShmTransport::checkPeersLocked(DoneList& done) {
+  for (int r = 0; r < size_ && !failed_; ++r) {
+    if (r == rank_ || own_.left(r).load(std::memory_order_acquire) != 0) continue;
+    // It may have left properly just now: its flag is set before it exits.
+    if (peerDead(r) && own_.left(r).load(std::memory_order_acquire) == 0)
+      failLocked(deathOf(r), done);
+  }
+}
+
+void ShmTransport::writeAbortTo(int peer, const Status& status) {
+  const Segment& segment = peers_[static_cast<std::size_t>(peer)];
+  if (segment.base() == nullptr) return;
+  Control& c = segment.control();
+  std::uint32_t expected = 0;
+  if (!c.abortState.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) return;
+  c.abortCode = static_cast<std::int32_t>(status.code());
+  c.abortPeer = status.peerRank();
+  c.abortFrom = rank_;
+  const std::string& text = status.message();
+  const std::size_t len = std::min(text.size(), kAbortTextBytes - 1);
+  std::memcpy(c.abortText, text.data(), len);
+  c.abortText[len] = '\0';
+  c.abortState.store(2, std::memory_order_release);
+  segment.ring();
+}
+
+void ShmTransport::failLocked(const Status& status, DoneList& done) {
+  if (failed_) return;
+  failed_ = true;
+  health_ = status;
+  // A peer's abort that arrived first is the root cause; this failure may be its symptom
+  // (a read from a rank that already left because of it).
+  if (own_.control().abortState.load(std::memory_order_acquire) == 2) health_ = abortRecord();
+  TUTTI_WARN(kShm, "rank %d: shared-memory transport failed: %s", rank_, health_.toString().c_str());
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    writeAbortTo(r, health_);
+    links_[static_cast<std::size_t>(r)]->failAllLocked(health_, done);
+  }
+  progress_.notify();  // waiters re-check health even when no request was pending
+}
+
+void ShmTransport::fail(const Status& status) {
+  DoneList done;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    failLocked(status, done);
+  }
+  finish(done);
+}
+
+bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::int64_t spinNs) {
+  const std::int64_t spinUntil = nowNs() + spinNs;
+  Control& c = own_.control();
+  DoneList done;
+  auto pass = [&] {
+    bool moved;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      moved = progressLocked(done);
+    }
+    finish(done);
+    return moved;
+  };
+  while (true) {
+    const bool moved = pass();
+    if (progress_.snapshot() != seen) return true;
+    if (moved) continue;
+    if (nowNs() < spinUntil) {
+      cpuRelax();
+      continue;
+    }
+    // Sleep on the doorbell. A peer publishes, then rings; reading the bell before the
+    // last look means a ring after that look changes it and the wait returns at once.
+    const std::uint32_t bell = c.doorbell.load(std::memory_order_seq_cst);
+    c.sleeping.store(1, std::memory_order_seq_cst);
+    const bool movedLate = pass();
+    if (movedLate || progress_.snapshot() != seen) {
+      c.sleeping.store(0, std::memory_order_relaxed);
+      if (progress_.snapshot() != seen) return true;
+      continue;
+    }
+    if (deadline.expired()) {
+      c.sleeping.store(0, std::memory_order_relaxed);
+      return false;
+    }
+    const std::int64_t remaining =
+        deadline.isNever() ? kPeerCheckNs
+                           : std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.remaining()).count();
+    sharedFutexWait(&c.doorbell, bell, std::clamp<std::int64_t>(remaining, 0, kPeerCheckNs));
+    c.sleeping.store(0, std::memory_order_relaxed);
+  }
+}
+
+void ShmTransport::shutdown(Deadline deadline) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (shutDown_) return;
+  }
+  // Sends still queued (a peer has not made room yet) are flushed, within the deadline.
+  while (true) {
+    const std::uint32_t seen = progress_.snapshot();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      bool pending = false;
+      for (const auto& l : links_) pending = pending || (l && l->sendsPendingLocked());
+      if (!pending || failed_ || deadline.expired()) break;
+    }
+    waitForProgress(seen, deadline, 0);
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  shutDown_ = true;
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    const Segment& peer = peers_[static_cast<std::size_t>(r)];
+    peer.left(rank_).store(1, std::memory_order_release);
+    peer.ring();
+  }
+}
+
+}  // namespace tutti::shm

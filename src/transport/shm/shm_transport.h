@@ -1,0 +1,113 @@
+#pragma once
+// ShmTransport: every peer on this host reached through shared memory (DESIGN.md 5, shm).
+//
+// Each rank owns a segment (segment.h) with one inbound ring per peer. A message of up to
+// `cmaBytes` is copied into the receiver's ring in slot-sized pieces by the sending thread
+// and copied out by the receiving thread into the posted receive (or into an "unexpected"
+// buffer when the receive is not posted yet): two copies, pipelined, no system call. A
+// larger message is sent by rendezvous when the receiver can read this process's memory:
+// one slot describes it, the receiver copies it straight from the sender's buffer with
+// process_vm_readv (one copy) and marks it done in the sender's ack table.
+//
+// There is no progress thread. Posting a request moves what it can at once; the thread
+// that waits (waitForProgress) moves the rest, polling for the spin budget and then
+// sleeping on its segment's doorbell, which every peer rings after giving it work (data,
+// freed slots, acks, an abort). So a rank blocked in a collective uses no CPU after the
+// spin, and more ranks than cores still progress.
+//
+// Failures: the first failure (a timeout, a mismatch, a peer found dead through its pidfd,
+// a peer that left while still needed) is written into every peer's abort record and rings
+// its doorbell, so every rank fails at once naming the rank at fault. One mutex guards the
+// transport's state; completions are signalled after it is released.
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "transport/link.h"
+#include "transport/shm/segment.h"
+#include "tutti/store.h"
+
+namespace tutti::shm {
+
+class ShmLink;
+
+class ShmTransport final : public Transport {
+ public:
+  struct Options {
+    int rank = 0;
+    int size = 1;
+    std::uint64_t commUid = 0;
+    /// Messages of at least this many bytes go by rendezvous (CMA) where the receiver can
+    /// read the sender; 0 never.
+    std::uint64_t cmaBytes = 256 << 10;
+    std::uint32_t slotBytes = 32 << 10;
+    /// Bytes of unexpected messages buffered per peer before the ring stops being drained.
+    std::uint64_t maxUnexpectedBytes = 64u << 20;
+    Deadline deadline = Deadline::afterSeconds(60);
+  };
+
+  /// Builds the transport through `store` (keys "<keyPrefix>shm/..."). Every rank of the
+  /// communicator must call it; all of them return an error, kNotSupported, when the ranks
+  /// are not all on this host (hostKey()), or the same kSystemError when any rank could not
+  /// set up its segment or map another's, so they can fall back together.
+  static Result<std::unique_ptr<ShmTransport>> create(Store& store, const std::string& keyPrefix,
+                                                      const Options& options);
+  ~ShmTransport() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  Link& link(int peer) override;
+  WaitSignal& progressSignal() override { return progress_; }
+  void setDriving(bool) override {}
+  bool waitForProgress(std::uint32_t seen, Deadline deadline, std::int64_t spinNs) override;
+  Status health() const override;
+  void fail(const Status& status) override;
+  void shutdown(Deadline deadline) override;
+
+  /// Whether messages to `peer` of `cmaBytes` or more go by rendezvous.
+  bool rendezvousTo(int peer) const;
+
+ private:
+  friend class ShmLink;
+  using DoneList = std::vector<TransferRequest*>;
+
+  ShmTransport(const Options& options);
+  Status setUp(Store& store, const std::string& keyPrefix);
+  /// One pass over every link. True when anything moved. Needs mutex_.
+  bool progressLocked(DoneList& done);
+  /// Adopts a failure written into this rank's abort record by a peer.
+  void checkAbortLocked(DoneList& done);
+  /// Peers that died (pidfd readable) without having left; fails the transport.
+  void checkPeersLocked(DoneList& done);
+  /// True once `peer`'s process has exited (its pidfd is readable).
+  bool peerDead(int peer) const;
+  /// The error that names `peer` as dead.
+  Status deathOf(int peer) const;
+  void failLocked(const Status& status, DoneList& done);
+  void finish(DoneList& done);
+  void writeAbortTo(int peer, const Status& status);
+  /// The failure a peer wrote into this rank's abort record (which must be complete).
+  Status abortRecord() const;
+
+  const int rank_;
+  const int size_;
+  const Options options_;
+  Layout layout_;
+  Segment own_;
+  std::vector<Segment> peers_;         // indexed by rank; empty for self
+  std::vector<int> pids_;
+  std::vector<int> pidfds_;            // -1 where pidfd_open is not available
+  std::vector<std::unique_ptr<ShmLink>> links_;
+  mutable std::mutex mutex_;
+  Status health_;
+  bool failed_ = false;
+  bool shutDown_ = false;
+  WaitSignal progress_;
+  std::int64_t lastPeerCheckNs_ = 0;
+};
+
+}  // namespace tutti::shm

@@ -1,0 +1,242 @@
+// The shared-memory transport, ranks as threads of this process rendezvousing through an
+// in-memory store (the segments, rings, doorbells and process_vm_readv are the real ones:
+// a process can map its own memfds and read its own memory). Every test runs twice: with
+// rendezvous (CMA) for large messages and with everything copied through the rings.
+
+#include "transport/shm/shm_transport.h"
+
+#include <gtest/gtest.h>
+
+#include <dirent.h>
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <thread>
+#include <vector>
+
+#include "transport/tag.h"
+#include "unit/transport/conformance.h"
+
+namespace tutti::shm {
+namespace {
+
+constexpr std::uint64_t kUid = 0x5eed;
+
+struct ShmSetup {
+  std::uint64_t cmaBytes = 256 << 10;
+  std::uint64_t maxUnexpected = 64u << 20;
+};
+
+std::vector<std::unique_ptr<ShmTransport>> connectAll(int size, const ShmSetup& setup) {
+  std::shared_ptr<Store> store = makeMemoryStore();
+  std::vector<std::unique_ptr<ShmTransport>> out(static_cast<std::size_t>(size));
+  std::vector<std::thread> threads;
+  std::vector<Status> errors(static_cast<std::size_t>(size));
+  for (int r = 0; r < size; ++r) {
+    threads.emplace_back([&, r] {
+      ShmTransport::Options o;
+      o.rank = r;
+      o.size = size;
+      o.commUid = kUid;
+      o.cmaBytes = setup.cmaBytes;
+      o.slotBytes = 4096;  // small slots: messages span many of them, and the ring wraps
+      o.maxUnexpectedBytes = setup.maxUnexpected;
+      o.deadline = Deadline::afterSeconds(30);
+      auto t = ShmTransport::create(*store, "t/", o);
+      if (t.ok()) out[static_cast<std::size_t>(r)] = std::move(t).value();
+      else errors[static_cast<std::size_t>(r)] = t.status();
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& e : errors) EXPECT_TRUE(e.ok()) << e.toString();
+  return out;
+}
+
+using test::pattern;
+using test::waitFor;
+
+class ShmTransportTest : public ::testing::TestWithParam<std::uint64_t> {
+ protected:
+  ShmSetup setup() const {
+    ShmSetup s;
+    s.cmaBytes = GetParam();
+    return s;
+  }
+};
+
+TEST_P(ShmTransportTest, AllPairsExchangeMessagesOfManySizes) {
+  auto ts = connectAll(4, setup());
+  ASSERT_EQ(ts.size(), 4u);
+  std::vector<Transport*> ranks;
+  for (auto& t : ts) ranks.push_back(t.get());
+  // Around the slot size, the ring's capacity and the rendezvous threshold.
+  EXPECT_EQ(test::exchangeAllPairs(ranks, {0, 1, 31, 4095, 4096, 4097, 70000, 256 << 10, 3u << 20}),
+            "");
+}
+
+TEST_P(ShmTransportTest, EqualTagsAreReceivedInSendOrder) {
+  auto ts = connectAll(2, setup());
+  std::vector<std::uint32_t> values(100);
+  std::iota(values.begin(), values.end(), 0u);
+  std::vector<TransferRequest> sends(values.size());
+  std::vector<std::uint32_t> got(values.size(), 999);
+  std::vector<TransferRequest> recvs(values.size());
+  // More messages than slots: the sender's queue waits for the receiver to make room.
+  std::thread sender([&] {
+    for (std::size_t i = 0; i < values.size(); ++i)
+      ts[0]->link(1).postSend(&sends[i], 7, &values[i], sizeof(std::uint32_t));
+    for (auto& s : sends) EXPECT_TRUE(waitFor(*ts[0], s).ok());
+  });
+  for (std::size_t i = 0; i < values.size(); ++i)
+    ts[1]->link(0).postRecv(&recvs[i], 7, &got[i], sizeof(std::uint32_t));
+  for (auto& r : recvs) ASSERT_TRUE(waitFor(*ts[1], r).ok());
+  sender.join();
+  EXPECT_EQ(got, values);
+}
+
+TEST_P(ShmTransportTest, SizeMismatchIsAnErrorNamingThePeerOnBothRanks) {
+  for (const std::size_t bytes : {std::size_t{100}, std::size_t{1} << 20}) {
+    auto ts = connectAll(2, setup());
+    std::vector<char> out(bytes, 'x'), in(bytes - 36);
+    TransferRequest send, recv;
+    ts[0]->link(1).postSend(&send, 1, out.data(), out.size());
+    ts[1]->link(0).postRecv(&recv, 1, in.data(), in.size());
+    Status s = waitFor(*ts[1], recv);
+    EXPECT_EQ(s.code(), ErrorCode::kMismatch) << s.toString();
+    EXPECT_NE(s.message().find(std::to_string(bytes) + " bytes"), std::string::npos) << s.toString();
+    EXPECT_EQ(s.peerRank(), 0);
+    // The sender learns it through the abort record, with the same words.
+    Status other = waitFor(*ts[0], send);
+    if (!other.ok()) {
+      EXPECT_EQ(other.message(), s.message());
+    }
+    EXPECT_EQ(ts[0]->health().message(), s.message());
+  }
+}
+
+TEST_P(ShmTransportTest, UnexpectedBytesAreCappedByBackPressure) {
+  ShmSetup s = setup();
+  s.maxUnexpected = 1u << 20;
+  auto ts = connectAll(2, s);
+  // Two 2 MiB user messages (point-to-point tags: never rendezvous): the first fills the
+  // unexpected budget, the second waits in the ring until the receives are posted.
+  auto a = pattern(2u << 20, 3), b = pattern(2u << 20, 4);
+  TransferRequest sendA, sendB, recvA, recvB;
+  std::thread sender([&] {
+    ts[0]->link(1).postSend(&sendA, p2pTag(0, 1), a.data(), a.size());
+    ts[0]->link(1).postSend(&sendB, p2pTag(0, 2), b.data(), b.size());
+    EXPECT_TRUE(waitFor(*ts[0], sendA).ok());
+    EXPECT_TRUE(waitFor(*ts[0], sendB).ok());
+  });
+  std::vector<std::uint8_t> inA(a.size()), inB(b.size());
+  ts[1]->link(0).postRecv(&recvB, p2pTag(0, 2), inB.data(), inB.size());
+  ts[1]->link(0).postRecv(&recvA, p2pTag(0, 1), inA.data(), inA.size());
+  ASSERT_TRUE(waitFor(*ts[1], recvA).ok());
+  ASSERT_TRUE(waitFor(*ts[1], recvB).ok());
+  sender.join();
+  EXPECT_EQ(inA, a);
+  EXPECT_EQ(inB, b);
+}
+
+TEST_P(ShmTransportTest, PeerThatLeavesFailsPendingReceivesNamingIt) {
+  auto ts = connectAll(3, setup());
+  std::vector<char> in(8);
+  TransferRequest recv;
+  ts[0]->link(2).postRecv(&recv, 9, in.data(), in.size());
+  ts[2]->shutdown(Deadline::afterSeconds(5));
+  Status s = waitFor(*ts[0], recv);
+  EXPECT_EQ(s.code(), ErrorCode::kPeerFailure) << s.toString();
+  EXPECT_EQ(s.peerRank(), 2);
+  EXPECT_NE(s.message().find("rank 2 left the communicator"), std::string::npos) << s.toString();
+}
+
+TEST_P(ShmTransportTest, MessagesSentBeforeLeavingStillArrive) {
+  auto ts = connectAll(2, setup());
+  auto data = pattern(100000, 9);
+  TransferRequest send, recv;
+  ts[1]->link(0).postSend(&send, p2pTag(0, 5), data.data(), data.size());
+  // The ring holds less than the message: shutdown flushes the rest as rank 0 drains.
+  std::thread leaver([&] { ts[1]->shutdown(Deadline::afterSeconds(20)); });
+  std::vector<std::uint8_t> in(data.size());
+  ts[0]->link(1).postRecv(&recv, p2pTag(0, 5), in.data(), in.size());
+  EXPECT_TRUE(waitFor(*ts[0], recv).ok()) << recv.status().toString();
+  leaver.join();
+  EXPECT_EQ(in, data);
+  EXPECT_TRUE(send.done());
+}
+
+TEST_P(ShmTransportTest, CancelledReceiveIsNeverWritten) {
+  auto ts = connectAll(2, setup());
+  std::vector<char> in(16, 'z');
+  TransferRequest recv;
+  ts[1]->link(0).postRecv(&recv, 3, in.data(), in.size());
+  ts[1]->link(0).cancel(&recv);
+  EXPECT_TRUE(recv.done());
+  EXPECT_EQ(recv.status().code(), ErrorCode::kAborted);
+  std::vector<char> out(16, 'a');
+  TransferRequest send, again;
+  ts[0]->link(1).postSend(&send, 3, out.data(), out.size());
+  std::vector<char> in2(16);
+  ts[1]->link(0).postRecv(&again, 3, in2.data(), in2.size());
+  ASSERT_TRUE(waitFor(*ts[1], again).ok());
+  EXPECT_EQ(in, std::vector<char>(16, 'z'));
+  EXPECT_EQ(in2, out);
+}
+
+TEST_P(ShmTransportTest, FailureReachesEveryRankWithTheSameWordsAndCulprit) {
+  auto ts = connectAll(4, setup());
+  std::vector<char> in(8);
+  std::vector<TransferRequest> recvs(3);
+  ts[0]->link(1).postRecv(&recvs[0], 1, in.data(), in.size());
+  ts[2]->link(3).postRecv(&recvs[1], 1, in.data(), in.size());
+  ts[3]->link(2).postRecv(&recvs[2], 1, in.data(), in.size());
+  ts[1]->fail(Status(ErrorCode::kTimeout, "allreduce #4 timed out waiting for rank 3", 3));
+  const int waiter[] = {0, 2, 3};
+  for (std::size_t i = 0; i < recvs.size(); ++i) {
+    Status s = waitFor(*ts[static_cast<std::size_t>(waiter[i])], recvs[i]);
+    EXPECT_EQ(s.code(), ErrorCode::kTimeout) << s.toString();
+    EXPECT_EQ(s.message(), "allreduce #4 timed out waiting for rank 3");
+    EXPECT_EQ(s.peerRank(), 3);
+  }
+  // A failed transport refuses new requests at once.
+  TransferRequest late;
+  ts[0]->link(2).postSend(&late, 1, in.data(), in.size());
+  EXPECT_TRUE(late.done());
+  EXPECT_EQ(late.status().code(), ErrorCode::kTimeout);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, ShmTransportTest, ::testing::Values(256u << 10, 0u),
+                         [](const auto& param) {
+                           return param.param == 0 ? std::string("RingOnly") : std::string("Rendezvous");
+                         });
+
+std::size_t entriesOf(const char* directory) {
+  std::size_t n = 0;
+  if (DIR* d = opendir(directory)) {
+    while (readdir(d) != nullptr) ++n;
+    closedir(d);
+  }
+  return n;
+}
+
+// Segments are memfds: nothing named is left behind, and no descriptor outlives its
+// transport, over many cycles.
+TEST(ShmTransportResources, NothingIsLeftAfterManyCreateDestroyCycles) {
+  const std::size_t shmBefore = entriesOf("/dev/shm");
+  {
+    auto warm = connectAll(2, ShmSetup{});  // the first cycle may open long-lived descriptors
+    for (auto& t : warm) t->shutdown(Deadline::afterSeconds(5));
+  }
+  const std::size_t fdsBefore = entriesOf("/proc/self/fd");
+  for (int cycle = 0; cycle < 50; ++cycle) {
+    auto ts = connectAll(3, ShmSetup{});
+    ASSERT_EQ(ts.size(), 3u);
+    for (auto& t : ts) t->shutdown(Deadline::afterSeconds(5));
+  }
+  EXPECT_EQ(entriesOf("/proc/self/fd"), fdsBefore);
+  EXPECT_EQ(entriesOf("/dev/shm"), shmBefore);
+}
+
+}  // namespace
+}  // namespace tutti::shm
