@@ -13,6 +13,7 @@
 #include "core/work_state.h"
 #include "schedule/verifier.h"
 #include "transport/tag.h"
+#include "transport/hybrid/hybrid_transport.h"
 #include "transport/shm/shm_transport.h"
 #include "transport/tcp/tcp_transport.h"
 
@@ -114,6 +115,7 @@ Status CommImpl::connect(const InitParams& params, const Config& config, const s
   TUTTI_CHECK_ARG(choice == "auto" || choice == "shm" || choice == "tcp",
                   "the transport (TUTTI_TRANSPORT or CommOptions::transport) must be auto, shm "
                   "or tcp, got '%s'", choice.c_str());
+  std::unique_ptr<shm::ShmTransport> local;
   if (choice != "tcp") {
     shm::ShmTransport::Options sopts;
     sopts.rank = params.rank;
@@ -126,16 +128,20 @@ Status CommImpl::connect(const InitParams& params, const Config& config, const s
     sopts.slotBytes = static_cast<std::uint32_t>(config.shmSlotBytes);
     sopts.maxUnexpectedBytes = config.tcpMaxUnexpected;
     sopts.deadline = deadline;
+    sopts.host = config.shmHost;
+    sopts.requireAll = choice == "shm";
     auto shm = shm::ShmTransport::create(*store_, prefix, sopts);
-    if (shm.ok()) {
+    if (shm.ok() && (*shm)->localPeers() + 1 == static_cast<std::size_t>(params.size)) {
       transport_ = std::move(shm).value();
       TUTTI_INFO(kInit, "communicator '%s': rank %d of %d ready, peers reached over shared memory",
                  name_.c_str(), params.rank, params.size);
       return Status::Ok();
     }
-    // Every rank reaches the same verdict (shm_transport.h), so all fall back together.
-    if (choice == "shm") return shm.status().withContext(where + " with TUTTI_TRANSPORT=shm");
-    TUTTI_INFO(kInit, "shared memory not used: %s", shm.status().message().c_str());
+    // Each pair of ranks reaches the same verdict (shm_transport.h): a rank without shared
+    // memory is reached over TCP by all.
+    if (shm.ok()) local = std::move(shm).value();
+    else if (choice == "shm") return shm.status().withContext(where + " with TUTTI_TRANSPORT=shm");
+    else TUTTI_INFO(kInit, "shared memory not used: %s", shm.status().message().c_str());
   }
   tcp::TcpTransport::Options topts;
   topts.rank = params.rank;
@@ -148,8 +154,16 @@ Status CommImpl::connect(const InitParams& params, const Config& config, const s
   topts.deadline = deadline;
   auto transport = tcp::TcpTransport::create(*store_, prefix, topts);
   if (!transport.ok()) return transport.status().withContext(where);
-  transport_ = std::move(transport).value();
   bindHost_ = topts.bindHost;
+  if (local) {
+    const std::size_t peers = local->localPeers();
+    transport_ = std::make_unique<HybridTransport>(std::move(local), std::move(transport).value());
+    TUTTI_INFO(kInit, "communicator '%s': rank %d of %d ready, %zu peers over shared memory, "
+               "the others over TCP from %s", name_.c_str(), params.rank, params.size, peers,
+               topts.bindHost.c_str());
+    return Status::Ok();
+  }
+  transport_ = std::move(transport).value();
   TUTTI_INFO(kInit, "communicator '%s': rank %d of %d ready, peers reached over TCP from %s",
              name_.c_str(), params.rank, params.size, topts.bindHost.c_str());
   return Status::Ok();

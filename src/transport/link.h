@@ -63,6 +63,14 @@ class Link {
   virtual void cancel(TransferRequest* request) = 0;
 };
 
+/// Told whenever a transport signals progress (completions, failure), from whichever
+/// thread made it. Lets one transport's waiter sleep on another's wake-up (HybridTransport).
+class ProgressHook {
+ public:
+  virtual ~ProgressHook() = default;
+  virtual void onProgress() = 0;
+};
+
 class Transport {
  public:
   virtual ~Transport() = default;

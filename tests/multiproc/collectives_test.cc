@@ -29,8 +29,25 @@ int countLines(const std::string& text, const std::string& needle) {
 }
 
 // Every multi-process test runs over each transport: shared memory (what "auto" picks on
-// one host) and TCP.
-const std::vector<std::string> kTransports = {"shm", "tcp"};
+// one host), TCP, and both at once: "hybrid" gives ranks 2k and 2k+1 a host of their own
+// (TUTTI_SHM_HOST), so pairs share memory and reach the other pairs over TCP.
+const std::vector<std::string> kTransports = {"shm", "tcp", "hybrid"};
+
+// tutti-run's arguments for `n` ranks of `program` over `transport`.
+std::vector<std::string> launch(int n, const std::string& transport,
+                                const std::vector<std::string>& tuttiRunOptions,
+                                const std::vector<std::string>& program) {
+  std::vector<std::string> argv = {binPath("tutti-run"), "-n", std::to_string(n)};
+  argv.insert(argv.end(), tuttiRunOptions.begin(), tuttiRunOptions.end());
+  argv.push_back("-x");
+  argv.push_back("TUTTI_TRANSPORT=" + std::string(transport == "hybrid" ? "auto" : transport));
+  if (transport == "hybrid") {
+    for (const char* arg : {"/bin/sh", "-c", "TUTTI_SHM_HOST=pair$((TUTTI_RANK / 2)) exec \"$0\" \"$@\""})
+      argv.push_back(arg);
+  }
+  argv.insert(argv.end(), program.begin(), program.end());
+  return argv;
+}
 
 std::string transportName(const ::testing::TestParamInfo<std::tuple<int, std::string>>& info) {
   return std::get<1>(info.param) + "_n" + std::to_string(std::get<0>(info.param));
@@ -40,9 +57,8 @@ class CollectiveProcs : public ::testing::TestWithParam<std::tuple<int, std::str
 
 TEST_P(CollectiveProcs, AllreduceIsRightOnEveryRank) {
   const auto [n, transport] = GetParam();
-  ProcessResult r = runProcess({binPath("tutti-run"), "-n", std::to_string(n), "--timeout", "200",
-                                "-x", "TUTTI_TRANSPORT=" + transport,
-                                testProgramPath("tutti_collective_worker"), "check"},
+  ProcessResult r = runProcess(launch(n, transport, {"--timeout", "200"},
+                                      {testProgramPath("tutti_collective_worker"), "check"}),
                                kOuterBoundSeconds);
   ASSERT_FALSE(r.timedOut) << r.out << r.err;
   EXPECT_EQ(r.exitCode(), 0) << r.out << r.err;
@@ -60,9 +76,8 @@ class EveryCollectiveProcs : public ::testing::TestWithParam<std::tuple<int, std
 // Every collective x algorithm in real processes, then on split sub-communicators.
 TEST_P(EveryCollectiveProcs, EveryCollectiveAndSplitAreRight) {
   const auto [n, transport] = GetParam();
-  ProcessResult r = runProcess({binPath("tutti-run"), "-n", std::to_string(n), "--timeout", "200",
-                                "-x", "TUTTI_TRANSPORT=" + transport,
-                                testProgramPath("tutti_collective_worker"), "every"},
+  ProcessResult r = runProcess(launch(n, transport, {"--timeout", "200"},
+                                      {testProgramPath("tutti_collective_worker"), "every"}),
                                kOuterBoundSeconds);
   ASSERT_FALSE(r.timedOut) << r.out << r.err;
   EXPECT_EQ(r.exitCode(), 0) << r.out << r.err;
@@ -81,10 +96,9 @@ TEST_P(KilledRankProcs, KilledRankIsNamedByEverySurvivor) {
   const int victim = 2;
   // A generous --grace: survivors must get to report however loaded the machine is (a
   // sanitizer build on 2 cores can take seconds); only a real hang can exhaust it.
-  ProcessResult r = runProcess({binPath("tutti-run"), "-n", std::to_string(n), "--timeout", "100",
-                                "--grace", "60", "-x", "TUTTI_TRANSPORT=" + GetParam(),
-                                testProgramPath("tutti_collective_worker"), "die",
-                                std::to_string(victim)},
+  ProcessResult r = runProcess(launch(n, GetParam(), {"--timeout", "100", "--grace", "60"},
+                                      {testProgramPath("tutti_collective_worker"), "die",
+                                       std::to_string(victim)}),
                                kOuterBoundSeconds);
   ASSERT_FALSE(r.timedOut) << r.out << r.err;
   EXPECT_NE(r.exitCode(), 0);
@@ -118,10 +132,9 @@ TEST(CollectiveProcs, BenchmarkChecksEveryTypeWithZeroWrong) {
 }
 
 TEST_P(KilledRankProcs, KillingABenchmarkRankEndsTheJobNamingIt) {
-  auto job = Subprocess::start({binPath("tutti-run"), "-n", "4", "--verbose", "--timeout", "100",
-                                "--grace", "60", "-x", "TUTTI_TRANSPORT=" + GetParam(),
-                                binPath("tutti-bench"), "allreduce", "-b", "32M", "-e", "32M",
-                                "-n", "100000", "-w", "1", "-c", "0"});
+  auto job = Subprocess::start(launch(4, GetParam(), {"--verbose", "--timeout", "100", "--grace", "60"},
+                                      {binPath("tutti-bench"), "allreduce", "-b", "32M", "-e",
+                                       "32M", "-n", "100000", "-w", "1", "-c", "0"}));
   ASSERT_TRUE(job.ok()) << job.status().toString();
   Subprocess& p = **job;
   std::smatch m;

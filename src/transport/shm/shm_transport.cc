@@ -95,32 +95,37 @@ Status ShmTransport::setUp(Store& store, const std::string& keyPrefix) {
       std::clamp<std::size_t>(perPeer / options_.slotBytes, kMinSlots, kMaxSlots));
   layout_ = Layout::make(size_, slots, options_.slotBytes);
   TUTTI_ASSIGN_OR_RETURN(own_, Segment::create(layout_, options_.commUid, rank_));
-  const std::string host = hostKey();
+  const std::string host = options_.host.empty() ? hostKey() : options_.host;
   TUTTI_RETURN_IF_ERROR(store.set(
       keyPrefix + "shm/info/" + std::to_string(rank_),
       bytesOf(strFormat("%s %d %d %llu", host.c_str(), static_cast<int>(getpid()), own_.fd(),
                         static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(own_.base()))))));
-  // Every rank reads every rank's record, so all reach the same verdict on locality.
+  // Every rank reads every rank's record, so each pair agrees on whether it is local.
   std::vector<PeerInfo> infos(n);
   int elsewhere = -1;
+  isLocal_.assign(n, false);
   for (int r = 0; r < size_; ++r) {
     TUTTI_ASSIGN_OR_RETURN(std::vector<std::uint8_t> raw,
                            store.get(keyPrefix + "shm/info/" + std::to_string(r), options_.deadline));
     TUTTI_ASSIGN_OR_RETURN(infos[static_cast<std::size_t>(r)], parseInfo(textOf(raw), r));
-    if (infos[static_cast<std::size_t>(r)].host != host && elsewhere < 0) elsewhere = r;
+    const bool local = infos[static_cast<std::size_t>(r)].host == host;
+    if (!local && elsewhere < 0) elsewhere = r;
+    if (local && r != rank_) {
+      isLocal_[static_cast<std::size_t>(r)] = true;
+      local_.push_back(r);
+    }
   }
-  if (elsewhere >= 0)
+  if (elsewhere >= 0 && options_.requireAll)
     return Status(ErrorCode::kNotSupported,
-                  strFormat("rank %d is on another host than rank 0 (shared memory needs one "
-                            "host)", elsewhere));
+                  strFormat("rank %d is on another host than rank %d (shared memory needs one "
+                            "host)", elsewhere, rank_));
   // Map every peer's segment and learn whether their memory can be read directly.
   std::string problem;
   peers_.resize(n);
   pids_.assign(n, 0);
-  for (int r = 0; r < size_ && problem.empty(); ++r) {
+  for (int r = 0; r < size_; ++r) pids_[static_cast<std::size_t>(r)] = infos[static_cast<std::size_t>(r)].pid;
+  for (int r : local_) {
     const PeerInfo& info = infos[static_cast<std::size_t>(r)];
-    pids_[static_cast<std::size_t>(r)] = info.pid;
-    if (r == rank_) continue;
     auto segment = Segment::open(layout_, info.pid, info.fd, options_.commUid, r);
     if (!segment.ok()) {
       problem = segment.status().message();
@@ -141,6 +146,9 @@ Status ShmTransport::setUp(Store& store, const std::string& keyPrefix) {
   }
   TUTTI_RETURN_IF_ERROR(store.set(keyPrefix + "shm/ready/" + std::to_string(rank_),
                                   bytesOf(problem.empty() ? "ok" : "failed: " + problem)));
+  // Alone on its host: nothing to share (its peers do not count it as local either).
+  if (local_.empty() && size_ > 1)
+    return Status(ErrorCode::kNotSupported, "no other rank shares this host");
   for (int r = 0; r < size_; ++r) {
     TUTTI_ASSIGN_OR_RETURN(std::vector<std::uint8_t> raw,
                            store.get(keyPrefix + "shm/ready/" + std::to_string(r), options_.deadline));
@@ -154,22 +162,26 @@ Status ShmTransport::setUp(Store& store, const std::string& keyPrefix) {
   own_.closeFd();
   pidfds_.assign(n, -1);
   links_.resize(n);
-  for (int r = 0; r < size_; ++r) {
-    if (r == rank_) continue;
+  for (int r : local_) {
     pidfds_[static_cast<std::size_t>(r)] =
         static_cast<int>(syscall(SYS_pidfd_open, pids_[static_cast<std::size_t>(r)], 0));
     links_[static_cast<std::size_t>(r)] =
         std::make_unique<ShmLink>(this, r, &own_, &peers_[static_cast<std::size_t>(r)]);
   }
-  TUTTI_INFO(kShm, "rank %d: shared memory with %d peers, %u slots of %u bytes per ring, "
-             "rendezvous from %llu bytes", rank_, size_ - 1, slots, options_.slotBytes,
+  TUTTI_INFO(kShm, "rank %d: shared memory with %zu peers, %u slots of %u bytes per ring, "
+             "rendezvous from %llu bytes", rank_, local_.size(), slots, options_.slotBytes,
              static_cast<unsigned long long>(options_.cmaBytes));
   return Status::Ok();
 }
 
 Link& ShmTransport::link(int peer) {
-  TUTTI_ASSERT(peer >= 0 && peer < size_ && peer != rank_);
+  TUTTI_ASSERT(peer >= 0 && peer < size_ && isLocal(peer));
   return *links_[static_cast<std::size_t>(peer)];
+}
+
+void ShmTransport::onProgress() {
+  progress_.notify();
+  own_.ring();
 }
 
 bool ShmTransport::rendezvousTo(int peer) const {
@@ -200,8 +212,8 @@ bool ShmTransport::progressLocked(DoneList& done) {
   checkAbortLocked(done);
   if (failed_) return false;
   bool moved = false;
-  for (int r = 0; r < size_ && !failed_; ++r) {
-    if (r == rank_) continue;
+  for (int r : local_) {
+    if (failed_) break;
     ShmLink& l = *links_[static_cast<std::size_t>(r)];
     moved = l.drainLocked(done) || moved;
     moved = l.pumpSendsLocked(done) || moved;
@@ -251,8 +263,8 @@ Status ShmTransport::deathOf(int peer) const {
 }
 
 void ShmTransport::checkPeersLocked(DoneList& done) {
-  for (int r = 0; r < size_ && !failed_; ++r) {
-    if (r == rank_ || own_.left(r).load(std::memory_order_acquire) != 0) continue;
+  for (int r : local_) {
+    if (failed_ || own_.left(r).load(std::memory_order_acquire) != 0) continue;
     // It may have left properly just now: its flag is set before it exits.
     if (peerDead(r) && own_.left(r).load(std::memory_order_acquire) == 0)
       failLocked(deathOf(r), done);
@@ -284,8 +296,7 @@ void ShmTransport::failLocked(const Status& status, DoneList& done) {
   // (a read from a rank that already left because of it).
   if (own_.control().abortState.load(std::memory_order_acquire) == 2) health_ = abortRecord();
   TUTTI_WARN(kShm, "rank %d: shared-memory transport failed: %s", rank_, health_.toString().c_str());
-  for (int r = 0; r < size_; ++r) {
-    if (r == rank_) continue;
+  for (int r : local_) {
     writeAbortTo(r, health_);
     links_[static_cast<std::size_t>(r)]->failAllLocked(health_, done);
   }
@@ -362,8 +373,7 @@ void ShmTransport::shutdown(Deadline deadline) {
   }
   std::lock_guard<std::mutex> lock(mutex_);
   shutDown_ = true;
-  for (int r = 0; r < size_; ++r) {
-    if (r == rank_) continue;
+  for (int r : local_) {
     const Segment& peer = peers_[static_cast<std::size_t>(r)];
     peer.left(rank_).store(1, std::memory_order_release);
     peer.ring();

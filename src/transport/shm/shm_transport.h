@@ -35,7 +35,7 @@ namespace tutti::shm {
 
 class ShmLink;
 
-class ShmTransport final : public Transport {
+class ShmTransport final : public Transport, public ProgressHook {
  public:
   struct Options {
     int rank = 0;
@@ -48,12 +48,20 @@ class ShmTransport final : public Transport {
     /// Bytes of unexpected messages buffered per peer before the ring stops being drained.
     std::uint64_t maxUnexpectedBytes = 64u << 20;
     Deadline deadline = Deadline::afterSeconds(60);
+    /// This rank's host as far as shared memory goes; empty: hostKey(). Ranks with equal
+    /// keys share segments.
+    std::string host;
+    /// True: every rank must be on this host (kNotSupported otherwise). False: the ranks
+    /// on this host are linked, the others left to another transport (HybridTransport).
+    bool requireAll = true;
   };
 
   /// Builds the transport through `store` (keys "<keyPrefix>shm/..."). Every rank of the
-  /// communicator must call it; all of them return an error, kNotSupported, when the ranks
-  /// are not all on this host (hostKey()), or the same kSystemError when any rank could not
-  /// set up its segment or map another's, so they can fall back together.
+  /// communicator must call it. kNotSupported when `requireAll` and the ranks are not all
+  /// on one host (every rank sees it), or when no other rank shares this rank's host; the
+  /// same kSystemError on every rank when any rank could not set up its segment or map
+  /// another's. So whatever the outcome, each pair of ranks agrees on whether it talks
+  /// through shared memory.
   static Result<std::unique_ptr<ShmTransport>> create(Store& store, const std::string& keyPrefix,
                                                       const Options& options);
   ~ShmTransport() override;
@@ -70,6 +78,12 @@ class ShmTransport final : public Transport {
 
   /// Whether messages to `peer` of `cmaBytes` or more go by rendezvous.
   bool rendezvousTo(int peer) const;
+  /// Whether `peer` shares this rank's host (and so has a link here).
+  bool isLocal(int peer) const { return isLocal_[static_cast<std::size_t>(peer)]; }
+  /// How many other ranks share this host.
+  std::size_t localPeers() const { return local_.size(); }
+  /// Wakes this rank's waiter: another transport made progress.
+  void onProgress() override;
 
  private:
   friend class ShmLink;
@@ -98,7 +112,9 @@ class ShmTransport final : public Transport {
   const Options options_;
   Layout layout_;
   Segment own_;
-  std::vector<Segment> peers_;         // indexed by rank; empty for self
+  std::vector<Segment> peers_;         // indexed by rank; empty for self and remote ranks
+  std::vector<int> local_;             // the other ranks on this host
+  std::vector<bool> isLocal_;
   std::vector<int> pids_;
   std::vector<int> pidfds_;            // -1 where pidfd_open is not available
   std::vector<std::unique_ptr<ShmLink>> links_;

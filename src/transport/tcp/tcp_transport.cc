@@ -149,6 +149,7 @@ thread_local const TcpTransport* tDriving = nullptr;
 
 void TcpTransport::notifyProgress() {
   progress_.notify();
+  if (ProgressHook* hook = hook_.load(std::memory_order_acquire)) hook->onProgress();
   if (drivers_.load(std::memory_order_acquire) > 0 && tDriving != this) {
     std::uint64_t one = 1;
     (void)!::write(wakeFd_.get(), &one, sizeof(one));

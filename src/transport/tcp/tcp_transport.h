@@ -75,6 +75,8 @@ class TcpTransport final : public Transport {
   /// per event, so a completion made on the loop thread would otherwise go unnoticed by the
   /// driver until its next event.
   void notifyProgress();
+  /// Also tells `hook` (which must outlive the transport's traffic) of every progress.
+  void setProgressHook(ProgressHook* hook) { hook_.store(hook, std::memory_order_release); }
   void unwatch(int fd);
 
  private:
@@ -93,7 +95,8 @@ class TcpTransport final : public Transport {
   std::thread loopThread_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> failed_{false};
-  std::atomic<std::uint32_t> drivers_{0};  // threads currently driving (0 or 1)
+  std::atomic<std::uint32_t> drivers_{0};
+  std::atomic<ProgressHook*> hook_{nullptr};  // threads currently driving (0 or 1)
   mutable std::mutex healthMutex_;
   Status health_;
   WaitSignal progress_;

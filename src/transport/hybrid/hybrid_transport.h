@@ -1,0 +1,45 @@
+#pragma once
+// HybridTransport: shared memory to the ranks on this host, TCP to the others (DESIGN.md 5).
+//
+// Both transports stay whole: the TCP mesh reaches every rank (so a death anywhere still
+// breaks a socket everywhere), the shared-memory one only this host's ranks; link(peer)
+// picks. Waiting happens on the shared-memory side, which has no thread of its own: the
+// waiter polls its rings and sleeps on its doorbell, and the TCP transport's loop thread,
+// which keeps moving TCP bytes by itself, rings that doorbell whenever it completes
+// something or fails (ProgressHook). One progress signal, the shared-memory transport's,
+// is what callers watch.
+//
+// Failure: the first failure of either side is the transport's health; fail() fails both,
+// so local peers learn through their abort records and remote ones through ABORT frames.
+
+#include <memory>
+
+#include "transport/link.h"
+#include "transport/shm/shm_transport.h"
+#include "transport/tcp/tcp_transport.h"
+
+namespace tutti {
+
+class HybridTransport final : public Transport {
+ public:
+  /// Takes both transports, built for the same communicator (same rank and size).
+  HybridTransport(std::unique_ptr<shm::ShmTransport> shm, std::unique_ptr<tcp::TcpTransport> tcp);
+  ~HybridTransport() override;
+
+  int rank() const override { return shm_->rank(); }
+  int size() const override { return shm_->size(); }
+  Link& link(int peer) override;
+  WaitSignal& progressSignal() override { return shm_->progressSignal(); }
+  /// The TCP side keeps its own thread; the waiter drives the shared-memory side only.
+  void setDriving(bool) override {}
+  bool waitForProgress(std::uint32_t seen, Deadline deadline, std::int64_t spinNs) override;
+  Status health() const override;
+  void fail(const Status& status) override;
+  void shutdown(Deadline deadline) override;
+
+ private:
+  std::unique_ptr<shm::ShmTransport> shm_;
+  std::unique_ptr<tcp::TcpTransport> tcp_;
+};
+
+}  // namespace tutti
