@@ -72,6 +72,7 @@ bool ShmLink::sendRendezvousLocked(TransferRequest* request) {
   h->rndvId = id;
   h->rndvSeq = ++rndvSeq_;
   rndvInflight_[id] = request;
+  ++rndvCount_;
   rndvSeqs_[id] = h->rndvSeq;
   out_.head->store(++outHead_, std::memory_order_release);
   return true;
@@ -125,12 +126,14 @@ bool ShmLink::pumpSendsLocked(DoneList& done) {
 }
 
 bool ShmLink::checkAcksLocked(DoneList& done) {
+  if (rndvCount_ == 0) return false;
   bool moved = false;
   for (std::size_t id = 0; id < kRndvSlots; ++id) {
     TransferRequest* request = rndvInflight_[id];
     if (request == nullptr) continue;
     if (own_->ack(peer_, id).load(std::memory_order_acquire) != rndvSeqs_[id]) continue;
     rndvInflight_[id] = nullptr;
+    --rndvCount_;
     completeLocked(request, Status::Ok(), done);
     moved = true;
   }
@@ -344,6 +347,7 @@ void ShmLink::cancel(TransferRequest* request) {
     for (std::size_t id = 0; id < kRndvSlots; ++id) {
       if (rndvInflight_[id] != request) continue;
       rndvInflight_[id] = nullptr;
+      --rndvCount_;
       // The peer may be reading the buffer right now; only a failed transport makes that
       // harmless (its operation fails too).
       owner_->failLocked(Status(ErrorCode::kAborted,
@@ -363,9 +367,7 @@ bool ShmLink::needsPeerLocked() const {
 }
 
 bool ShmLink::sendsPendingLocked() const {
-  return !sendQueue_.empty() ||
-         std::any_of(rndvInflight_.begin(), rndvInflight_.end(),
-                     [](const TransferRequest* r) { return r != nullptr; });
+  return !sendQueue_.empty() || rndvCount_ > 0;
 }
 
 void ShmLink::failAllLocked(const Status& status, DoneList& done) {
@@ -375,6 +377,7 @@ void ShmLink::failAllLocked(const Status& status, DoneList& done) {
     if (r != nullptr) completeLocked(r, status, done);
     r = nullptr;
   }
+  rndvCount_ = 0;
   for (TransferRequest* r : posted_) completeLocked(r, status, done);
   posted_.clear();
   if (streamTo_ != nullptr) completeLocked(streamTo_, status, done);

@@ -81,6 +81,7 @@ class ShmLink final : public Link {
   std::array<TransferRequest*, kRndvSlots> rndvInflight_{};
   std::array<std::uint64_t, kRndvSlots> rndvSeqs_{};
   std::uint64_t rndvSeq_ = 0;
+  std::size_t rndvCount_ = 0;  // non-null entries of rndvInflight_
   // receive side
   std::deque<TransferRequest*> posted_;
   std::deque<std::unique_ptr<Unexpected>> unexpected_;

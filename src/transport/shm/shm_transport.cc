@@ -27,6 +27,8 @@ constexpr std::uint32_t kMinSlots = 2;
 constexpr std::uint32_t kMaxSlots = 16;
 // How often a waiting rank looks for peers that died.
 constexpr std::int64_t kPeerCheckNs = 50'000'000;
+// Progress passes between two reads of the clock (a pass without work is ~20 ns).
+constexpr std::uint64_t kPassesPerClockRead = 256;
 
 std::int64_t nowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -231,12 +233,16 @@ bool ShmTransport::progressLocked(DoneList& done) {
                    done);
     }
   }
-  const std::int64_t now = nowNs();
-  if (now - lastPeerCheckNs_ >= kPeerCheckNs) {
-    lastPeerCheckNs_ = now;
-    checkPeersLocked(done);
-  }
+  // Looking for dead peers costs a system call; the clock is read every few hundred passes.
+  if (++passes_ % kPassesPerClockRead == 0) checkPeersIfDueLocked(done);
   return moved;
+}
+
+void ShmTransport::checkPeersIfDueLocked(DoneList& done) {
+  const std::int64_t now = nowNs();
+  if (now - lastPeerCheckNs_ < kPeerCheckNs) return;
+  lastPeerCheckNs_ = now;
+  checkPeersLocked(done);
 }
 
 void ShmTransport::checkAbortLocked(DoneList& done) {
@@ -313,7 +319,8 @@ void ShmTransport::fail(const Status& status) {
 }
 
 bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::int64_t spinNs) {
-  const std::int64_t spinUntil = nowNs() + spinNs;
+  const std::int64_t spinUntil = spinNs > 0 ? nowNs() + spinNs : 0;
+  std::uint64_t spins = 0;
   Control& c = own_.control();
   DoneList done;
   auto pass = [&] {
@@ -329,7 +336,7 @@ bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::i
     const bool moved = pass();
     if (progress_.snapshot() != seen) return true;
     if (moved) continue;
-    if (nowNs() < spinUntil) {
+    if (spinNs > 0 && (++spins % 64 != 0 || nowNs() < spinUntil)) {
       cpuRelax();
       continue;
     }
@@ -352,6 +359,11 @@ bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::i
                            : std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.remaining()).count();
     sharedFutexWait(&c.doorbell, bell, std::clamp<std::int64_t>(remaining, 0, kPeerCheckNs));
     c.sleeping.store(0, std::memory_order_relaxed);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      checkPeersIfDueLocked(done);
+    }
+    finish(done);
   }
 }
 

@@ -97,6 +97,8 @@ class ShmTransport final : public Transport, public ProgressHook {
   void checkAbortLocked(DoneList& done);
   /// Peers that died (pidfd readable) without having left; fails the transport.
   void checkPeersLocked(DoneList& done);
+  /// checkPeersLocked() when kPeerCheckNs have passed since the last look.
+  void checkPeersIfDueLocked(DoneList& done);
   /// True once `peer`'s process has exited (its pidfd is readable).
   bool peerDead(int peer) const;
   /// The error that names `peer` as dead.
@@ -124,6 +126,7 @@ class ShmTransport final : public Transport, public ProgressHook {
   bool shutDown_ = false;
   WaitSignal progress_;
   std::int64_t lastPeerCheckNs_ = 0;
+  std::uint64_t passes_ = 0;
 };
 
 }  // namespace tutti::shm
