@@ -209,20 +209,48 @@ void ShmLink::postRecv(TransferRequest* request, Tag tag, void* data, std::size_
       Unexpected& u = **it;
       if (u.rendezvous) {
         const std::uint64_t addr = u.remoteAddr, id = u.rndvId, seq = u.rndvSeq;
-        unexpected_.erase(it);
+        recycleLocked(it);
         readRendezvousLocked(request, addr, id, seq, done);
       } else if (u.received < u.bytes) {
         u.claimedBy = request;  // completed when its last piece arrives
       } else {
         if (u.bytes > 0) std::memcpy(request->data, u.data.data(), u.bytes);
         unexpectedBytes_ -= u.bytes;
-        unexpected_.erase(it);
+        recycleLocked(it);
         completeLocked(request, Status::Ok(), done);
         drainLocked(done);  // room may have been waiting for
       }
     }
   }
   owner_->finish(done);
+}
+
+std::unique_ptr<ShmLink::Unexpected> ShmLink::takeUnexpectedLocked(std::uint64_t bytes) {
+  // The smallest spare buffer that holds `bytes`, else any (it grows), else a new one.
+  auto best = spare_.end();
+  for (auto it = spare_.begin(); it != spare_.end(); ++it) {
+    const std::size_t capacity = (*it)->data.capacity();
+    if (capacity >= bytes && (best == spare_.end() || capacity < (*best)->data.capacity())) best = it;
+  }
+  if (best == spare_.end() && !spare_.empty()) best = spare_.begin();
+  if (best == spare_.end()) return std::make_unique<Unexpected>();
+  std::unique_ptr<Unexpected> u = std::move(*best);
+  spare_.erase(best);
+  spareBytes_ -= u->data.capacity();
+  std::vector<char> keep = std::move(u->data);
+  *u = Unexpected{};
+  u->data = std::move(keep);
+  return u;
+}
+
+void ShmLink::recycleLocked(std::deque<std::unique_ptr<Unexpected>>::iterator it) {
+  std::unique_ptr<Unexpected> u = std::move(*it);
+  unexpected_.erase(it);
+  // Kept up to the unexpected budget, so a warm link receives early messages without
+  // allocating (or faulting in fresh pages).
+  if (spareBytes_ + u->data.capacity() > owner_->options_.maxUnexpectedBytes) return;
+  spareBytes_ += u->data.capacity();
+  spare_.push_back(std::move(u));
 }
 
 bool ShmLink::startMessageLocked(const SlotHeader& h, DoneList& done) {
@@ -241,7 +269,7 @@ bool ShmLink::startMessageLocked(const SlotHeader& h, DoneList& done) {
     streaming_ = true;
     return true;
   }
-  auto u = std::make_unique<Unexpected>();
+  std::unique_ptr<Unexpected> u = takeUnexpectedLocked(h.msgBytes);
   u->tag = h.tag;
   u->bytes = h.msgBytes;
   if (h.kind == SlotKind::kRndv) {
@@ -303,7 +331,7 @@ bool ShmLink::drainLocked(DoneList& done) {
             unexpectedBytes_ -= h.msgBytes;
             auto it = std::find_if(unexpected_.begin(), unexpected_.end(),
                                    [&](const auto& u) { return u.get() == streamUnexpected_; });
-            unexpected_.erase(it);
+            recycleLocked(it);
             completeLocked(claimed, Status::Ok(), done);
           }
         }

@@ -64,6 +64,10 @@ class ShmLink final : public Link {
   void readRendezvousLocked(TransferRequest* request, std::uint64_t remoteAddr,
                             std::uint64_t rndvId, std::uint64_t rndvSeq, DoneList& done);
   bool checkSizeLocked(TransferRequest* request, std::uint64_t bytes, DoneList& done);
+  /// An unexpected-message record with room for `bytes` if a spare one has it.
+  std::unique_ptr<Unexpected> takeUnexpectedLocked(std::uint64_t bytes);
+  /// Removes `it` from unexpected_, keeping its buffer for reuse.
+  void recycleLocked(std::deque<std::unique_ptr<Unexpected>>::iterator it);
   bool sendRendezvousLocked(TransferRequest* request);
   bool sendEagerLocked(TransferRequest* request);
   std::string describe(Tag tag) const;
@@ -86,6 +90,8 @@ class ShmLink final : public Link {
   std::deque<TransferRequest*> posted_;
   std::deque<std::unique_ptr<Unexpected>> unexpected_;
   std::uint64_t unexpectedBytes_ = 0;
+  std::vector<std::unique_ptr<Unexpected>> spare_;  // finished records, buffers kept
+  std::uint64_t spareBytes_ = 0;
   std::uint64_t inTail_ = 0;
   // The eager message whose pieces are arriving: into a request, an unexpected buffer, or
   // nowhere (its receive was cancelled).
