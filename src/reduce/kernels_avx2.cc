@@ -38,6 +38,7 @@ struct IntLanes {
   using V = __m256i;
   static V load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
   static void store(void* p, V v) { _mm256_storeu_si256(static_cast<__m256i*>(p), v); }
+  static void stream(void* p, V v) { _mm256_stream_si256(static_cast<__m256i*>(p), v); }
 
   // Products of bytes, modulo 256 (the same bits for signed and unsigned). The low byte of
   // a 16-bit product is the product of the low bytes; (a >> 8) * (b & 0xff00) puts the
@@ -118,6 +119,7 @@ struct F32 {
   using V = __m256;
   static V load(const void* p) { return _mm256_loadu_ps(static_cast<const float*>(p)); }
   static void store(void* p, V v) { _mm256_storeu_ps(static_cast<float*>(p), v); }
+  static void stream(void* p, V v) { _mm256_stream_ps(static_cast<float*>(p), v); }
   static V sum(V a, V b) { return _mm256_add_ps(a, b); }
   static V prod(V a, V b) { return _mm256_mul_ps(a, b); }
   static V min(V a, V b) {
@@ -140,6 +142,7 @@ struct F64 {
   using V = __m256d;
   static V load(const void* p) { return _mm256_loadu_pd(static_cast<const double*>(p)); }
   static void store(void* p, V v) { _mm256_storeu_pd(static_cast<double*>(p), v); }
+  static void stream(void* p, V v) { _mm256_stream_pd(static_cast<double*>(p), v); }
   static V sum(V a, V b) { return _mm256_add_pd(a, b); }
   static V prod(V a, V b) { return _mm256_mul_pd(a, b); }
   static V min(V a, V b) {
@@ -183,6 +186,7 @@ template <typename S, typename L>
 struct Native : StackTail<Native<S, L>, S, L, 32 / sizeof(S)> {
   static typename L::V load(const S* p) { return L::load(p); }
   static void store(S* p, typename L::V v) { L::store(p, v); }
+  static void stream(S* p, typename L::V v) { L::stream(p, v); }
 };
 
 // float16: 8 elements (16 bytes) widened exactly by VCVTPH2PS; VCVTPS2PH rounds to nearest
@@ -193,6 +197,9 @@ struct HalfFormat : StackTail<HalfFormat, std::uint16_t, F32, 8> {
   }
   static void store(std::uint16_t* p, __m256 v) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  }
+  static void stream(std::uint16_t* p, __m256 v) {
+    _mm_stream_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
   }
 };
 
@@ -213,10 +220,14 @@ struct Bf16Format : StackTail<Bf16Format, std::uint16_t, Bf16Lanes, 16> {
             _mm256_castsi256_ps(_mm256_and_si256(x, highHalves))};
   }
   static void store(std::uint16_t* p, Bf16Lanes::V v) {
-    // vpblendw takes the odd 16-bit words (mask 0xaa, in each 128-bit half) from hi.
-    const __m256i packed =
-        _mm256_blend_epi16(_mm256_srli_epi32(roundHigh(v.lo), 16), roundHigh(v.hi), 0xaa);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), packed);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), pack(v));
+  }
+  static void stream(std::uint16_t* p, Bf16Lanes::V v) {
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(p), pack(v));
+  }
+  // vpblendw takes the odd 16-bit words (mask 0xaa, in each 128-bit half) from hi.
+  static __m256i pack(Bf16Lanes::V v) {
+    return _mm256_blend_epi16(_mm256_srli_epi32(roundHigh(v.lo), 16), roundHigh(v.hi), 0xaa);
   }
   // Each lane's bfloat16 bits in its upper half (the lower half is left over).
   static __m256i roundHigh(__m256 v) {

@@ -38,6 +38,7 @@ struct IntLanes {
   using V = __m512i;
   static V load(const void* p) { return _mm512_loadu_si512(p); }
   static void store(void* p, V v) { _mm512_storeu_si512(p, v); }
+  static void stream(void* p, V v) { _mm512_stream_si512(static_cast<__m512i*>(p), v); }
 };
 
 struct ByteLanes : IntLanes {
@@ -112,6 +113,7 @@ struct F32 {
   using V = __m512;
   static V load(const void* p) { return _mm512_loadu_ps(p); }
   static void store(void* p, V v) { _mm512_storeu_ps(p, v); }
+  static void stream(void* p, V v) { _mm512_stream_ps(static_cast<float*>(p), v); }
   static V loadN(const void* p, std::size_t n) {
     return _mm512_maskz_loadu_ps(static_cast<__mmask16>(lowBits(n)), p);
   }
@@ -138,6 +140,7 @@ struct F64 {
   using V = __m512d;
   static V load(const void* p) { return _mm512_loadu_pd(p); }
   static void store(void* p, V v) { _mm512_storeu_pd(p, v); }
+  static void stream(void* p, V v) { _mm512_stream_pd(static_cast<double*>(p), v); }
   static V loadN(const void* p, std::size_t n) {
     return _mm512_maskz_loadu_pd(static_cast<__mmask8>(lowBits(n)), p);
   }
@@ -171,6 +174,7 @@ struct Native {
   static typename L::V load(const S* p) { return L::load(p); }
   static typename L::V loadN(const S* p, std::size_t n) { return L::loadN(p, n); }
   static void store(S* p, typename L::V v) { L::store(p, v); }
+  static void stream(S* p, typename L::V v) { L::stream(p, v); }
   static void storeN(S* p, typename L::V v, std::size_t n) { L::storeN(p, v, n); }
 };
 
@@ -188,6 +192,10 @@ struct HalfFormat {
   }
   static void store(std::uint16_t* p, __m512 v) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p),
+                        _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  }
+  static void stream(std::uint16_t* p, __m512 v) {
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(p),
                         _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
   }
   static void storeN(std::uint16_t* p, __m512 v, std::size_t n) {
@@ -219,6 +227,9 @@ struct Bf16Format {
     return widen(_mm512_maskz_loadu_epi16(static_cast<__mmask32>(lowBits(n)), p));
   }
   static void store(std::uint16_t* p, Bf16Lanes::V v) { _mm512_storeu_si512(p, Pack::pack(v)); }
+  static void stream(std::uint16_t* p, Bf16Lanes::V v) {
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(p), Pack::pack(v));
+  }
   static void storeN(std::uint16_t* p, Bf16Lanes::V v, std::size_t n) {
     _mm512_mask_storeu_epi16(p, static_cast<__mmask32>(lowBits(n)), Pack::pack(v));
   }

@@ -16,10 +16,14 @@
 // A format Fmt provides:
 //   Storage, Lanes, kLanes            element type in memory, lane type, elements per step
 //   load(p), store(p, v)              kLanes elements <-> one Lanes::V (converting if needed)
+//   stream(p, v)                      store(p, v) with a non-temporal store; p is aligned to
+//                                     the step's width
 //   loadN(p, n), storeN(p, v, n)      the same for the n < kLanes elements of a tail; loadN
 //                                     zero-fills the missing lanes and reads nothing past n
 // and a lane type L provides V and sum, prod, min, max (V, V) -> V; the floating lane types
 // also provide div(V, V) and divisor(int worldSize) for kAvg's final step.
+
+#include <immintrin.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -97,6 +101,25 @@ std::size_t alignmentHead(const void* dst, std::size_t count) {
   return (kLine - misalignment) / sizeof(S);
 }
 
+// Outputs at least this large are written with non-temporal stores when dst is a buffer
+// of its own. A normal store first reads the line it writes (read for ownership), so a
+// combine into a separate buffer moves four streams to and from memory; streaming stores
+// make it three. Measured with AVX-512 float32 sums at 16-64 MiB on the development
+// machine (48 MiB shared L3): about 1.35x faster out of place, but about 10% slower in
+// place (dst == a, whose line is already in cache), hence only out of place. They also
+// take the result out of the caches, which costs the next reader a trip to memory when
+// the result would have fit there, hence the threshold: well above the last-level cache
+// of most machines (three buffers of 32 MiB).
+inline constexpr std::size_t kStreamingBytes = std::size_t{32} << 20;
+
+// True when the main loop of a combine should use streaming stores: a large output in its
+// own buffer, starting at element `i` on a cache line (stream stores must be aligned).
+template <typename S>
+bool useStreamingStores(const S* d, const S* a, const S* b, std::size_t i, std::size_t count) {
+  return count * sizeof(S) >= kStreamingBytes && d != a && d != b &&
+         reinterpret_cast<std::uintptr_t>(d + i) % 64 == 0;
+}
+
 // dst = a op b. Every step loads its elements of a and b before it stores the same
 // elements of dst, so dst may equal a, b or both. Partial steps (the alignment head and the
 // tail) take the same instructions as full ones on fewer lanes, so every element of a
@@ -123,6 +146,18 @@ struct CombineLoop {
     std::size_t i = head % kLanes;
     if (i > 0) partialStep(d, pa, pb, i);
     for (; i < head; i += kLanes) step(d + i, pa + i, pb + i);
+    if (useStreamingStores(d, pa, pb, i, count)) {
+      for (; i + 2 * kLanes <= count; i += 2 * kLanes) {
+        const typename L::V r0 = Sel::template apply<L>(Fmt::load(pa + i), Fmt::load(pb + i));
+        const typename L::V r1 =
+            Sel::template apply<L>(Fmt::load(pa + i + kLanes), Fmt::load(pb + i + kLanes));
+        Fmt::stream(d + i, r0);
+        Fmt::stream(d + i + kLanes, r1);
+      }
+      // Non-temporal stores are weakly ordered: make them visible before any later store
+      // (the caller's, or another thread's flag saying the data is ready).
+      _mm_sfence();
+    }
     // Two steps per iteration halve the loop overhead, which matters for the cheap
     // operators on L1-resident data (one load pair, one add and one store per step).
     for (; i + 2 * kLanes <= count; i += 2 * kLanes) {

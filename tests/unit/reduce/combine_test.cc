@@ -271,6 +271,61 @@ INSTANTIATE_TEST_SUITE_P(
                                          ReduceOp::kMax, ReduceOp::kAvg)),
     isaCaseName);
 
+// Outputs of 32 MiB and more in a buffer of their own are written with non-temporal stores
+// (kernels_simd.h): the same bits as the portable kernels, with dst starting off a cache
+// line (the aligned part streams) and a tail.
+class IsaStreamingTest : public ::testing::TestWithParam<std::tuple<detail::Isa, DataType>> {};
+
+TEST_P(IsaStreamingTest, LargeSeparateOutputMatchesPortableKernel) {
+  const auto [isa, dtype] = GetParam();
+  if (!detail::isaSupported(isa)) {
+    GTEST_SKIP() << "this CPU (or OS) does not support the " << detail::isaName(isa)
+                 << " kernels";
+  }
+  const std::size_t es = dataTypeSize(dtype);
+  const std::size_t count = (std::size_t{32} << 20) / es + 77;
+  // Arbitrary bit patterns (every value class, NaNs included), made fast: 64 MiB of them.
+  std::mt19937_64 rng(5);
+  const auto randomBytes = [&rng](std::size_t n) {
+    Bytes v(n);
+    for (std::size_t i = 0; i + 8 <= n; i += 8) {
+      const std::uint64_t x = rng();
+      std::memcpy(&v[i], &x, 8);
+    }
+    return v;
+  };
+  const Bytes a = randomBytes(count * es);
+  const Bytes b = randomBytes(count * es);
+  Bytes want(count * es);
+  detail::combineKernel(dtype, ReduceOp::kSum, detail::Isa::kGeneric)(want.data(), a.data(),
+                                                                        b.data(), count);
+  Bytes buf((count + 8) * es, kSentinel);
+  std::uint8_t* got = buf.data() + es;  // one element in: not on a cache line
+  detail::combineKernel(dtype, ReduceOp::kSum, isa)(got, a.data(), b.data(), count);
+  for (std::size_t i = 0; i < count; ++i) {
+    if (std::memcmp(got + i * es, &want[i * es], es) == 0) continue;
+    const bool bothNan = ref::isFloating(dtype) && std::isnan(ref::decode(dtype, a.data(), i)) &&
+                         std::isnan(ref::decode(dtype, b.data(), i));
+    std::string why;
+    ASSERT_TRUE(bothNan && ref::sameElement(dtype, got, want.data(), i, &why))
+        << detail::isaName(isa) << " " << dataTypeName(dtype) << " element " << i << ": " << why;
+  }
+  ASSERT_TRUE(guardsIntact(buf, es, 1, count)) << "wrote outside the output";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryIsa, IsaStreamingTest,
+    ::testing::Combine(::testing::Values(detail::Isa::kAvx2, detail::Isa::kAvx512,
+                                         detail::Isa::kAvx512Bf16),
+                       ::testing::Values(DataType::kInt8, DataType::kUint8, DataType::kInt32,
+                                         DataType::kUint32, DataType::kInt64, DataType::kUint64,
+                                         DataType::kFloat16, DataType::kBFloat16,
+                                         DataType::kFloat32, DataType::kFloat64)),
+    [](const ::testing::TestParamInfo<std::tuple<detail::Isa, DataType>>& param) {
+      return std::string(detail::isaName(std::get<0>(param.param))) + "_" +
+             dataTypeName(std::get<1>(param.param));
+    });
+
 // ---- integer wrap-around, written out by hand ---------------------------------------------
 
 // Combines `a` and `b` replicated over 133 elements (on every kernel set, two AVX-512
