@@ -1,5 +1,5 @@
 #pragma once
-// Scaffolding shared by the hand-vectorised kernel files (kernels_avx2.cc,
+// Scaffolding shared by the hand-vectorised kernel files (kernels_avx2.cc, kernels_avx512.h,
 // kernels_avx512.cc, kernels_avx512_bf16.cc): the loops, the operator selectors and the
 // (dtype, op) -> kernel tables. Each file supplies only its formats (how a vector of
 // elements is loaded, converted and stored) and lane types (the arithmetic on one vector
@@ -11,7 +11,7 @@
 // instruction set, and the linker keeps one copy for all callers: an AVX-512 copy could
 // then run on a CPU without AVX-512. For the same reason those files call no
 // standard-library template (std::bit_cast, std::min, ...), only intrinsics and builtins;
-// the reduce_isa_objects test checks that their objects define no weak symbol.
+// the reduce_isa_objects_define_no_weak_symbols test checks their objects.
 //
 // A format Fmt provides:
 //   Storage, Lanes, kLanes            element type in memory, lane type, elements per step
