@@ -25,7 +25,7 @@ using AverageFn = void (*)(void* buf, std::size_t count, int worldSize);
 enum class Isa : std::uint8_t {
   kGeneric = 0,
   kAvxF16c,     ///< AVX + F16C: hardware float16 conversion, 8 lanes (float16 only).
-  kAvx2,        ///< AVX2 + FMA + F16C: 256-bit kernels for every dtype x op.
+  kAvx2,        ///< AVX2 + F16C: 256-bit kernels for every dtype x op.
   kAvx512,      ///< AVX-512 F+BW+VL+DQ: 512-bit kernels, masked tails.
   kAvx512Bf16,  ///< kAvx512 plus AVX512-BF16's float32 -> bfloat16 rounding instruction.
 };
