@@ -17,14 +17,22 @@ using CombineFn = void (*)(void* dst, const void* a, const void* b, std::size_t 
 /// buf[i] /= worldSize for i < count over one dtype (the kAvg final step). worldSize > 1.
 using AverageFn = void (*)(void* buf, std::size_t count, int worldSize);
 
-/// Instruction sets that have their own kernels. kGeneric is portable C++ compiled for the
-/// baseline target and auto-vectorised; the others cover only some (dtype, op) pairs and
-/// fall back to kGeneric for the rest.
+/// Instruction sets that have their own kernels, in increasing order: a CPU that supports
+/// one usually supports every one before it, and bestIsa() picks the last supported one.
+/// kGeneric is portable C++ compiled for the baseline target and auto-vectorised; kAvxF16c
+/// covers float16 only and falls back to kGeneric for the rest; kAvx2 and the AVX-512 sets
+/// cover every (dtype, op) pair. All of them give bit-identical results (reduce.h).
 enum class Isa : std::uint8_t {
   kGeneric = 0,
-  kAvxF16c,  ///< AVX + F16C: hardware float16 conversion, 8 lanes (float16 only).
+  kAvxF16c,     ///< AVX + F16C: hardware float16 conversion, 8 lanes (float16 only).
+  kAvx2,        ///< AVX2 + F16C: 256-bit kernels for every dtype x op.
+  kAvx512,      ///< AVX-512 F+BW+VL+DQ: 512-bit kernels, masked tails.
+  kAvx512Bf16,  ///< kAvx512 plus AVX512-BF16's float32 -> bfloat16 rounding instruction.
 };
-inline constexpr int kNumIsas = 2;
+inline constexpr int kNumIsas = 5;
+
+/// Short lower-case name of `isa` ("generic", "avx2", ...), for tests and benchmarks.
+const char* isaName(Isa isa);
 
 /// True when this CPU (and OS) can run the kernels of `isa`. Cheap: reads the CPU model
 /// libgcc caches at start-up, so it may be called once per combine().
@@ -37,13 +45,21 @@ Isa bestIsa();
 /// through it. Returns nullptr only for an invalid dtype or op. `isa` must be supported.
 CombineFn combineKernel(DataType dtype, ReduceOp op, Isa isa);
 
-/// Division kernel for kAvg's final step; nullptr for an invalid dtype.
-AverageFn averageKernel(DataType dtype);
+/// Division kernel for kAvg's final step with `isa`'s instructions (the integer types
+/// always use the portable kernel); nullptr for an invalid dtype. `isa` must be supported.
+AverageFn averageKernel(DataType dtype, Isa isa);
 
 // Per-instruction-set tables, each defined in its own file. They return nullptr for the
-// pairs they do not implement; callers go through combineKernel() instead.
+// pairs they do not implement; callers go through combineKernel() / averageKernel().
 CombineFn genericCombineKernel(DataType dtype, ReduceOp op);
 AverageFn genericAverageKernel(DataType dtype);
 CombineFn f16cCombineKernel(DataType dtype, ReduceOp op);
+CombineFn avx2CombineKernel(DataType dtype, ReduceOp op);
+AverageFn avx2AverageKernel(DataType dtype);
+CombineFn avx512CombineKernel(DataType dtype, ReduceOp op);
+AverageFn avx512AverageKernel(DataType dtype);
+// bfloat16 only: every other dtype is served by the kAvx512 tables.
+CombineFn avx512Bf16CombineKernel(DataType dtype, ReduceOp op);
+AverageFn avx512Bf16AverageKernel(DataType dtype);
 
 }  // namespace tutti::reduce::detail

@@ -13,25 +13,55 @@
 namespace tutti::reduce {
 namespace detail {
 
+const char* isaName(Isa isa) {
+  switch (isa) {
+    case Isa::kGeneric:
+      return "generic";
+    case Isa::kAvxF16c:
+      return "avx_f16c";
+    case Isa::kAvx2:
+      return "avx2";
+    case Isa::kAvx512:
+      return "avx512";
+    case Isa::kAvx512Bf16:
+      return "avx512_bf16";
+  }
+  return "?";
+}
+
 bool isaSupported(Isa isa) {
+#if defined(__x86_64__) || defined(__i386__)
+  // Idempotent and cheap once libgcc's start-up constructor has filled the CPU model;
+  // calling it covers use from other static constructors that run earlier. libgcc reports
+  // the AVX and AVX-512 features only when the OS saves their register state (XCR0), so
+  // these checks also cover OS support.
+  __builtin_cpu_init();
   switch (isa) {
     case Isa::kGeneric:
       return true;
     case Isa::kAvxF16c:
-#if defined(__x86_64__) || defined(__i386__)
-      // Idempotent and cheap once libgcc's start-up constructor has filled the CPU model;
-      // calling it covers use from other static constructors that run earlier. The "avx"
-      // bit also checks that the OS saves the YMM registers (XCR0).
-      __builtin_cpu_init();
       return __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
-#else
-      return false;
-#endif
+    case Isa::kAvx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    case Isa::kAvx512:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+    case Isa::kAvx512Bf16:
+      return isaSupported(Isa::kAvx512) && __builtin_cpu_supports("avx512bf16");
   }
   return false;
+#else
+  return isa == Isa::kGeneric;
+#endif
 }
 
-Isa bestIsa() { return isaSupported(Isa::kAvxF16c) ? Isa::kAvxF16c : Isa::kGeneric; }
+Isa bestIsa() {
+  for (int i = kNumIsas - 1; i > 0; --i) {
+    const auto isa = static_cast<Isa>(i);
+    if (isaSupported(isa)) return isa;
+  }
+  return Isa::kGeneric;
+}
 
 CombineFn combineKernel(DataType dtype, ReduceOp op, Isa isa) {
   // Debug-only: combine() has just asked bestIsa(), so checking the CPU again on every call
@@ -39,17 +69,48 @@ CombineFn combineKernel(DataType dtype, ReduceOp op, Isa isa) {
   TUTTI_DASSERT(isaSupported(isa));
   CombineFn fn = nullptr;
   switch (isa) {
+    case Isa::kAvx512Bf16:
+      // bfloat16 only; the other dtypes take the kAvx512 kernels.
+      fn = avx512Bf16CombineKernel(dtype, op);
+      if (fn == nullptr) fn = avx512CombineKernel(dtype, op);
+      break;
+    case Isa::kAvx512:
+      fn = avx512CombineKernel(dtype, op);
+      break;
+    case Isa::kAvx2:
+      fn = avx2CombineKernel(dtype, op);
+      break;
     case Isa::kAvxF16c:
       fn = f16cCombineKernel(dtype, op);
       break;
     case Isa::kGeneric:
       break;
   }
-  // Specialised sets cover only some pairs; the portable kernels cover them all.
+  // Specialised sets may leave pairs out; the portable kernels cover them all.
   return fn != nullptr ? fn : genericCombineKernel(dtype, op);
 }
 
-AverageFn averageKernel(DataType dtype) { return genericAverageKernel(dtype); }
+AverageFn averageKernel(DataType dtype, Isa isa) {
+  TUTTI_DASSERT(isaSupported(isa));
+  AverageFn fn = nullptr;
+  switch (isa) {
+    case Isa::kAvx512Bf16:
+      fn = avx512Bf16AverageKernel(dtype);
+      if (fn == nullptr) fn = avx512AverageKernel(dtype);
+      break;
+    case Isa::kAvx512:
+      fn = avx512AverageKernel(dtype);
+      break;
+    case Isa::kAvx2:
+      fn = avx2AverageKernel(dtype);
+      break;
+    case Isa::kAvxF16c:  // no division kernels of its own
+    case Isa::kGeneric:
+      break;
+  }
+  // The vector sets divide only the floating types; integers stay portable.
+  return fn != nullptr ? fn : genericAverageKernel(dtype);
+}
 
 }  // namespace detail
 
@@ -87,7 +148,7 @@ void finalize(void* buf, std::size_t count, DataType dtype, ReduceOp op, int wor
   // (only a signalling NaN differs: it stays signalling instead of being quieted).
   if (op != ReduceOp::kAvg || count == 0 || worldSize == 1) return;
   TUTTI_ASSERT(buf != nullptr);
-  const detail::AverageFn fn = detail::averageKernel(dtype);
+  const detail::AverageFn fn = detail::averageKernel(dtype, detail::bestIsa());
   TUTTI_ASSERT(fn != nullptr);
   fn(buf, count, worldSize);
 }

@@ -19,8 +19,8 @@ namespace tutti::reduce {
 /// treated as less than +0, so the result does not depend on operand order (except for
 /// which NaN payload survives when both are NaN).
 /// The kernel is chosen once per call from the dtype, the op and the CPU's features
-/// (F16C for float16 when available); every choice gives bit-identical results, except
-/// for the payload of a NaN computed from two NaNs.
+/// (AVX-512, AVX2 or F16C when available, else portable code); every choice gives
+/// bit-identical results, except for the payload of a NaN computed from two NaNs.
 void combine(void* dst, const void* a, const void* b, std::size_t count, DataType dtype,
              ReduceOp op);
 

@@ -1,9 +1,12 @@
 // combine() and every kernel set this CPU supports, for every dtype x op, against the
-// independent reference in reference.cc: random data, awkward counts, every aliasing
-// combination, misaligned starts, and guard bytes around the output.
+// independent reference in reference.cc: random data, every tail length, every aliasing
+// combination, every start alignment, and guard bytes around the output. Each kernel set
+// is also checked bit for bit against the portable kernels. Sets this CPU lacks are
+// skipped (and say so).
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -53,7 +56,7 @@ std::vector<std::pair<std::string, Kernel>> kernelsFor(DataType dtype, ReduceOp 
     if (!detail::isaSupported(isa)) continue;
     detail::CombineFn fn = detail::combineKernel(dtype, op, isa);
     EXPECT_NE(fn, nullptr);
-    out.emplace_back("isa " + std::to_string(i), fn);
+    out.emplace_back(detail::isaName(isa), fn);
   }
   out.emplace_back("combine()", [dtype, op](void* d, const void* a, const void* b, std::size_t n) {
     combine(d, a, b, n, dtype, op);
@@ -185,17 +188,163 @@ INSTANTIATE_TEST_SUITE_P(NarrowFloats, NarrowCombineTest,
                                                               ReduceOp::kMin, ReduceOp::kMax)),
                          caseName);
 
+// ---- every kernel set on its own ------------------------------------------------------------
+
+using IsaParam = std::tuple<detail::Isa, DataType, ReduceOp>;
+
+class IsaCombineTest : public ::testing::TestWithParam<IsaParam> {
+ protected:
+  void SetUp() override {
+    const detail::Isa isa = std::get<0>(GetParam());
+    if (!detail::isaSupported(isa)) {
+      GTEST_SKIP() << "this CPU (or OS) does not support the " << detail::isaName(isa)
+                   << " kernels";
+    }
+  }
+};
+
+// Every count from 0 to 130 (past two AVX-512 registers of bytes, so every tail length of
+// every kernel set) in every aliasing mode and at two alignments; then every start
+// alignment within a cache line (the kernels first align dst); then a large odd count.
+TEST_P(IsaCombineTest, EveryLengthAndAlignmentMatchesReference) {
+  const auto [isa, dtype, op] = GetParam();
+  const Kernel kernel = detail::combineKernel(dtype, op, isa);
+  ASSERT_NE(kernel, nullptr);
+  const std::string name = detail::isaName(isa);
+  std::mt19937_64 rng(static_cast<std::uint64_t>(dtype) * 131 + static_cast<std::uint64_t>(op));
+  for (std::size_t count = 0; count <= 130; ++count) {
+    for (Alias alias : kAliases) {
+      for (std::size_t offset : {0, 1}) {
+        ASSERT_TRUE(runCase(dtype, op, name, kernel, count, alias, offset, rng));
+      }
+    }
+  }
+  const std::size_t perLine = 64 / dataTypeSize(dtype);
+  for (std::size_t offset = 0; offset < perLine; ++offset) {
+    for (Alias alias : {Alias::kSeparate, Alias::kDstIsA}) {
+      ASSERT_TRUE(runCase(dtype, op, name, kernel, 3 * perLine + 5, alias, offset, rng));
+    }
+  }
+  for (Alias alias : {Alias::kSeparate, Alias::kDstIsB}) {
+    ASSERT_TRUE(runCase(dtype, op, name, kernel, 100'003, alias, 3, rng));
+  }
+}
+
+// The same bits as the portable kernels, NaN payloads included, on data where a quarter
+// of the floats are arbitrary bit patterns (NaNs, infinities, subnormals). The one
+// freedom: when both operands are NaN, which payload survives.
+TEST_P(IsaCombineTest, BitIdenticalToPortableKernels) {
+  const auto [isa, dtype, op] = GetParam();
+  constexpr std::size_t kN = 10'007;
+  const std::size_t es = dataTypeSize(dtype);
+  std::mt19937_64 rng(99);
+  const Bytes a = ref::randomElements(dtype, kN, rng);
+  const Bytes b = ref::randomElements(dtype, kN, rng);
+  Bytes got(kN * es), want(kN * es);
+  detail::combineKernel(dtype, op, isa)(got.data(), a.data(), b.data(), kN);
+  detail::combineKernel(dtype, op, detail::Isa::kGeneric)(want.data(), a.data(), b.data(), kN);
+  for (std::size_t i = 0; i < kN; ++i) {
+    if (std::memcmp(&got[i * es], &want[i * es], es) == 0) continue;
+    const bool bothNan = ref::isFloating(dtype) && std::isnan(ref::decode(dtype, a.data(), i)) &&
+                         std::isnan(ref::decode(dtype, b.data(), i));
+    std::string why;
+    ASSERT_TRUE(bothNan && ref::sameElement(dtype, got.data(), want.data(), i, &why))
+        << detail::isaName(isa) << " against generic, element " << i << ": " << why;
+  }
+}
+
+std::string isaCaseName(const ::testing::TestParamInfo<IsaParam>& info) {
+  return std::string(detail::isaName(std::get<0>(info.param))) + "_" +
+         dataTypeName(std::get<1>(info.param)) + "_" + reduceOpName(std::get<2>(info.param));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryIsa, IsaCombineTest,
+    ::testing::Combine(::testing::Values(detail::Isa::kGeneric, detail::Isa::kAvxF16c,
+                                         detail::Isa::kAvx2, detail::Isa::kAvx512,
+                                         detail::Isa::kAvx512Bf16),
+                       ::testing::Values(DataType::kInt8, DataType::kUint8, DataType::kInt32,
+                                         DataType::kUint32, DataType::kInt64, DataType::kUint64,
+                                         DataType::kFloat16, DataType::kBFloat16,
+                                         DataType::kFloat32, DataType::kFloat64),
+                       ::testing::Values(ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin,
+                                         ReduceOp::kMax, ReduceOp::kAvg)),
+    isaCaseName);
+
+// Outputs of 32 MiB and more in a buffer of their own are written with non-temporal stores
+// (kernels_simd.h): the same bits as the portable kernels, with dst starting off a cache
+// line (the aligned part streams) and a tail.
+class IsaStreamingTest : public ::testing::TestWithParam<std::tuple<detail::Isa, DataType>> {};
+
+TEST_P(IsaStreamingTest, LargeSeparateOutputMatchesPortableKernel) {
+  const auto [isa, dtype] = GetParam();
+  if (!detail::isaSupported(isa)) {
+    GTEST_SKIP() << "this CPU (or OS) does not support the " << detail::isaName(isa)
+                 << " kernels";
+  }
+  const std::size_t es = dataTypeSize(dtype);
+  const std::size_t count = (std::size_t{32} << 20) / es + 77;
+  // Arbitrary bit patterns (every value class, NaNs included), made fast: 64 MiB of them.
+  std::mt19937_64 rng(5);
+  const auto randomBytes = [&rng](std::size_t n) {
+    Bytes v(n);
+    for (std::size_t i = 0; i + 8 <= n; i += 8) {
+      const std::uint64_t x = rng();
+      std::memcpy(&v[i], &x, 8);
+    }
+    return v;
+  };
+  const Bytes a = randomBytes(count * es);
+  const Bytes b = randomBytes(count * es);
+  Bytes want(count * es);
+  detail::combineKernel(dtype, ReduceOp::kSum, detail::Isa::kGeneric)(want.data(), a.data(),
+                                                                        b.data(), count);
+  Bytes buf((count + 8) * es, kSentinel);
+  std::uint8_t* got = buf.data() + es;  // one element in: not on a cache line
+  detail::combineKernel(dtype, ReduceOp::kSum, isa)(got, a.data(), b.data(), count);
+  for (std::size_t i = 0; i < count; ++i) {
+    if (std::memcmp(got + i * es, &want[i * es], es) == 0) continue;
+    const bool bothNan = ref::isFloating(dtype) && std::isnan(ref::decode(dtype, a.data(), i)) &&
+                         std::isnan(ref::decode(dtype, b.data(), i));
+    std::string why;
+    ASSERT_TRUE(bothNan && ref::sameElement(dtype, got, want.data(), i, &why))
+        << detail::isaName(isa) << " " << dataTypeName(dtype) << " element " << i << ": " << why;
+  }
+  ASSERT_TRUE(guardsIntact(buf, es, 1, count)) << "wrote outside the output";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryIsa, IsaStreamingTest,
+    ::testing::Combine(::testing::Values(detail::Isa::kAvx2, detail::Isa::kAvx512,
+                                         detail::Isa::kAvx512Bf16),
+                       ::testing::Values(DataType::kInt8, DataType::kUint8, DataType::kInt32,
+                                         DataType::kUint32, DataType::kInt64, DataType::kUint64,
+                                         DataType::kFloat16, DataType::kBFloat16,
+                                         DataType::kFloat32, DataType::kFloat64)),
+    [](const ::testing::TestParamInfo<std::tuple<detail::Isa, DataType>>& param) {
+      return std::string(detail::isaName(std::get<0>(param.param))) + "_" +
+             dataTypeName(std::get<1>(param.param));
+    });
+
 // ---- integer wrap-around, written out by hand ---------------------------------------------
 
-// Combines `a` and `b` replicated over 37 elements (a vector body plus a tail) and returns
-// the result, after checking that all 37 agree.
+// Combines `a` and `b` replicated over 133 elements (on every kernel set, two AVX-512
+// registers of bytes and a tail) with every kernel set and combine(), checks that all
+// elements of all of them agree, and returns the result.
 template <typename T>
 T combineReplicated(DataType dtype, ReduceOp op, T a, T b) {
-  constexpr std::size_t kN = 37;
-  std::vector<T> va(kN, a), vb(kN, b), out(kN);
-  combine(out.data(), va.data(), vb.data(), kN, dtype, op);
-  for (std::size_t i = 1; i < kN; ++i) EXPECT_EQ(out[i], out[0]) << "element " << i;
-  return out[0];
+  constexpr std::size_t kN = 133;
+  const std::vector<T> va(kN, a), vb(kN, b);
+  std::vector<T> first;
+  for (const auto& [name, kernel] : kernelsFor(dtype, op)) {
+    std::vector<T> out(kN);
+    kernel(out.data(), va.data(), vb.data(), kN);
+    if (first.empty()) first = out;
+    for (std::size_t i = 0; i < kN; ++i) {
+      EXPECT_EQ(out[i], first[0]) << name << ", element " << i;
+    }
+  }
+  return first[0];
 }
 
 TEST(CombineWrap, SignedAndUnsignedOverflowWraps) {
@@ -242,6 +391,76 @@ TEST(CombineWrap, MinMaxUseTheSignedness) {
   EXPECT_EQ(combineReplicated<std::uint64_t>(DataType::kUint64, ReduceOp::kMin, ~0ull, 1), 1u);
 }
 
+// 64-bit min/max have no AVX2 instruction: the emulation compares signed, with the sign bit
+// flipped for unsigned. The extremes and the values either side of the sign bit catch a
+// compare of the wrong signedness.
+TEST(CombineWrap, MinMaxOfExtremes) {
+  using L64 = std::numeric_limits<std::int64_t>;
+  using U64 = std::numeric_limits<std::uint64_t>;
+  constexpr std::uint64_t kTopBit = 1ull << 63;
+  EXPECT_EQ(combineReplicated<std::int64_t>(DataType::kInt64, ReduceOp::kMin, L64::max(),
+                                            L64::min()),
+            L64::min());
+  EXPECT_EQ(combineReplicated<std::int64_t>(DataType::kInt64, ReduceOp::kMax, L64::min(),
+                                            L64::max()),
+            L64::max());
+  EXPECT_EQ(combineReplicated<std::int64_t>(DataType::kInt64, ReduceOp::kMax, L64::min(), -1),
+            -1);
+  EXPECT_EQ(combineReplicated<std::int64_t>(DataType::kInt64, ReduceOp::kMin, 0, L64::min() + 1),
+            L64::min() + 1);
+  EXPECT_EQ(combineReplicated<std::uint64_t>(DataType::kUint64, ReduceOp::kMax, kTopBit,
+                                             kTopBit - 1),
+            kTopBit);
+  EXPECT_EQ(combineReplicated<std::uint64_t>(DataType::kUint64, ReduceOp::kMin, kTopBit,
+                                             kTopBit - 1),
+            kTopBit - 1);
+  EXPECT_EQ(combineReplicated<std::uint64_t>(DataType::kUint64, ReduceOp::kMin, U64::max(), 0),
+            0u);
+  EXPECT_EQ(combineReplicated<std::uint64_t>(DataType::kUint64, ReduceOp::kMax, 0, U64::max()),
+            U64::max());
+  EXPECT_EQ(combineReplicated<std::uint32_t>(DataType::kUint32, ReduceOp::kMax, 0x80000000u,
+                                             0x7fffffffu),
+            0x80000000u);
+  EXPECT_EQ(combineReplicated<std::uint8_t>(DataType::kUint8, ReduceOp::kMin, 0x80, 0x7f), 0x7f);
+  EXPECT_EQ(combineReplicated<std::int8_t>(DataType::kInt8, ReduceOp::kMax, -128, -127), -127);
+}
+
+// Byte products are emulated with 16-bit multiplies on AVX2 and AVX-512: every pair of
+// bytes, at every position within a 16-bit lane, on every kernel set.
+TEST(CombineWrap, EveryBytePairMultiplies) {
+  constexpr std::size_t kN = 65536;
+  std::vector<std::uint8_t> a(kN), b(kN);
+  for (std::size_t i = 0; i < kN; ++i) {
+    a[i] = static_cast<std::uint8_t>(i);
+    b[i] = static_cast<std::uint8_t>(i >> 8);
+  }
+  for (DataType dtype : {DataType::kInt8, DataType::kUint8}) {
+    for (const auto& [name, kernel] : kernelsFor(dtype, ReduceOp::kProd)) {
+      std::vector<std::uint8_t> out(kN);
+      kernel(out.data(), a.data(), b.data(), kN);
+      for (std::size_t i = 0; i < kN; ++i) {
+        ASSERT_EQ(out[i], static_cast<std::uint8_t>(a[i] * b[i]))
+            << name << " " << dataTypeName(dtype) << ": " << int{a[i]} << " * " << int{b[i]};
+      }
+    }
+  }
+}
+
+// 64-bit products are emulated from 32-bit halves on AVX2: operands with all four halves
+// non-zero, and signs.
+TEST(CombineWrap, EmulatedQwordProducts) {
+  EXPECT_EQ(combineReplicated<std::uint64_t>(DataType::kUint64, ReduceOp::kProd,
+                                             0x123456789abcdef1ull, 0xfedcba9876543211ull),
+            0x123456789abcdef1ull * 0xfedcba9876543211ull);
+  // -(2^32 + 1) * (2^32 + 1) = -(2^64 + 2^33 + 1), which is -(2^33 + 1) modulo 2^64.
+  EXPECT_EQ(combineReplicated<std::int64_t>(DataType::kInt64, ReduceOp::kProd, -0x100000001ll,
+                                            0x100000001ll),
+            -0x200000001ll);
+  EXPECT_EQ(combineReplicated<std::int64_t>(DataType::kInt64, ReduceOp::kProd, -0xffffffffll,
+                                            -0xffffffffll),
+            static_cast<std::int64_t>(0xfffffffe00000001ull));
+}
+
 // ---- floating-point special values ----------------------------------------------------------
 
 struct SpecialCase {
@@ -271,6 +490,23 @@ const SpecialCase kSpecials[] = {
     {ReduceOp::kSum, kNaN, 1, kNaN},      {ReduceOp::kAvg, -kInf, -1, -kInf},
     {ReduceOp::kProd, 0.0, kInf, kNaN},   {ReduceOp::kProd, -0.0, 5, -0.0},
     {ReduceOp::kProd, -2, -0.0, 0.0},     {ReduceOp::kProd, kNaN, 0.0, kNaN},
+    // Subnormals. Operands and expectations are encoded with the reference rounding, so one
+    // row means different things per type: 2^-24 is float16's smallest subnormal, 2^-130 a
+    // bfloat16 and float32 subnormal (and 0 in float16). The expectation is the exact
+    // result, rounded once like the kernels must.
+    {ReduceOp::kSum, 0x1p-24, 0x1p-24, 0x1p-23},
+    {ReduceOp::kSum, 0x1p-24, -0x1p-23, -0x1p-24},
+    {ReduceOp::kSum, 0x1p-130, 0x1p-130, 0x1p-129},
+    {ReduceOp::kSum, 0x1p-126, -0x1p-130, 0x1p-126 - 0x1p-130},
+    {ReduceOp::kProd, 0x1p-12, 0x1p-13, 0x1p-25},  // a tie in float16: to even, 0
+    {ReduceOp::kProd, 0x1p-70, 0x1p-60, 0x1p-130},
+    {ReduceOp::kProd, -0x1p-120, 0x1p-15, -0x1p-135},  // below bfloat16's smallest: -0
+    {ReduceOp::kMin, 0x1p-130, -0x1p-130, -0x1p-130},
+    {ReduceOp::kMax, 0x1p-24, 0x1p-23, 0x1p-23},
+    {ReduceOp::kAvg, 0x1p-133, 0x1p-133, 0x1p-132},
+    // Overflow to infinity in the narrow formats only.
+    {ReduceOp::kSum, 65504, 65504, 131008},
+    {ReduceOp::kProd, 0x1p100, 0x1p100, 0x1p200},
 };
 
 TEST(CombineSpecials, NanInfAndSignedZero) {

@@ -1,5 +1,5 @@
 // finalize(): kAvg divides by the world size with each type's rules; every other operator
-// leaves the buffer alone.
+// leaves the buffer alone. Every kernel set's division is checked on its own too.
 
 #include <gtest/gtest.h>
 
@@ -8,8 +8,10 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "reduce/kernels.h"
 #include "reduce/reduce.h"
 #include "unit/reduce/reference.h"
 
@@ -59,6 +61,79 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, FinalizeTest,
                          [](const ::testing::TestParamInfo<DataType>& param) {
                            return std::string(dataTypeName(param.param));
                          });
+
+// ---- every kernel set's division ------------------------------------------------------------
+
+using IsaParam = std::tuple<detail::Isa, DataType>;
+
+class IsaFinalizeTest : public ::testing::TestWithParam<IsaParam> {
+ protected:
+  void SetUp() override {
+    const detail::Isa isa = std::get<0>(GetParam());
+    if (!detail::isaSupported(isa)) {
+      GTEST_SKIP() << "this CPU (or OS) does not support the " << detail::isaName(isa)
+                   << " kernels";
+    }
+  }
+
+  // Divides `count` random elements, stored `offset` elements into a buffer followed by
+  // guard bytes, and checks them against the reference and, bit for bit, against the
+  // portable kernel (a NaN divided keeps its payload, so there is no freedom here).
+  void check(std::size_t count, std::size_t offset, int worldSize, std::mt19937_64& rng) {
+    constexpr std::uint8_t kSentinel = 0x5a;
+    const auto [isa, dtype] = GetParam();
+    const std::size_t es = dataTypeSize(dtype);
+    const Bytes in = ref::randomElements(dtype, count, rng);
+    const Bytes expected = ref::refAverage(dtype, in, count, worldSize);
+    Bytes portable = in;
+    if (count > 0) {
+      detail::averageKernel(dtype, detail::Isa::kGeneric)(portable.data(), count, worldSize);
+    }
+    Bytes buf((offset + count + 8) * es, kSentinel);
+    if (count > 0) std::memcpy(buf.data() + offset * es, in.data(), count * es);
+    detail::averageKernel(dtype, isa)(buf.data() + offset * es, count, worldSize);
+    const std::uint8_t* got = buf.data() + offset * es;
+    const std::string where = std::string(detail::isaName(isa)) + " " + dataTypeName(dtype) +
+                              " count=" + std::to_string(count) + " offset=" +
+                              std::to_string(offset) + " worldSize=" + std::to_string(worldSize);
+    for (std::size_t i = 0; i < count; ++i) {
+      std::string why;
+      ASSERT_TRUE(ref::sameElement(dtype, got, expected.data(), i, &why)) << where << ": " << why;
+      ASSERT_EQ(std::memcmp(got + i * es, portable.data() + i * es, es), 0)
+          << where << ": differs from the portable kernel at element " << i;
+    }
+    for (std::size_t i = 0; i < offset * es; ++i) ASSERT_EQ(buf[i], kSentinel) << where;
+    for (std::size_t i = (offset + count) * es; i < buf.size(); ++i) {
+      ASSERT_EQ(buf[i], kSentinel) << where << ": wrote past the end";
+    }
+  }
+};
+
+// Every count to 130 (every tail), every start alignment in a cache line, a large count.
+TEST_P(IsaFinalizeTest, EveryLengthMatchesReferenceAndPortableKernel) {
+  const DataType dtype = std::get<1>(GetParam());
+  std::mt19937_64 rng(static_cast<std::uint64_t>(dtype) + 11);
+  for (std::size_t count = 0; count <= 130; ++count) {
+    for (std::size_t offset : {0, 1}) check(count, offset, count % 2 == 0 ? 3 : 8, rng);
+  }
+  const std::size_t perLine = 64 / dataTypeSize(dtype);
+  for (std::size_t offset = 0; offset < perLine; ++offset) check(3 * perLine + 5, offset, 7, rng);
+  check(100'003, 3, 1000, rng);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryIsa, IsaFinalizeTest,
+    ::testing::Combine(::testing::Values(detail::Isa::kGeneric, detail::Isa::kAvxF16c,
+                                         detail::Isa::kAvx2, detail::Isa::kAvx512,
+                                         detail::Isa::kAvx512Bf16),
+                       ::testing::Values(DataType::kInt8, DataType::kUint8, DataType::kInt32,
+                                         DataType::kUint32, DataType::kInt64, DataType::kUint64,
+                                         DataType::kFloat16, DataType::kBFloat16,
+                                         DataType::kFloat32, DataType::kFloat64)),
+    [](const ::testing::TestParamInfo<IsaParam>& param) {
+      return std::string(detail::isaName(std::get<0>(param.param))) + "_" +
+             dataTypeName(std::get<1>(param.param));
+    });
 
 template <typename T>
 std::vector<T> averaged(DataType dtype, std::vector<T> v, int worldSize) {
