@@ -159,6 +159,15 @@ Result<std::vector<std::pair<Collective, std::string>>> parseAlgorithmOverrides(
 }
 
 Result<const AlgorithmInfo*> selectAlgorithm(const CollectiveSpec& spec, std::string_view forced) {
+  // Every call comes through here: the answer first, the explanations only when needed.
+  if (forced.empty()) {
+    if (const AlgorithmInfo* chosen = defaultAlgorithm(spec)) return chosen;
+  } else {
+    for (const AlgorithmInfo& info : algorithmRegistry()) {
+      if (info.kind == spec.kind && forced == info.name && info.unsupportedReason(spec).empty())
+        return &info;
+    }
+  }
   std::string applicable;
   std::string reasons;
   const AlgorithmInfo* chosen = nullptr;

@@ -258,7 +258,7 @@ std::string CommImpl::describe(const OpRequest& r, const char* algorithm) const 
 
 const Schedule& CommImpl::scheduleFor(const CollectiveSpec& spec, const AlgorithmInfo& algorithm) {
   CacheKey key{static_cast<int>(spec.kind), spec.count, static_cast<int>(spec.dtype),
-               static_cast<int>(spec.op), spec.inPlace, spec.peer, spec.root, algorithm.name,
+               static_cast<int>(spec.op), spec.inPlace, spec.peer, spec.root, &algorithm,
                spec.counts, spec.displs, spec.recvCounts, spec.recvDispls};
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
@@ -266,16 +266,33 @@ const Schedule& CommImpl::scheduleFor(const CollectiveSpec& spec, const Algorith
   return cache_.emplace(key, algorithm.build(spec)).first->second;
 }
 
+namespace {
+
+// describe() of one call, formatted only when an error or a trace needs it.
+class CallDescriber final : public OpDescriber {
+ public:
+  CallDescriber(const CommImpl& comm, const OpRequest& r, const char* algorithm)
+      : comm_(comm), r_(r), algorithm_(algorithm) {}
+  std::string describe() const override { return comm_.describe(r_, algorithm_); }
+
+ private:
+  const CommImpl& comm_;
+  const OpRequest& r_;
+  const char* algorithm_;
+};
+
+}  // namespace
+
 Status CommImpl::execute(const OpRequest& r) {
   const CollectiveSpec& spec = r.spec;
   auto algorithm = selectAlgorithm(spec, forcedAlgorithm(r));
   if (!algorithm.ok()) return algorithm.status();
-  const std::string what = describe(r, (*algorithm)->name);
+  const CallDescriber what(*this, r, (*algorithm)->name);
   Status health = transport_->health();
   if (!health.ok())
     return Status(health.code(),
-                  strFormat("%s refused: communicator '%s' failed earlier: %s", what.c_str(),
-                            name_.c_str(), health.message().c_str()),
+                  strFormat("%s refused: communicator '%s' failed earlier: %s",
+                            what.describe().c_str(), name_.c_str(), health.message().c_str()),
                   health.peerRank());
   const Schedule& schedule = scheduleFor(spec, **algorithm);
   ExecParams params;
@@ -288,17 +305,18 @@ Status CommImpl::execute(const OpRequest& r) {
   params.deadline = r.deadline;
   params.spinNs = spinNs_;
   params.maxInflight = static_cast<std::size_t>(std::max<std::int64_t>(1, config_.maxInflight));
-  params.what = what;
+  params.what = &what;
   if (schedule.scratchCount > 0) {
     // Pooled: grows to the largest need once, then every call reuses it.
     std::size_t bytes = schedule.scratchCount * dataTypeSize(spec.dtype);
     if (scratch_.size() < bytes) scratch_.resize(bytes);
   }
   ExecBuffers buffers{r.input, r.output, scratch_.data()};
-  TUTTI_TRACE(kColl, "%s starting: %zu steps", what.c_str(), schedule.steps.size());
+  TUTTI_TRACE(kColl, "%s starting: %zu steps", what.describe().c_str(), schedule.steps.size());
   Status status = tutti::execute(*transport_, schedule, buffers, params, pool_);
   if (!status.ok()) {
-    Status failed = status.withContext(strFormat("%s failed on rank %d", what.c_str(), rank_));
+    Status failed =
+        status.withContext(strFormat("%s failed on rank %d", what.describe().c_str(), rank_));
     TUTTI_WARN(kColl, "%s", failed.message().c_str());
     return failed;
   }

@@ -71,6 +71,8 @@ class CommImpl {
   Result<std::string> algorithmFor(Collective kind, std::size_t count, DataType dtype,
                                    const std::string& forced) const;
   Status verifyCall(const CallShape& call, const std::string& forced) const;
+  /// "allreduce #12 (count 1000 float32 sum, ring)": the call as errors name it.
+  std::string describe(const OpRequest& request, const char* algorithm) const;
 
   /// The collective part of Communicator::split: nullptr for kNoColor.
   Result<std::unique_ptr<CommImpl>> split(int color, int key, const CommOptions& options);
@@ -86,7 +88,6 @@ class CommImpl {
   void prepare(OpRequest& request, const CallOptions& options);
   Status execute(const OpRequest& request);
   std::string forcedAlgorithm(const OpRequest& request) const;
-  std::string describe(const OpRequest& request, const char* algorithm) const;
   const Schedule& scheduleFor(const CollectiveSpec& spec, const AlgorithmInfo& algorithm);
   void workerLoop();
 
@@ -109,8 +110,9 @@ class CommImpl {
   std::vector<char> scratch_;  // schedules' scratch space, pooled across calls
   std::uint64_t nextSeq_ = 0;  // touched only by the issuing thread
 
-  // Schedules by call shape and algorithm; bounded.
-  using CacheKey = std::tuple<int, std::uint64_t, int, int, bool, int, int, std::string,
+  // Schedules by call shape and algorithm (registry entries live forever: their address
+  // is their identity); bounded.
+  using CacheKey = std::tuple<int, std::uint64_t, int, int, bool, int, int, const AlgorithmInfo*,
                               std::vector<std::uint64_t>, std::vector<std::uint64_t>,
                               std::vector<std::uint64_t>, std::vector<std::uint64_t>>;
   std::map<CacheKey, Schedule> cache_;

@@ -246,7 +246,10 @@ Status Run::run() {
       failure = Status(ErrorCode::kTimeout,
                        strFormat("%s timed out after completing %zu of %zu steps; still waiting "
                                  "for %s",
-                                 params_.what.c_str(), completed_, steps, waiting.c_str()),
+                                 (params_.what != nullptr ? params_.what->describe()
+                                                          : std::string("the operation"))
+                                     .c_str(),
+                                 completed_, steps, waiting.c_str()),
                        onlyPeer >= 0 ? onlyPeer : Status::kNoRank);
       break;
     }

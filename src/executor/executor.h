@@ -48,6 +48,14 @@ struct ExecBuffers {
   void* scratch = nullptr;
 };
 
+/// Names the operation in errors ("allreduce #12 (count 1000 float32 sum, ring)"). Asked
+/// only when something is reported, so that a call that succeeds formats no text.
+class OpDescriber {
+ public:
+  virtual ~OpDescriber() = default;
+  virtual std::string describe() const = 0;
+};
+
 struct ExecParams {
   DataType dtype = DataType::kFloat32;
   ReduceOp op = ReduceOp::kSum;
@@ -56,8 +64,8 @@ struct ExecParams {
   Deadline deadline = Deadline::never();
   std::int64_t spinNs = 20000;
   std::size_t maxInflight = 16;
-  /// Names the operation in errors, e.g. "allreduce #12".
-  std::string what;
+  /// Names the operation in errors; null: "the operation".
+  const OpDescriber* what = nullptr;
 };
 
 /// Runs `schedule` over `transport`. Blocks until it completes, fails or the deadline passes.
