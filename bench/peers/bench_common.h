@@ -349,8 +349,12 @@ int calibrate(Backend& backend, const Options& options) {
     for (int i = 0; i < batch; ++i) backend.run();
     const double elapsed = backend.maxOverRanks(nowSeconds() - start);
     if (elapsed >= kBatchSeconds || batch >= options.maxIters) {
-      const double wanted = options.targetSeconds * batch / std::max(elapsed, 1e-9);
-      return static_cast<int>(std::clamp(wanted, 3.0, static_cast<double>(options.maxIters)));
+      const double perCall = std::max(elapsed, 1e-9) / batch;
+      // At least 3 calls, unless one call alone overruns the target (a peer that collapses,
+      // taking seconds per call): then as many as fit, at least one.
+      const double least = perCall > options.targetSeconds ? 1.0 : 3.0;
+      const double wanted = options.targetSeconds / perCall;
+      return static_cast<int>(std::clamp(wanted, least, static_cast<double>(options.maxIters)));
     }
     batch *= 2;
   }

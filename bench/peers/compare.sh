@@ -11,7 +11,8 @@
 #                          [--gloo-algos LIST]
 #
 # Defaults: allreduce; 8 64K 1M 16M 64M 256M; worlds 2 4 8; 5 rounds; every peer variant.
-# --quick: 2 rounds, sizes 8 1M 64M, worlds 2 4 (explicit flags still win).
+# --quick: 2 rounds, sizes 8 1M 64M, worlds 2 4, --target 0.2, --timeout 120 (explicit
+# flags still win).
 # Peer variants (--peers):
 #   ompi         Open MPI as installed (vader shared memory, CMA single copy)
 #   ompi-tuned   the same with MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=17179869184 (glibc
@@ -22,7 +23,9 @@
 #   mpich        MPICH as installed (ch4:ucx; UCX moves large messages with CMA)
 #   mpich-tuned  the same with the malloc settings above
 #   mpich-nocma  UCX restricted to shared memory without CMA (UCX_TLS=self,posix,sysv)
-#   gloo         Gloo, TCP on 127.0.0.1; all-reduce: the best of its algorithms each round
+#   gloo         Gloo, TCP on 127.0.0.1; all-reduce: the best of its algorithms (--gloo-algos,
+#                default ring,ring_chunked,halving_doubling,bcube; opt_ring is the options
+#                API PyTorch calls) each round, one launch per algorithm
 # Nothing leaves loopback: Open MPI gets btl/oob_tcp_if_include lo, MPICH -iface lo and
 # UCX_NET_DEVICES=lo, tutti-run binds 127.0.0.1, Gloo's device 127.0.0.1.
 #
@@ -39,12 +42,14 @@ rounds=5
 peers="ompi ompi-tuned ompi-nocma ompi-tcp mpich mpich-tuned mpich-nocma gloo"
 target=0.3
 run_timeout=300
-gloo_algos="ring,ring_chunked,halving_doubling,bcube,opt_ring"
+gloo_algos="ring,ring_chunked,halving_doubling,bcube"
 out=""
 quick=0
 set_sizes=0
 set_worlds=0
 set_rounds=0
+set_target=0
+set_timeout=0
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 
@@ -56,8 +61,8 @@ while [ $# -gt 0 ]; do
     --worlds) worlds=$2; set_worlds=1; shift ;;
     --rounds) rounds=$2; set_rounds=1; shift ;;
     --peers) peers=$2; shift ;;
-    --target) target=$2; shift ;;
-    --timeout) run_timeout=$2; shift ;;
+    --target) target=$2; set_target=1; shift ;;
+    --timeout) run_timeout=$2; set_timeout=1; shift ;;
     --out) out=$2; shift ;;
     --gloo-algos) gloo_algos=$2; shift ;;
     -h|--help) usage; exit 0 ;;
@@ -69,6 +74,8 @@ if [ "$quick" = 1 ]; then
   [ "$set_sizes" = 1 ] || sizes="8 1M 64M"
   [ "$set_worlds" = 1 ] || worlds="2 4"
   [ "$set_rounds" = 1 ] || rounds=2
+  [ "$set_target" = 1 ] || target=0.2
+  [ "$set_timeout" = 1 ] || run_timeout=120
 fi
 
 bin=build/bin
@@ -173,17 +180,25 @@ peer_command() {
     mpich) cmd=("${mpich[@]}" "$peer_bin/mpi_bench_mpich") ;;
     mpich-tuned) cmd=(env "${tuned[@]}" "${mpich[@]}" "$peer_bin/mpi_bench_mpich") ;;
     mpich-nocma) cmd=(env "UCX_TLS=self,posix,sysv" "${mpich[@]}" "$peer_bin/mpi_bench_mpich") ;;
-    gloo) cmd=("$peer_bin/gloo_bench" -np "$world" --timeout "$run_timeout" -a "$gloo_algos") ;;
+    gloo:*) cmd=("$peer_bin/gloo_bench" -np "$world" --timeout "$run_timeout" -a "${peer#gloo:}") ;;
     *) echo "compare.sh: unknown peer '$peer'" >&2; exit 2 ;;
   esac
 }
 
-run_peer() {  # round coll world peer: every size in one launch
-  local round=$1 coll=$2 world=$3 peer=$4 list="" s log status=0
+run_peer() {  # round coll world peer: every size in one launch (Gloo: one per algorithm)
+  local round=$1 coll=$2 world=$3 peer=$4
+  if [ "$peer" = gloo ]; then
+    local algo algos=default
+    [ "$coll" = allreduce ] && algos=${gloo_algos//,/ }
+    for algo in $algos; do run_peer "$round" "$coll" "$world" "gloo:$algo"; done
+    return
+  fi
+  local list="" s log status=0
   for s in $sizes; do list="$list${list:+,}$(bytes_of "$s")"; done
   peer_command "$peer" "$world"
-  log="$out/logs/r$round-$coll-n$world-$peer.log"
-  run_logged "$log" "${cmd[@]}" "$coll" -s "$list" -w 2 -t "$target" --label "$peer" || status=$?
+  log="$out/logs/r$round-$coll-n$world-${peer/:/-}.log"
+  run_logged "$log" "${cmd[@]}" "$coll" -s "$list" -w 2 -t "$target" --label "${peer%%:*}" ||
+    status=$?
   # Whatever finished is recorded; a size that did not gets a failure record.
   awk -v r="$round" '$1 == "RESULT" {
       impl = $2; if ($11 != "default") impl = impl ":" $11
@@ -193,7 +208,7 @@ run_peer() {  # round coll world peer: every size in one launch
     for s in $sizes; do
       local b
       b=$(bytes_of "$s")
-      grep -q "^RESULT $peer $coll $world $b " "$log" ||
+      grep -q "^RESULT ${peer%%:*} $coll $world $b " "$log" ||
         record_failure "$round" "$coll" "$world" "$b" "$peer" "$status"
     done
   fi
