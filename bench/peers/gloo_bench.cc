@@ -58,6 +58,12 @@ namespace {
 using peers::Coll;
 using peers::Counts;
 
+// Set by SIGTERM / SIGINT (timeout(1) ending the run): the launcher stops its ranks and
+// removes the store directory instead of leaving both behind.
+volatile sig_atomic_t gStopRequested = 0;
+
+void requestStop(int) { gStopRequested = 1; }
+
 // Tags keep the driver's own small all-reduces apart from the measured calls.
 constexpr uint32_t kCallTag = 1;
 constexpr uint32_t kStatsTag = 2;
@@ -268,6 +274,12 @@ int waitChildren(std::vector<pid_t>& children, std::chrono::steady_clock::time_p
       continue;
     }
     if (pid < 0 && errno != EINTR) break;
+    if (gStopRequested) {
+      std::fprintf(stderr, "gloo_bench: stopped by a signal, ranks killed\n");
+      killAll();
+      status = 6;
+      gStopRequested = 0;
+    }
     if (std::chrono::steady_clock::now() > deadline) {
       std::fprintf(stderr, "gloo_bench: ranks still running at the deadline, killed\n");
       killAll();
@@ -363,6 +375,10 @@ int main(int argc, char** argv) {
     }
     children.push_back(pid);
   }
+  struct sigaction action = {};
+  action.sa_handler = requestStop;
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGINT, &action, nullptr);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeoutSeconds);
   const int status = waitChildren(children, deadline);
   std::error_code ignored;
