@@ -1,0 +1,337 @@
+#!/usr/bin/env bash
+# tutti against its peers, side by side in one run: tutti-bench and the peer benchmarks
+# (Open MPI, MPICH, Gloo; bench/peers/setup.sh builds them) on the same collectives, sizes
+# and world sizes, alternating, R rounds; then a table of medians and of the ratio
+# tutti / best peer as the median of the per-round ratios (these machines change speed
+# between runs, so only ratios taken close together mean anything).
+#
+#   bench/peers/compare.sh [--quick] [--collectives "allreduce ..."] [--sizes "8 1M ..."]
+#                          [--worlds "2 4 8"] [--rounds R] [--peers "ompi mpich ..."]
+#                          [--target SECONDS] [--timeout SECONDS] [--out DIR]
+#                          [--gloo-algos LIST]
+#
+# Defaults: allreduce; 8 64K 1M 16M 64M 256M; worlds 2 4 8; 5 rounds; every peer variant.
+# --quick: 2 rounds, sizes 8 1M 64M, worlds 2 4, --target 0.2, --timeout 120 (explicit
+# flags still win).
+# Peer variants (--peers):
+#   ompi         Open MPI as installed (vader shared memory, CMA single copy)
+#   ompi-tuned   the same with MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=17179869184 (glibc
+#                keeps the large scratch buffers MPI allocates per call instead of unmapping
+#                them: no page faults on the call path)
+#   ompi-nocma   vader without single copy (btl_vader_single_copy_mechanism none)
+#   ompi-tcp     TCP over loopback only (btl tcp,self)
+#   mpich        MPICH as installed (ch4:ucx; UCX moves large messages with CMA)
+#   mpich-tuned  the same with the malloc settings above
+#   mpich-nocma  UCX restricted to shared memory without CMA (UCX_TLS=self,posix,sysv)
+#   gloo         Gloo, TCP on 127.0.0.1; all-reduce: the best of its algorithms (--gloo-algos,
+#                default ring,ring_chunked,halving_doubling,bcube; opt_ring is the options
+#                API PyTorch calls) each round, one launch per algorithm
+# Nothing leaves loopback: Open MPI gets btl/oob_tcp_if_include lo, MPICH -iface lo and
+# UCX_NET_DEVICES=lo, tutti-run binds 127.0.0.1, Gloo's device 127.0.0.1.
+#
+# Every measurement is bounded (timeout), checks every output element, and a failed,
+# timed-out or wrong one is shown as such in the table rather than ending the run. Raw
+# records, each run's log and the table (table.md) are kept in the output directory.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+collectives="allreduce"
+sizes="8 64K 1M 16M 64M 256M"
+worlds="2 4 8"
+rounds=5
+peers="ompi ompi-tuned ompi-nocma ompi-tcp mpich mpich-tuned mpich-nocma gloo"
+target=0.3
+run_timeout=300
+gloo_algos="ring,ring_chunked,halving_doubling,bcube"
+out=""
+quick=0
+set_sizes=0
+set_worlds=0
+set_rounds=0
+set_target=0
+set_timeout=0
+
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) quick=1 ;;
+    --collectives) collectives=$2; shift ;;
+    --sizes) sizes=$2; set_sizes=1; shift ;;
+    --worlds) worlds=$2; set_worlds=1; shift ;;
+    --rounds) rounds=$2; set_rounds=1; shift ;;
+    --peers) peers=$2; shift ;;
+    --target) target=$2; set_target=1; shift ;;
+    --timeout) run_timeout=$2; set_timeout=1; shift ;;
+    --out) out=$2; shift ;;
+    --gloo-algos) gloo_algos=$2; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "compare.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
+  esac
+  shift
+done
+if [ "$quick" = 1 ]; then
+  [ "$set_sizes" = 1 ] || sizes="8 1M 64M"
+  [ "$set_worlds" = 1 ] || worlds="2 4"
+  [ "$set_rounds" = 1 ] || rounds=2
+  [ "$set_target" = 1 ] || target=0.2
+  [ "$set_timeout" = 1 ] || run_timeout=120
+fi
+
+bin=build/bin
+peer_bin=build/peers
+for f in "$bin/tutti-run" "$bin/tutti-bench" "$peer_bin/mpi_bench_openmpi" \
+         "$peer_bin/mpi_bench_mpich" "$peer_bin/gloo_bench" "$peer_bin/membw"; do
+  [ -x "$f" ] || { echo "compare.sh: $f is missing: run bench/peers/setup.sh first" >&2; exit 1; }
+done
+[ -n "$out" ] || out="build/peers/compare-$(date +%Y%m%d-%H%M%S)"
+mkdir -p "$out/logs"
+records="$out/records.txt"  # round collective world size impl time_us busbw wrong
+: >"$records"
+
+# Bytes from 8, 64K, 1M, 2G.
+bytes_of() {
+  local s=$1
+  case "$s" in
+    *K) echo $((${s%K} * 1024)) ;;
+    *M) echo $((${s%M} * 1024 * 1024)) ;;
+    *G) echo $((${s%G} * 1024 * 1024 * 1024)) ;;
+    *) echo "$s" ;;
+  esac
+}
+
+# tutti-bench takes a fixed iteration count: from the last measured time of the same cell
+# (so later rounds take about --target seconds), or at first from a rough model of tutti
+# over TCP (40 us per rank of latency, 0.5 GB/s).
+declare -A last_us
+tutti_iters() {
+  local key=$1 bytes=$2 world=$3 us
+  us=${last_us[$key]:-}
+  if [ -z "$us" ]; then
+    us=$(awk -v b="$bytes" -v n="$world" 'BEGIN { printf "%.3f", 40 * n + b / 500 }')
+  fi
+  awk -v t="$target" -v us="$us" 'BEGIN {
+    n = int(t * 1e6 / (us > 0.01 ? us : 0.01))
+    print (n < 3 ? 3 : (n > 20000 ? 20000 : n)) }'
+}
+
+# Warm-up calls: a few for small messages, fewer where one call is long.
+warmup_for() { if [ "$1" -ge $((16 * 1024 * 1024)) ]; then echo 2; else echo 5; fi; }
+
+run_logged() {  # log command...: runs it bounded; its status is the command's
+  local log=$1
+  shift
+  local status=0
+  timeout --kill-after=10 "$run_timeout" "$@" >"$log" 2>&1 || status=$?
+  return $status
+}
+
+record_failure() {  # round coll world size impl status
+  local what=FAIL
+  case "$6" in 124|137) what=TIMEOUT ;; esac
+  echo "$1 $2 $3 $4 $5 $what $what $what" >>"$records"
+}
+
+run_tutti() {  # round coll world size
+  local round=$1 coll=$2 world=$3 size=$4 bytes iters warm log json status=0
+  bytes=$(bytes_of "$size")
+  iters=$(tutti_iters "$coll/$world/$size" "$bytes" "$world")
+  warm=$(warmup_for "$bytes")
+  log="$out/logs/r$round-$coll-n$world-$size-tutti.log"
+  json="$out/logs/r$round-$coll-n$world-$size-tutti.json"
+  run_logged "$log" "$bin/tutti-run" --timeout "$run_timeout" -n "$world" "$bin/tutti-bench" \
+    "$coll" -b "$bytes" -e "$bytes" -n "$iters" -w "$warm" -c 1 --json "$json" || status=$?
+  if [ "$status" != 0 ] || [ ! -s "$json" ]; then
+    echo "  tutti $coll n=$world $size: failed ($status), see $log" >&2
+    record_failure "$round" "$coll" "$world" "$bytes" tutti "$status"
+    return
+  fi
+  # The out-of-place row, as the peers run (one JSON object per line).
+  local row
+  row=$(grep '"in_place": false' "$json" | head -n 1)
+  local us bw wrong
+  us=$(echo "$row" | sed -n 's/.*"time_us": \([^,]*\),.*/\1/p')
+  bw=$(echo "$row" | sed -n 's/.*"busbw_gbs": \([^,]*\),.*/\1/p')
+  wrong=$(echo "$row" | sed -n 's/.*"wrong": \([^}]*\)}.*/\1/p')
+  local rbytes
+  rbytes=$(echo "$row" | sed -n 's/.*"bytes": \([0-9]*\),.*/\1/p')
+  if [ -z "$us" ] || [ -z "$rbytes" ]; then
+    record_failure "$round" "$coll" "$world" "$bytes" tutti 1
+    return
+  fi
+  last_us[$coll/$world/$size]=$us
+  echo "$round $coll $world $rbytes tutti $us $bw $wrong" >>"$records"
+}
+
+# The launcher and environment of each peer variant; $1 is the world size.
+peer_command() {
+  local peer=$1 world=$2
+  local ompi=(mpirun.openmpi --allow-run-as-root --oversubscribe -np "$world"
+              --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo)
+  local mpich=(env UCX_NET_DEVICES=lo mpirun.mpich -launcher fork -iface lo -np "$world")
+  local tuned=(MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=17179869184)
+  case "$peer" in
+    ompi) cmd=("${ompi[@]}" "$peer_bin/mpi_bench_openmpi") ;;
+    ompi-tuned) cmd=("${ompi[@]}" -x "${tuned[0]}" -x "${tuned[1]}"
+                     "$peer_bin/mpi_bench_openmpi") ;;
+    ompi-nocma) cmd=("${ompi[@]}" --mca btl "vader,self" --mca btl_vader_single_copy_mechanism none
+                     "$peer_bin/mpi_bench_openmpi") ;;
+    ompi-tcp) cmd=("${ompi[@]}" --mca btl "tcp,self" "$peer_bin/mpi_bench_openmpi") ;;
+    mpich) cmd=("${mpich[@]}" "$peer_bin/mpi_bench_mpich") ;;
+    mpich-tuned) cmd=(env "${tuned[@]}" "${mpich[@]}" "$peer_bin/mpi_bench_mpich") ;;
+    mpich-nocma) cmd=(env "UCX_TLS=self,posix,sysv" "${mpich[@]}" "$peer_bin/mpi_bench_mpich") ;;
+    gloo:*) cmd=("$peer_bin/gloo_bench" -np "$world" --timeout "$run_timeout" -a "${peer#gloo:}") ;;
+    *) echo "compare.sh: unknown peer '$peer'" >&2; exit 2 ;;
+  esac
+}
+
+run_peer() {  # round coll world peer: every size in one launch (Gloo: one per algorithm)
+  local round=$1 coll=$2 world=$3 peer=$4
+  if [ "$peer" = gloo ]; then
+    local algo algos=default
+    [ "$coll" = allreduce ] && algos=${gloo_algos//,/ }
+    for algo in $algos; do run_peer "$round" "$coll" "$world" "gloo:$algo"; done
+    return
+  fi
+  local list="" s log status=0
+  for s in $sizes; do list="$list${list:+,}$(bytes_of "$s")"; done
+  peer_command "$peer" "$world"
+  log="$out/logs/r$round-$coll-n$world-${peer/:/-}.log"
+  run_logged "$log" "${cmd[@]}" "$coll" -s "$list" -w 2 -t "$target" --label "${peer%%:*}" ||
+    status=$?
+  # Whatever finished is recorded; a size that did not gets a failure record.
+  awk -v r="$round" '$1 == "RESULT" {
+      impl = $2; if ($11 != "default") impl = impl ":" $11
+      print r, $3, $4, $5, impl, $6, $8, $9 }' "$log" >>"$records"
+  if [ "$status" != 0 ]; then
+    echo "  $peer $coll n=$world: exit $status, see $log" >&2
+    for s in $sizes; do
+      local b
+      b=$(bytes_of "$s")
+      grep -q "^RESULT ${peer%%:*} $coll $world $b " "$log" ||
+        record_failure "$round" "$coll" "$world" "$b" "$peer" "$status"
+    done
+  fi
+}
+
+# ---- the run
+{
+  echo "# compare.sh $(date -u +%Y-%m-%dT%H:%MZ)," \
+       "tutti $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+  echo "# machine: $(nproc) CPUs, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n 1)," \
+       "$(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), $(uname -r)"
+  echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "# collectives: $collectives | sizes: $sizes | worlds: $worlds | rounds: $rounds"
+  echo "# peers: $peers"
+} | tee "$out/header.txt"
+membw_start=$(timeout 120 "$peer_bin/membw" 2>&1 || echo "MEMBW failed")
+echo "$membw_start (start)" | tee -a "$out/header.txt"
+
+for coll in $collectives; do
+  for world in $worlds; do
+    for ((round = 1; round <= rounds; round++)); do
+      echo "round $round/$rounds: $coll, $world ranks" >&2
+      # Alternate who goes first, so neither side always runs on a warmer machine.
+      if ((round % 2 == 1)); then
+        for s in $sizes; do run_tutti "$round" "$coll" "$world" "$s"; done
+        for p in $peers; do run_peer "$round" "$coll" "$world" "$p"; done
+      else
+        for p in $peers; do run_peer "$round" "$coll" "$world" "$p"; done
+        for s in $sizes; do run_tutti "$round" "$coll" "$world" "$s"; done
+      fi
+    done
+  done
+done
+
+membw_end=$(timeout 120 "$peer_bin/membw" 2>&1 || echo "MEMBW failed")
+echo "$membw_end (end)" | tee -a "$out/header.txt"
+echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/header.txt"
+
+# ---- the table. Per (collective, world, size): each implementation's median over rounds
+# (busbw in GB/s; time in us below 4 KiB, where latency is the point), then the best peer
+# and the median over rounds of tutti's speed / the best peer's speed in that round
+# (= best peer time / tutti time; below 1 tutti is slower), and the same against Open MPI
+# over TCP, the peer on tutti's transport. Gloo's algorithms count as one peer: its best
+# in each round.
+awk -v peers="$peers" '
+function median(list,    n, a, i, j, t) {
+  n = split(list, a, " ")
+  for (i = 2; i <= n; i++) {
+    t = a[i] + 0
+    for (j = i - 1; j >= 1 && a[j] + 0 > t; j--) a[j + 1] = a[j]
+    a[j + 1] = t
+  }
+  if (n == 0) return ""
+  return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
+function human(b) {
+  if (b >= 1048576 && b % 1048576 == 0) return (b / 1048576) " MiB"
+  if (b >= 1024 && b % 1024 == 0) return (b / 1024) " KiB"
+  return b " B"
+}
+function cell(key, small,    m) {
+  if (!(key in times)) return (key in bad) ? bad[key] : "–"
+  if (bad[key] == "WRONG") return "WRONG"
+  m = median(times[key])
+  if (small) return sprintf("%.1f µs", m)
+  return sprintf("%.2f", median(bws[key]))
+}
+{
+  round = $1; coll = $2; world = $3; size = $4; impl = $5; t = $6; bw = $7; wrong = $8
+  if (impl ~ /^gloo:/) impl = "gloo"   # best algorithm per round, below
+  cellkey = coll SUBSEP world SUBSEP size
+  if (!(cellkey in seen)) { seen[cellkey] = 1; order[++ncells] = cellkey }
+  key = cellkey SUBSEP impl
+  if (t == "FAIL" || t == "TIMEOUT") { if (bad[key] != "WRONG") bad[key] = t; next }
+  if (wrong != 0) { bad[key] = "WRONG"; next }
+  rk = key SUBSEP round
+  if (!(rk in best) || t + 0 < best[rk] + 0) { best[rk] = t; bestbw[rk] = bw }
+  rounds[round] = 1
+}
+END {
+  np = split(peers, plist, " ")
+  # Per-round values (Gloo: its best algorithm) into lists for the medians.
+  for (rk in best) {
+    split(rk, p, SUBSEP); key = p[1] SUBSEP p[2] SUBSEP p[3] SUBSEP p[4]
+    times[key] = times[key] " " best[rk]; bws[key] = bws[key] " " bestbw[rk]
+  }
+  head = "| collective | ranks | size | tutti"
+  rule = "|---|---|---|---"
+  for (i = 1; i <= np; i++) { head = head " | " plist[i]; rule = rule "|---" }
+  print head " | best peer | tutti / best | tutti / ompi-tcp |"
+  print rule "|---|---|---|"
+  for (c = 1; c <= ncells; c++) {
+    split(order[c], p, SUBSEP); coll = p[1]; world = p[2]; size = p[3]
+    small = size + 0 < 4096
+    line = "| " coll " | " world " | " human(size) " | " cell(order[c] SUBSEP "tutti", small)
+    for (i = 1; i <= np; i++) line = line " | " cell(order[c] SUBSEP plist[i], small)
+    # Ratios per round, then their median.
+    ratios = ""; tcp = ""; bestname = ""; delete wins
+    for (r in rounds) {
+      tk = order[c] SUBSEP "tutti" SUBSEP r
+      if (!(tk in best)) continue
+      bt = ""; bn = ""
+      for (i = 1; i <= np; i++) {
+        pk = order[c] SUBSEP plist[i] SUBSEP r
+        if ((pk in best) && (bt == "" || best[pk] + 0 < bt + 0)) { bt = best[pk]; bn = plist[i] }
+      }
+      if (bt != "") { ratios = ratios " " (bt / best[tk]); wins[bn]++ }
+      pk = order[c] SUBSEP "ompi-tcp" SUBSEP r
+      if (pk in best) tcp = tcp " " (best[pk] / best[tk])
+    }
+    most = 0
+    for (n in wins) if (wins[n] > most) { most = wins[n]; bestname = n }
+    line = line " | " (bestname == "" ? "–" : bestname)
+    line = line " | " (ratios == "" ? "–" : sprintf("%.2f", median(ratios)))
+    line = line " | " (tcp == "" ? "–" : sprintf("%.2f", median(tcp))) " |"
+    print line
+  }
+}' "$records" >"$out/table.md"
+
+echo
+cat "$out/table.md"
+echo
+echo "busbw in GB/s (nccl-tests factors); time per call below 4 KiB. Medians over rounds."
+echo "tutti / best: median over rounds of (best peer's time / tutti's time) in that round;"
+echo "below 1 tutti is slower. best peer: the variant fastest in most rounds."
+echo "Records, logs and table.md: $out"
