@@ -86,6 +86,14 @@ class TUTTI_API Communicator {
   /// The first error this communicator failed with, or OK.
   Status lastError() const;
 
+  /// Fails the communicator at once, from any thread, whatever the peers are doing:
+  /// operations in progress here return kAborted, every peer's pending and later operations
+  /// fail with kAborted naming this rank (the abort travels like any first failure), and
+  /// later calls are refused saying why. Returns without waiting on anyone; destroying the
+  /// communicator is still needed to release it. Idempotent; after another failure, that
+  /// failure stays the one reported.
+  void abort();
+
   // ---- point to point: `count` elements of `dtype`; messages between a pair of ranks with
   // the same tag are received in the order they were sent (MPI's non-overtaking rule).
   Status send(const void* buf, std::size_t count, DataType dtype, int peer, int tag = 0,

@@ -107,6 +107,10 @@ TUTTI_API tuttiResult_t tuttiCommInitRank(tuttiComm_t* comm, int nranks, const c
 /* Waits for this rank's issued operations (bounded by their deadlines), leaves the group and
    frees `comm`; NULL is tuttiInvalidArgument. Requests it issued remain valid. */
 TUTTI_API tuttiResult_t tuttiCommDestroy(tuttiComm_t comm);
+/* Aborts and frees `comm` (NCCL's ncclCommAbort): operations in progress on other threads
+   fail with tuttiAborted, every peer's pending and later operations fail naming this rank,
+   and nothing waits on the peers. NULL is tuttiInvalidArgument. */
+TUTTI_API tuttiResult_t tuttiCommAbort(tuttiComm_t comm);
 /* Stores the number of ranks of `comm` in *count. */
 TUTTI_API tuttiResult_t tuttiCommCount(tuttiComm_t comm, int* count);
 /* Stores this process's rank in `comm` in *rank. */

@@ -162,6 +162,13 @@ tuttiResult_t tuttiCommDestroy(tuttiComm_t comm) {
   return tuttiSuccess;
 }
 
+tuttiResult_t tuttiCommAbort(tuttiComm_t comm) {
+  if (comm == nullptr) return tuttiInvalidArgument;
+  comm->comm.abort();
+  delete comm;  // operations still queued fail at once: the transport has failed
+  return tuttiSuccess;
+}
+
 tuttiResult_t tuttiCommCount(tuttiComm_t comm, int* count) {
   return guarded(comm, "tuttiCommCount", [&](tuttiComm& c) -> Status {
     TUTTI_CHECK_ARG(count != nullptr, "count is NULL");

@@ -182,6 +182,15 @@ CommImpl::~CommImpl() {
 
 Status CommImpl::health() const { return transport_ ? transport_->health() : Status(); }
 
+void CommImpl::abort() {
+  if (!transport_) return;
+  TUTTI_WARN(kColl, "communicator '%s' aborted by rank %d", name_.c_str(), rank_);
+  transport_->fail(Status(ErrorCode::kAborted,
+                          strFormat("communicator '%s' was aborted by rank %d (abort())",
+                                    name_.c_str(), rank_),
+                          rank_));
+}
+
 Status CommImpl::validate(OpRequest& r) const {
   CollectiveSpec& spec = r.spec;
   spec.rank = rank_;

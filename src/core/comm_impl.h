@@ -63,6 +63,8 @@ class CommImpl {
   int size() const { return size_; }
   const std::string& name() const { return name_; }
   Status health() const;
+  /// Communicator::abort().
+  void abort();
 
   /// Checks arguments, then runs the operation (blocking) or queues it (async).
   Status runBlocking(OpRequest request, const CallOptions& options);

@@ -97,6 +97,8 @@ int Communicator::size() const { return impl_->size(); }
 const std::string& Communicator::name() const { return impl_->name(); }
 Status Communicator::lastError() const { return impl_->health(); }
 
+void Communicator::abort() { impl_->abort(); }
+
 namespace {
 
 std::vector<std::uint64_t> toVector(std::span<const std::size_t> values) {

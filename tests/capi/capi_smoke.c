@@ -579,6 +579,26 @@ static void checkTimeout(tuttiComm_t comm) {
   expectResult(tuttiCommDestroy(copy), tuttiSuccess, "destroy the timed-out copy", comm);
 }
 
+/* Rank 0 aborts a copy of the world; every other rank, blocked in a barrier of the copy
+   that rank 0 never enters, gets tuttiAborted naming rank 0 (long before the copy's
+   timeout). Then all meet again on the world. */
+static void checkAbort(tuttiComm_t comm) {
+  tuttiComm_t copy = NULL;
+  expectResult(tuttiCommAbort(NULL), tuttiInvalidArgument, "abort NULL", NULL);
+  if (gSize < 2) return;
+  expectResult(tuttiCommSplit(comm, 0, gRank, &copy), tuttiSuccess, "split a copy to abort", comm);
+  if (copy == NULL) return;
+  if (gRank == 0) {
+    expectResult(tuttiCommAbort(copy), tuttiSuccess, "tuttiCommAbort", comm);
+  } else {
+    expectResult(tuttiSetTimeout(copy, 120), tuttiSuccess, "tuttiSetTimeout(120)", copy);
+    expectResult(tuttiBarrier(copy), tuttiAborted, "a barrier rank 0 aborted", copy);
+    expectLastError(copy, "tuttiBarrier", "aborted by rank 0", "the aborting rank is named");
+    expectResult(tuttiCommDestroy(copy), tuttiSuccess, "destroy the aborted copy", comm);
+  }
+  expectResult(tuttiBarrier(comm), tuttiSuccess, "the world still works after the abort", comm);
+}
+
 /* Every error here is found on this rank before any communication, so ranks stay in step. */
 static void checkErrors(tuttiComm_t comm) {
   int32_t buffer[4] = {1, 2, 3, 4};
@@ -718,6 +738,7 @@ int main(int argc, char** argv) {
   checkErrors(comm);
   checkSplit(comm);
   checkTimeout(comm);
+  checkAbort(comm);
   if (argc > 1) checkInitRank(argv[1]);
   expectResult(tuttiCommDestroy(comm), tuttiSuccess, "tuttiCommDestroy", NULL);
   if (gFailures != 0) {

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <chrono>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -216,6 +218,73 @@ TEST(Collectives, VerifyCallProvesWhatWouldRun) {
     EXPECT_EQ(joinFailures(failures), "") << n << " ranks";
   }
 }
+
+}  // namespace
+}  // namespace tutti::test
+
+namespace tutti::test {
+namespace {
+
+class Abort : public ::testing::TestWithParam<std::string> {};
+
+// Rank 0 aborts; the others, in an all-reduce that rank 0 never joins (with a two-minute
+// deadline), fail with kAborted naming rank 0, and later calls are refused.
+TEST_P(Abort, EveryPeerFailsNamingTheAbortingRank) {
+  CommOptions options;
+  options.transport = GetParam();
+  auto failures = runRanks(3, [&](int rank, Communicator& comm) -> std::string {
+    // No barrier first: the abort may reach a peer before or during its call, and both
+    // must give the same error.
+    float x = 1, y = 0;
+    CallOptions patient;
+    patient.timeout = std::chrono::seconds(120);
+    if (rank == 0) {
+      comm.abort();
+      comm.abort();  // idempotent
+    } else {
+      Status s = comm.allreduce(&x, &y, 1, DataType::kFloat32, ReduceOp::kSum, patient);
+      if (s.code() != ErrorCode::kAborted || s.peerRank() != 0 ||
+          s.message().find("aborted by rank 0") == std::string::npos)
+        return "waiting allreduce gave " + s.toString();
+    }
+    Status later = comm.allreduce(&x, &y, 1, DataType::kFloat32, ReduceOp::kSum, patient);
+    if (later.code() != ErrorCode::kAborted || later.message().find("refused") == std::string::npos)
+      return "a call after the abort gave " + later.toString();
+    if (comm.lastError().code() != ErrorCode::kAborted) return "lastError: " + comm.lastError().toString();
+    return "";
+  }, options);
+  EXPECT_EQ(joinFailures(failures), "");
+}
+
+// abort() from another thread ends a call blocked on this rank (here rank 1 waits for a
+// rank 0 that never calls): whether it lands before or during the call, the call fails
+// with kAborted.
+TEST_P(Abort, FromAnotherThreadEndsABlockedCall) {
+  CommOptions options;
+  options.transport = GetParam();
+  auto failures = runRanks(2, [&](int rank, Communicator& comm) -> std::string {
+    if (rank == 0) {
+      // Waits for rank 1's abort to reach it, then leaves.
+      Status s = comm.barrier();
+      return s.code() == ErrorCode::kAborted ? "" : "rank 0's barrier gave " + s.toString();
+    }
+    float x = 1, y = 0;
+    CallOptions patient;
+    patient.timeout = std::chrono::seconds(120);
+    Status blocked;
+    std::thread caller([&] {
+      blocked = comm.recv(&y, 1, DataType::kFloat32, 0, /*tag=*/5, patient);
+    });
+    comm.abort();
+    caller.join();
+    (void)x;
+    return blocked.code() == ErrorCode::kAborted ? "" : "blocked recv gave " + blocked.toString();
+  }, options);
+  EXPECT_EQ(joinFailures(failures), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, Abort, ::testing::Values("shm", "tcp"),
+                         [](const auto& param) { return param.param; });
 
 }  // namespace
 }  // namespace tutti::test
