@@ -1,6 +1,7 @@
 #include "transport/shm/shm_transport.h"
 
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -27,6 +28,9 @@ constexpr std::uint32_t kMinSlots = 2;
 constexpr std::uint32_t kMaxSlots = 16;
 // How often a waiting rank looks for peers that died.
 constexpr std::int64_t kPeerCheckNs = 50'000'000;
+// After the spin, how long and how many times a waiter yields the core before it sleeps.
+constexpr std::int64_t kYieldNs = 50'000;
+constexpr int kMaxYields = 64;
 // Progress passes between two reads of the clock (a pass without work is ~20 ns).
 constexpr std::uint64_t kPassesPerClockRead = 256;
 
@@ -319,8 +323,11 @@ void ShmTransport::fail(const Status& status) {
 }
 
 bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::int64_t spinNs) {
-  const std::int64_t spinUntil = spinNs > 0 ? nowNs() + spinNs : 0;
+  const std::int64_t start = nowNs();
+  const std::int64_t spinUntil = spinNs > 0 ? start + spinNs : 0;
+  const std::int64_t yieldUntil = start + spinNs + kYieldNs;
   std::uint64_t spins = 0;
+  int yields = 0;
   Control& c = own_.control();
   DoneList done;
   auto pass = [&] {
@@ -338,6 +345,15 @@ bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::i
     if (moved) continue;
     if (spinNs > 0 && (++spins % 64 != 0 || nowNs() < spinUntil)) {
       cpuRelax();
+      continue;
+    }
+    // Then a few yields: with more ranks than cores the rank this one waits for is often
+    // runnable on this very core, and yielding hands it the core at once, where a futex
+    // sleep costs two context switches and a wake-up. Bounded, so an idle rank still ends
+    // up asleep (when nothing else is runnable, sched_yield returns at once).
+    if (yields < kMaxYields && nowNs() < yieldUntil) {
+      ++yields;
+      sched_yield();
       continue;
     }
     // Sleep on the doorbell. A peer publishes, then rings; reading the bell before the
