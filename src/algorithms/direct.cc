@@ -63,10 +63,12 @@ Schedule broadcast(const CollectiveSpec& s) {
     return std::move(b).build();
   }
   if (s.count == 0) return std::move(b).build();
-  if (!s.inPlace) b.copy(input(0, s.count), output(0, s.count));
+  // Sends first: the local copy then overlaps with the peers' receiving (a peer that reads
+  // the root's buffer directly is already at work while the root copies).
   for (int r = 0; r < s.size; ++r) {
     if (r != s.root) b.send(r, input(0, s.count));
   }
+  if (!s.inPlace) b.copy(input(0, s.count), output(0, s.count));
   return std::move(b).build();
 }
 
@@ -121,10 +123,10 @@ Schedule scatter(const CollectiveSpec& s) {
   }
   for (int r = 0; r < s.size; ++r) {
     const auto i = static_cast<std::size_t>(r);
-    if (blocks.count[i] == 0) continue;
-    if (r == s.rank) b.copy(input(blocks.offset[i], blocks.count[i]), output(0, blocks.count[i]));
-    else b.send(r, input(blocks.offset[i], blocks.count[i]));
+    if (blocks.count[i] > 0 && r != s.rank) b.send(r, input(blocks.offset[i], blocks.count[i]));
   }
+  // The own block last, overlapping with the peers' receiving (as broadcast).
+  if (blocks.count[me] > 0) b.copy(input(blocks.offset[me], blocks.count[me]), output(0, blocks.count[me]));
   return std::move(b).build();
 }
 
