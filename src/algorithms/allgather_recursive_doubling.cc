@@ -66,11 +66,16 @@ Schedule buildAllgatherRecursiveDoubling(const CollectiveSpec& spec) {
   ScheduleBuilder b(r, n);
   const Region own{BufferKind::kInput, 0, blocks.countOf(r)};
   std::vector<StepId> written;  // steps that wrote the output so far
-  if (!spec.inPlace && own.count > 0)
+  const int fold = n == 1 ? -1 : butterfly::foldPartner(r, n);
+  // A core rank without an extra partner sends exactly its own block in round 0: out of
+  // place it sends it straight from the input, and copies it into the output after round
+  // 0's steps (before any later round sends it from there), so the copy overlaps with the
+  // first exchange instead of delaying it.
+  const bool copyLate = !spec.inPlace && own.count > 0 && n > 1 && fold < 0;
+  if (!spec.inPlace && own.count > 0 && !copyLate)
     written.push_back(b.copy(own, blocks.region(BufferKind::kOutput, r)));
   if (n == 1) return std::move(b).build();
 
-  const int fold = butterfly::foldPartner(r, n);
   const int extra = butterfly::isExtra(r, n) ? r : fold;  // the extra rank of this pair
   std::vector<Region> allButExtra;  // what a core rank sends its extra partner at the end
   if (extra >= 0) {
@@ -94,11 +99,14 @@ Schedule buildAllgatherRecursiveDoubling(const CollectiveSpec& spec) {
     const std::vector<Region> theirs = heldRuns(blocks, n, butterfly::doublingHeld(partner, k));
     const std::vector<Region> mine = heldRuns(blocks, n, butterfly::doublingHeld(r, k));
     std::vector<StepId> received;
+    const bool fromInput = copyLate && k == 0;
+    if (fromInput) TUTTI_ASSERT(mine.size() == 1 && mine[0].count == own.count);
     for (std::size_t i = 0; i < std::max(theirs.size(), mine.size()); ++i) {
       if (i < theirs.size()) received.push_back(b.recv(partner, theirs[i]));
-      if (i < mine.size()) dependOnAll(b, b.send(partner, mine[i]), written);
+      if (i < mine.size()) dependOnAll(b, b.send(partner, fromInput ? own : mine[i]), written);
     }
     written.insert(written.end(), received.begin(), received.end());
+    if (fromInput) written.push_back(b.copy(own, blocks.region(BufferKind::kOutput, r)));
   }
   for (const Region& run : allButExtra) dependOnAll(b, b.send(fold, run), written);
   return std::move(b).build();
