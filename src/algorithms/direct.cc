@@ -106,10 +106,10 @@ Schedule gather(const CollectiveSpec& s) {
   }
   for (int r = 0; r < s.size; ++r) {
     const auto i = static_cast<std::size_t>(r);
-    if (blocks.count[i] == 0) continue;
-    if (r == s.rank) b.copy(input(0, blocks.count[i]), output(blocks.offset[i], blocks.count[i]));
-    else b.recv(r, output(blocks.offset[i], blocks.count[i]));
+    if (blocks.count[i] > 0 && r != s.rank) b.recv(r, output(blocks.offset[i], blocks.count[i]));
   }
+  // The own block last, while the peers' blocks arrive (as scatter).
+  if (blocks.count[me] > 0) b.copy(input(0, blocks.count[me]), output(blocks.offset[me], blocks.count[me]));
   return std::move(b).build();
 }
 

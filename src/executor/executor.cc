@@ -255,8 +255,10 @@ Status Run::run() {
     }
   }
   if (failure.ok()) return Status::Ok();
-  cancelAll();
+  // Fail first, then cancel: cancelling a request a peer may still be reading breaks the
+  // transport too, and that symptom must not become the communicator's first failure.
   transport_.fail(failure);
+  cancelAll();
   // Report the communicator's first failure: it is the root cause (a dead peer, a peer's
   // abort), where this run's own error may only be a symptom (a broken pipe to a rank that
   // already left because of it).
