@@ -10,6 +10,7 @@
 #include "base/macros.h"
 #include "base/strings.h"
 #include "bootstrap/tcp_store.h"
+#include "core/call_stamp.h"
 #include "core/work_state.h"
 #include "schedule/verifier.h"
 #include "transport/tag.h"
@@ -65,7 +66,7 @@ std::int64_t spinBudgetNs(std::int64_t configuredUs, int localSize) {
 }  // namespace
 
 CommImpl::CommImpl(const Config& config, int rank, int size, std::string name)
-    : config_(config), rank_(rank), size_(size), name_(std::move(name)) {}
+    : config_(config), rank_(rank), size_(size), name_(std::move(name)), checker_(rank, &describeStamp) {}
 
 Result<std::unique_ptr<CommImpl>> CommImpl::create(InitParams params) {
   const Result<Config>& config = Config::fromProcessEnvironment();
@@ -102,6 +103,7 @@ Result<std::unique_ptr<CommImpl>> CommImpl::create(InitParams params) {
                          agreeOnUid(*impl->store_, prefix, params.rank, deadline));
 
   TUTTI_RETURN_IF_ERROR(impl->connect(params, *config, prefix, uid, deadline));
+  impl->transport_->setCallChecker(&impl->checker_);
   return impl;
 }
 
@@ -283,6 +285,9 @@ class CallDescriber final : public OpDescriber {
   CallDescriber(const CommImpl& comm, const OpRequest& r, const char* algorithm)
       : comm_(comm), r_(r), algorithm_(algorithm) {}
   std::string describe() const override { return comm_.describe(r_, algorithm_); }
+  std::string describeStamp(const CallStamp& stamp) const override {
+    return detail::describeStamp(stamp, r_.seq);
+  }
 
  private:
   const CommImpl& comm_;
@@ -315,6 +320,18 @@ Status CommImpl::execute(const OpRequest& r) {
   params.spinNs = spinNs_;
   params.maxInflight = static_cast<std::size_t>(std::max<std::int64_t>(1, config_.maxInflight));
   params.what = &what;
+  params.stamp = stampFor(spec, **algorithm);
+  if (!params.stamp.empty()) {
+    // Registers the call for mismatch detection; a peer's message for it may already
+    // have arrived stamped differently.
+    Status conflict = checker_.begin(r.seq, params.stamp);
+    if (!conflict.ok()) {
+      transport_->fail(conflict);
+      Status failed = conflict.withContext(strFormat("%s failed on rank %d", what.describe().c_str(), rank_));
+      TUTTI_WARN(kColl, "%s", failed.message().c_str());
+      return failed;
+    }
+  }
   if (schedule.scratchCount > 0) {
     // Pooled: grows to the largest need once, then every call reuses it.
     std::size_t bytes = schedule.scratchCount * dataTypeSize(spec.dtype);

@@ -20,6 +20,7 @@
 #include "algorithms/algorithm.h"
 #include "base/config.h"
 #include "executor/executor.h"
+#include "transport/call_checker.h"
 #include "transport/link.h"
 #include "tutti/communicator.h"
 
@@ -107,6 +108,8 @@ class CommImpl {
   std::array<std::string, kNumCollectives> algorithmOverrides_;
   std::unique_ptr<TcpStoreServer> ownedServer_;
   std::shared_ptr<Store> store_;
+  // Declared before transport_ so that it outlives it (the transport's threads use it).
+  CallChecker checker_;
   std::unique_ptr<Transport> transport_;
   ExecutorPool pool_;
   std::vector<char> scratch_;  // schedules' scratch space, pooled across calls

@@ -64,6 +64,8 @@ class Run {
   void computeAfterReceive(const Step& step, const Slot& slot);
   void finishStep(Slot& slot);
   void cancelAll();
+  // The error for a receive refused because the peer runs another call: both calls named.
+  Status mismatchError(const Step& step, const Slot& slot) const;
   // What the run still waits for; *onlyPeer is that rank when it is a single one, else -1.
   std::string waitingOn(int* onlyPeer) const;
   Tag tagFor(std::uint32_t index) const { return params_.tagBase + index; }
@@ -160,7 +162,11 @@ Status Run::advance(Slot& slot, bool* progressed) {
   const Step& step = schedule_.steps[slot.step];
   if (slot.receiving) {
     if (!slot.recv.done()) return Status::Ok();
-    if (!slot.recv.status().ok()) return slot.recv.status();
+    if (!slot.recv.status().ok()) {
+      if (slot.recv.status().code() == ErrorCode::kMismatch && !slot.recv.peerStamp.empty())
+        return mismatchError(step, slot);
+      return slot.recv.status();
+    }
     computeAfterReceive(step, slot);
     *progressed = true;
     if (!opSends(step.op)) {
@@ -176,6 +182,15 @@ Status Run::advance(Slot& slot, bool* progressed) {
   *progressed = true;
   finishStep(slot);
   return Status::Ok();
+}
+
+Status Run::mismatchError(const Step& step, const Slot& slot) const {
+  if (params_.what == nullptr) return slot.recv.status();
+  return Status(ErrorCode::kMismatch,
+                strFormat("rank %d called %s while rank %d called %s", step.recvPeer,
+                          params_.what->describeStamp(slot.recv.peerStamp).c_str(),
+                          transport_.rank(), params_.what->describe().c_str()),
+                step.recvPeer);
 }
 
 void Run::cancelAll() {
@@ -219,7 +234,13 @@ Status Run::run() {
   slotCount_ = std::max<std::size_t>(1, std::min(params_.maxInflight, steps));
   pool_.reserve(slotCount_, staging);
   pool_.stepState().assign(steps, kNotStarted);
-  for (std::size_t i = 0; i < slotCount_; ++i) pool_.slot(i).busy = false;
+  for (std::size_t i = 0; i < slotCount_; ++i) {
+    Slot& slot = pool_.slot(i);
+    slot.busy = false;
+    slot.send.stamp = params_.stamp;
+    slot.recv.stamp = params_.stamp;
+    slot.recv.peerStamp = CallStamp{};
+  }
 
   StepId next = 0;
   Status failure;

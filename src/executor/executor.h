@@ -54,6 +54,10 @@ class OpDescriber {
  public:
   virtual ~OpDescriber() = default;
   virtual std::string describe() const = 0;
+  /// The call a peer's message was stamped with, described as describe() would on that
+  /// peer ("allreduce #12 (count 1000 float32 sum, ring)"); the sequence number is this
+  /// call's, since the message carried the same tag.
+  virtual std::string describeStamp(const CallStamp& stamp) const = 0;
 };
 
 struct ExecParams {
@@ -66,6 +70,9 @@ struct ExecParams {
   std::size_t maxInflight = 16;
   /// Names the operation in errors; null: "the operation".
   const OpDescriber* what = nullptr;
+  /// Carried by every message of the call and checked against the peers' (mismatch
+  /// detection); empty for point to point.
+  CallStamp stamp;
 };
 
 /// Runs `schedule` over `transport`. Blocks until it completes, fails or the deadline passes.

@@ -11,7 +11,9 @@
 // Matching: a receive matches the oldest message from that peer with the same tag, and
 // messages with equal tags are received in the order they were sent. A message must be
 // received with exactly the length it was sent with; otherwise both requests fail with
-// kMismatch naming the sizes.
+// kMismatch naming the sizes. A receive whose stamp conflicts with the sender's fails with
+// kMismatch and the sender's stamp in peerStamp, before any byte lands in its buffer; the
+// send itself completes normally (the receiver reports the error and fails the transport).
 
 #include <atomic>
 #include <cstddef>
@@ -23,6 +25,32 @@
 #include "tutti/status.h"
 
 namespace tutti {
+
+/// What a collective call looks like on the wire (mismatch detection, DESIGN.md 7): every
+/// message of a collective carries its sender's stamp, and a receiver whose own call has a
+/// different stamp fails with kMismatch instead of receiving bytes it would misread. The
+/// core packs it (CallStamp::pack in core) and is the only layer that interprets it;
+/// transports compare and carry it. All zero means "not checked" (point to point).
+struct CallStamp {
+  std::uint64_t what = 0;   // collective, dtype, op, algorithm and root, packed
+  std::uint64_t count = 0;  // the call's count (a hash of the counts for v-collectives)
+
+  bool empty() const { return what == 0 && count == 0; }
+  friend bool operator==(const CallStamp&, const CallStamp&) = default;
+};
+
+/// True when both stamps are set and differ: the two ends run different calls.
+inline bool stampsConflict(const CallStamp& a, const CallStamp& b) {
+  return !a.empty() && !b.empty() && !(a == b);
+}
+
+class TransferRequest;
+
+/// Fails `request` (a receive) because `peer` sent a message of another call, stamped
+/// `remote`: records it in request->peerStamp and returns the kMismatch to complete the
+/// request with. The executor, which knows how to describe calls, words the final error.
+Status stampMismatch(TransferRequest* request, int peer, const std::string& peerName,
+                     const CallStamp& remote);
 
 class TransferRequest {
  public:
@@ -39,6 +67,11 @@ class TransferRequest {
   char* data = nullptr;      // send source or receive destination
   std::size_t bytes = 0;     // length of the message
   std::size_t progress = 0;  // bytes moved so far
+  /// Set by the poster: the call this message belongs to (sent along with a send; a
+  /// receive checks the sender's against it).
+  CallStamp stamp;
+  /// Set by the link when a receive fails because the sender's stamp differs: the sender's.
+  CallStamp peerStamp;
   TransferRequest* next = nullptr;  // intrusive queue link
 };
 
@@ -71,9 +104,20 @@ class ProgressHook {
   virtual void onProgress() = 0;
 };
 
+class CallChecker;
+
 class Transport {
  public:
   virtual ~Transport() = default;
+
+  /// From now on, every collective message is checked against `checker` when it arrives
+  /// (see call_checker.h); a conflict fails the transport with the checker's kMismatch.
+  /// Null: not checked. The checker must outlive the transport. Any thread.
+  virtual void setCallChecker(CallChecker* checker) {
+    checker_.store(checker, std::memory_order_release);
+  }
+  /// The checker set, or null. Any thread.
+  CallChecker* callChecker() const { return checker_.load(std::memory_order_acquire); }
 
   virtual int rank() const = 0;
   virtual int size() const = 0;
@@ -108,6 +152,9 @@ class Transport {
   /// releases sockets and threads. Peers that later wait on this rank get kPeerFailure
   /// saying it left. Idempotent.
   virtual void shutdown(Deadline deadline) = 0;
+
+ private:
+  std::atomic<CallChecker*> checker_{nullptr};
 };
 
 }  // namespace tutti

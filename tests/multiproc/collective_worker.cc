@@ -9,6 +9,10 @@
 //   die <rank>       <rank> starts a large all-reduce and kills itself (SIGKILL) while it
 //                    runs; the others' all-reduce must fail with kPeerFailure naming <rank>.
 //                    Survivors print "EXPECTED-FAILURE <message>" and exit 3.
+//   mismatch <how>   rank 1 calls something else than the others (how: count, dtype, root,
+//                    collective, algorithm); then every rank makes three more calls. Every
+//                    rank must fail with kMismatch stating both calls: it prints
+//                    "EXPECTED-FAILURE ..." for its first failed call and exits 3.
 // Output lines meant for the tests start with "RESULT" or "EXPECTED-FAILURE".
 
 #include <signal.h>
@@ -157,6 +161,43 @@ int runDie(Communicator& comm, int victim) {
   return 3;
 }
 
+// The deviating call of rank 1 (odd) or everyone else's (odd == false).
+Status mismatchedCall(Communicator& comm, const std::string& how, bool odd,
+                      std::vector<float>& buf) {
+  CallOptions options;
+  options.timeout = std::chrono::seconds(60);
+  const auto f32 = DataType::kFloat32;
+  if (how == "count")
+    return comm.allreduce(buf.data(), buf.data(), odd ? 1000 : 1024, f32, ReduceOp::kSum, options);
+  if (how == "dtype")
+    return comm.allreduce(buf.data(), buf.data(), odd ? 512 : 1024, odd ? DataType::kFloat64 : f32,
+                          ReduceOp::kSum, options);
+  if (how == "root") return comm.broadcast(buf.data(), buf.data(), 1024, f32, odd ? 1 : 0, options);
+  if (how == "collective")
+    return odd ? comm.reduce(buf.data(), buf.data(), 1024, f32, ReduceOp::kSum, 0, options)
+               : comm.broadcast(buf.data(), buf.data(), 1024, f32, 0, options);
+  options.algorithm = odd ? "ring" : "recursive_doubling";
+  return comm.allreduce(buf.data(), buf.data(), 1024, f32, ReduceOp::kSum, options);
+}
+
+int runMismatch(Communicator& comm, const std::string& how) {
+  std::vector<float> buf(1024, 1.0f);
+  CallOptions options;
+  options.timeout = std::chrono::seconds(60);
+  Status s = mismatchedCall(comm, how, comm.rank() == 1, buf);
+  // Calls that need every rank: none can complete once a rank has failed.
+  if (s.ok()) s = comm.allreduce(buf.data(), buf.data(), 16, DataType::kFloat32, ReduceOp::kSum, options);
+  if (s.ok()) s = comm.barrier(options);
+  if (s.ok()) s = comm.barrier(options);
+  if (s.ok()) {
+    std::fprintf(stdout, "RESULT UNEXPECTED-SUCCESS rank %d\n", comm.rank());
+    return 1;
+  }
+  std::fprintf(stdout, "EXPECTED-FAILURE code=%s peer=%d: %s\n", errorCodeName(s.code()),
+               s.peerRank(), s.message().c_str());
+  return 3;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -171,6 +212,7 @@ int main(int argc, char** argv) {
   if (mode == "check") return runChecks(*comm);
   if (mode == "every") return runEvery(*comm);
   if (mode == "die" && argc > 2) return runDie(*comm, std::atoi(argv[2]));
-  std::fprintf(stderr, "usage: %s check | every | die <rank>\n", argv[0]);
+  if (mode == "mismatch" && argc > 2) return runMismatch(*comm, argv[2]);
+  std::fprintf(stderr, "usage: %s check | every | die <rank> | mismatch <how>\n", argv[0]);
   return 2;
 }

@@ -116,6 +116,59 @@ TEST_P(KilledRankProcs, KilledRankIsNamedByEverySurvivor) {
   EXPECT_NE(r.err.find("SIGKILL"), std::string::npos) << r.err;
 }
 
+// Rank 1 calls something else than ranks 0, 2 and 3 (MismatchProcs below).
+struct MismatchCase {
+  std::string how;
+  std::string rank1;   // how rank 1's call is described
+  std::string others;  // how the others' call is described
+};
+
+// gtest prints test parameters; the case's name is enough.
+void PrintTo(const MismatchCase& c, std::ostream* os) { *os << c.how; }
+
+class MismatchProcs
+    : public ::testing::TestWithParam<std::tuple<MismatchCase, std::string>> {};
+
+std::string mismatchName(const ::testing::TestParamInfo<MismatchProcs::ParamType>& param) {
+  return std::get<0>(param.param).how + "_" + std::get<1>(param.param);
+}
+
+// Every rank fails with kMismatch and an error stating both calls, within the timeout:
+// no hang, no silent success.
+TEST_P(MismatchProcs, EveryRankReportsBothCalls) {
+  const auto& [c, transport] = GetParam();
+  const int n = 4;
+  ProcessResult r = runProcess(launch(n, transport, {"--timeout", "100", "--grace", "60"},
+                                      {testProgramPath("tutti_collective_worker"), "mismatch",
+                                       c.how}),
+                               kOuterBoundSeconds);
+  ASSERT_FALSE(r.timedOut) << r.out << r.err;
+  for (int rank = 0; rank < n; ++rank) {
+    const std::string prefix = "[" + std::to_string(rank) + "] EXPECTED-FAILURE code=mismatch";
+    std::string line;
+    for (const std::string& l : splitLines(r.out))
+      if (l.rfind(prefix, 0) == 0) line = l;
+    ASSERT_FALSE(line.empty()) << "rank " << rank << " did not fail with kMismatch:\n" << r.out << r.err;
+    EXPECT_NE(line.find(c.rank1), std::string::npos) << line;
+    EXPECT_NE(line.find(c.others), std::string::npos) << line;
+    EXPECT_NE(line.find(" while rank "), std::string::npos) << line;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, MismatchProcs,
+    ::testing::Combine(
+        ::testing::Values(
+            MismatchCase{"count", "(count 1000 float32 sum", "(count 1024 float32 sum"},
+            MismatchCase{"dtype", "(count 512 float64 sum", "(count 1024 float32 sum"},
+            MismatchCase{"root", "broadcast #0 (count 1024 float32 root 1",
+                         "broadcast #0 (count 1024 float32 root 0"},
+            MismatchCase{"collective", "reduce #0 (count 1024 float32 sum root 0",
+                         "broadcast #0 (count 1024 float32 root 0"},
+            MismatchCase{"algorithm", "float32 sum, ring)", "float32 sum, recursive_doubling)"}),
+        ::testing::ValuesIn(kTransports)),
+    mismatchName);
+
 TEST(CollectiveProcs, BenchmarkChecksEveryTypeWithZeroWrong) {
   ProcessResult r = runProcess({binPath("tutti-run"), "-n", "3", "--timeout", "200",
                                 binPath("tutti-bench"), "allreduce", "-b", "8", "-e", "1M", "-f",

@@ -34,6 +34,11 @@ class HybridTransport final : public Transport {
   void setDriving(bool) override {}
   bool waitForProgress(std::uint32_t seen, Deadline deadline, std::int64_t spinNs) override;
   Status health() const override;
+  void setCallChecker(CallChecker* checker) override {
+    Transport::setCallChecker(checker);
+    shm_->setCallChecker(checker);
+    tcp_->setCallChecker(checker);
+  }
   void fail(const Status& status) override;
   void shutdown(Deadline deadline) override;
 

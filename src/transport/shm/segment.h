@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <string>
 
+#include "transport/link.h"
 #include "tutti/status.h"
 
 namespace tutti::shm {
@@ -30,7 +31,7 @@ inline constexpr std::size_t kAbortTextBytes = 512;
 inline constexpr std::size_t kRndvSlots = 64;
 
 /// What a ring slot carries.
-enum class SlotKind : std::uint32_t {
+enum class SlotKind : std::uint16_t {
   kData = 1,  ///< a piece of a message, copied into the payload
   kRndv = 2,  ///< a whole message left in the sender's memory, to be read with CMA
 };
@@ -42,10 +43,10 @@ struct SlotHeader {
   std::uint64_t offset;      // kData: where this piece starts in the message
   std::uint32_t chunkBytes;  // kData: bytes of payload in this slot
   SlotKind kind;
+  std::uint16_t rndvId;      // kRndv: index into the sender's ack table for this peer
   std::uint64_t remoteAddr;  // kRndv: the message in the sender's address space
-  std::uint64_t rndvId;      // kRndv: index into the sender's ack table for this peer
   std::uint64_t rndvSeq;     // kRndv: the value the ack must carry
-  std::uint64_t pad;
+  CallStamp stamp;           // the call the message belongs to (first piece and kRndv)
 };
 static_assert(sizeof(SlotHeader) == kCacheLine);
 

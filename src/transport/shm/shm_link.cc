@@ -8,6 +8,7 @@
 
 #include "base/assert.h"
 #include "base/strings.h"
+#include "transport/call_checker.h"
 #include "transport/shm/shm_transport.h"
 
 namespace tutti::shm {
@@ -29,6 +30,8 @@ std::string ShmLink::describe(Tag tag) const {
   return strFormat("message with tag 0x%llx from rank %d", static_cast<unsigned long long>(tag),
                    peer_);
 }
+
+std::string ShmLink::describePeer() const { return strFormat("rank %d", peer_); }
 
 void ShmLink::completeLocked(TransferRequest* request, Status status, DoneList& done) {
   request->status_ = std::move(status);
@@ -69,7 +72,8 @@ bool ShmLink::sendRendezvousLocked(TransferRequest* request) {
   h->chunkBytes = 0;
   h->kind = SlotKind::kRndv;
   h->remoteAddr = reinterpret_cast<std::uint64_t>(request->data);
-  h->rndvId = id;
+  h->rndvId = static_cast<std::uint16_t>(id);
+  h->stamp = request->stamp;
   h->rndvSeq = ++rndvSeq_;
   rndvInflight_[id] = request;
   ++rndvCount_;
@@ -89,6 +93,7 @@ bool ShmLink::sendEagerLocked(TransferRequest* request) {
     h->offset = request->progress;
     h->chunkBytes = static_cast<std::uint32_t>(chunk);
     h->kind = SlotKind::kData;
+    if (request->progress == 0) h->stamp = request->stamp;
     if (chunk > 0) std::memcpy(out_.payload(outHead_), request->data + request->progress, chunk);
     out_.head->store(++outHead_, std::memory_order_release);
     request->progress += chunk;
@@ -203,6 +208,9 @@ void ShmLink::postRecv(TransferRequest* request, Tag tag, void* data, std::size_
     } else if (it == unexpected_.end()) {
       posted_.push_back(request);
       drainLocked(done);
+    } else if (stampsConflict((*it)->stamp, request->stamp)) {
+      // The executor words the error and fails the transport; the message stays unread.
+      completeLocked(request, stampMismatch(request, peer_, describePeer(), (*it)->stamp), done);
     } else if (!checkSizeLocked(request, (*it)->bytes, done)) {
       completeLocked(request, owner_->health_, done);
     } else {
@@ -254,10 +262,27 @@ void ShmLink::recycleLocked(std::deque<std::unique_ptr<Unexpected>>::iterator it
 }
 
 bool ShmLink::startMessageLocked(const SlotHeader& h, DoneList& done) {
+  if (CallChecker* checker = owner_->callChecker(); checker != nullptr) {
+    Status conflict = checker->onArrival(peer_, h.tag, h.stamp);
+    if (!conflict.ok()) {
+      owner_->failLocked(conflict, done);
+      return false;
+    }
+  }
   auto it = std::find_if(posted_.begin(), posted_.end(),
                     [&](const TransferRequest* r) { return r->tag == h.tag; });
   if (it != posted_.end()) {
     TransferRequest* request = *it;
+    if (stampsConflict(h.stamp, request->stamp)) {
+      // Refused before a byte lands in the receiver's buffer; the pieces that follow are
+      // dropped (a rendezvous send is never acknowledged: its sender learns of the failure).
+      posted_.erase(it);
+      completeLocked(request, stampMismatch(request, peer_, describePeer(), h.stamp), done);
+      streamTo_ = nullptr;
+      streamUnexpected_ = nullptr;
+      streaming_ = h.kind == SlotKind::kData;
+      return true;
+    }
     if (!checkSizeLocked(request, h.msgBytes, done)) return false;
     posted_.erase(it);
     if (h.kind == SlotKind::kRndv) {
@@ -271,6 +296,7 @@ bool ShmLink::startMessageLocked(const SlotHeader& h, DoneList& done) {
   }
   std::unique_ptr<Unexpected> u = takeUnexpectedLocked(h.msgBytes);
   u->tag = h.tag;
+  u->stamp = h.stamp;
   u->bytes = h.msgBytes;
   if (h.kind == SlotKind::kRndv) {
     u->rendezvous = true;

@@ -46,6 +46,7 @@ class ShmLink final : public Link {
  private:
   struct Unexpected {
     Tag tag = 0;
+    CallStamp stamp;
     std::uint64_t bytes = 0;
     std::vector<char> data;        // eager: the payload, filled as pieces arrive
     std::uint64_t received = 0;
@@ -71,6 +72,8 @@ class ShmLink final : public Link {
   bool sendRendezvousLocked(TransferRequest* request);
   bool sendEagerLocked(TransferRequest* request);
   std::string describe(Tag tag) const;
+  /// "rank 3", as errors name the peer.
+  std::string describePeer() const;
 
   ShmTransport* owner_;
   const int peer_;

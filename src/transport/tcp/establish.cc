@@ -19,7 +19,7 @@ namespace {
 constexpr double kHelloTimeoutSec = 5.0;
 
 Status sendHello(int fd, std::uint64_t uid, int rank, int size, Deadline deadline) {
-  auto header = encodeHeader(FrameHeader{FrameType::kHello, 0, kHelloBytes, 0});
+  auto header = encodeHeader(FrameHeader{FrameType::kHello, 0, kHelloBytes, 0, {}});
   auto hello = encodeHello(Hello{uid, static_cast<std::uint32_t>(rank),
                                  static_cast<std::uint32_t>(size)});
   TUTTI_RETURN_IF_ERROR(writeFull(fd, header.data(), header.size(), deadline));

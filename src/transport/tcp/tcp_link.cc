@@ -7,10 +7,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "base/assert.h"
 #include "base/log.h"
 #include "base/strings.h"
+#include "transport/call_checker.h"
 #include "transport/tcp/tcp_transport.h"
 
 namespace tutti::tcp {
@@ -125,7 +127,8 @@ void TcpLink::trySendLocked(DoneList& done) {
     std::size_t total = 0;
     if (front != nullptr) {
       if (front->progress == 0) {
-        sendHeader_ = encodeHeader(FrameHeader{FrameType::kData, front->tag, front->bytes, 0});
+        sendHeader_ = encodeHeader(
+            FrameHeader{FrameType::kData, front->tag, front->bytes, 0, front->stamp});
       }
       const std::size_t progress = front->progress;
       total = kHeaderBytes + front->bytes;
@@ -194,7 +197,7 @@ void TcpLink::queueClose() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (controlQueued_ || !failure_.ok() || !fd_.valid()) return;
-    auto header = encodeHeader(FrameHeader{FrameType::kClose, 0, 0, 0});
+    auto header = encodeHeader(FrameHeader{FrameType::kClose, 0, 0, 0, {}});
     queueControlLocked(std::vector<std::uint8_t>(header.begin(), header.end()), done);
   }
   // A failure while saying goodbye is not worth reporting: this rank is leaving anyway.
@@ -211,11 +214,11 @@ void TcpLink::queueAbort(const Status& status) {
     std::string text = status.message().substr(0, kMaxAbortBytes);
     Tag blamed = status.peerRank() >= 0 ? static_cast<Tag>(status.peerRank()) + 1 : 0;
     auto header = encodeHeader(FrameHeader{FrameType::kAbort, blamed, text.size(),
-                                           static_cast<std::uint32_t>(status.code())});
+                                           static_cast<std::uint32_t>(status.code()), {}});
     std::vector<std::uint8_t> frame(header.begin(), header.end());
     frame.insert(frame.end(), text.begin(), text.end());
     queueControlLocked(std::move(frame), done);
-    failure = failure_;
+    failure = failureToReportLocked();
   }
   finish(done, failure);
 }
@@ -248,7 +251,9 @@ void TcpLink::postRecv(TransferRequest* request, Tag tag, void* data, std::size_
       });
       if (it != unexpected_.end()) {
         Unexpected& u = **it;
-        if (u.data.size() != bytes) {
+        if (stampsConflict(u.stamp, request->stamp)) {
+          completeLocked(request, stampMismatch(request, peer_, peerName_, u.stamp), done);
+        } else if (u.data.size() != bytes) {
           completeLocked(request,
                          Status(ErrorCode::kMismatch,
                                 strFormat("%s sent a %zu-byte message but this rank expected %zu "
@@ -282,29 +287,46 @@ void TcpLink::postRecv(TransferRequest* request, Tag tag, void* data, std::size_
         }
       }
     }
-    failure = failure_;
+    failure = failureToReportLocked();
     updateInterestLocked();
   }
   finish(done, failure);
 }
 
+Status TcpLink::failureToReportLocked() {
+  if (!failure_.ok()) return failure_;
+  return std::exchange(callConflict_, Status());
+}
+
 void TcpLink::startPayloadLocked(const FrameHeader& header, DoneList& done) {
+  if (CallChecker* checker = owner_->callChecker(); checker != nullptr) {
+    Status conflict = checker->onArrival(peer_, header.tag, header.stamp);
+    if (!conflict.ok()) {
+      // Dropped unread; the transport fails with the conflict once the lock is released.
+      if (callConflict_.ok()) callConflict_ = std::move(conflict);
+      discardLeft_ = header.length;
+      readState_ = discardLeft_ > 0 ? ReadState::kDiscard : ReadState::kHeader;
+      return;
+    }
+  }
   auto it = std::find_if(posted_.begin(), posted_.end(),
                          [&](TransferRequest* r) { return r->tag == header.tag; });
   if (it != posted_.end()) {
     TransferRequest* request = *it;
     posted_.erase(it);
-    if (request->bytes != header.length) {
-      completeLocked(request,
-                     Status(ErrorCode::kMismatch,
-                            strFormat("%s sent a %llu-byte message but this rank expected %zu "
-                                      "bytes (tag 0x%llx): the ranks called different "
-                                      "operations or counts",
-                                      peerName_.c_str(),
-                                      static_cast<unsigned long long>(header.length),
-                                      request->bytes, static_cast<unsigned long long>(header.tag)),
-                            peer_),
-                     done);
+    Status refused;
+    if (stampsConflict(header.stamp, request->stamp)) {
+      refused = stampMismatch(request, peer_, peerName_, header.stamp);
+    } else if (request->bytes != header.length) {
+      refused = Status(ErrorCode::kMismatch,
+                       strFormat("%s sent a %llu-byte message but this rank expected %zu bytes "
+                                 "(tag 0x%llx): the ranks called different operations or counts",
+                                 peerName_.c_str(), static_cast<unsigned long long>(header.length),
+                                 request->bytes, static_cast<unsigned long long>(header.tag)),
+                       peer_);
+    }
+    if (!refused.ok()) {
+      completeLocked(request, std::move(refused), done);
       discardLeft_ = header.length;
       readState_ = discardLeft_ > 0 ? ReadState::kDiscard : ReadState::kHeader;
       return;
@@ -328,6 +350,7 @@ void TcpLink::startPayloadLocked(const FrameHeader& header, DoneList& done) {
   }
   auto entry = std::make_unique<Unexpected>();
   entry->tag = header.tag;
+  entry->stamp = header.stamp;
   entry->data.resize(header.length);  // bounded by maxUnexpectedBytes_ above
   unexpectedBytes_ += header.length;
   readUnexpected_ = entry.get();
@@ -509,7 +532,7 @@ void TcpLink::onEvents(std::uint32_t events) {
     if (!fd_.valid() || !failure_.ok()) return;
     if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) readLocked(done);
     if ((events & EPOLLOUT) && failure_.ok()) trySendLocked(done);
-    failure = failure_;
+    failure = failureToReportLocked();
     updateInterestLocked();
   }
   finish(done, failure);
@@ -549,7 +572,7 @@ void TcpLink::cancel(TransferRequest* request) {
       }
     }
     completeLocked(request, cancelled, done);
-    failure = failure_;
+    failure = failureToReportLocked();
     updateInterestLocked();
   }
   finish(done, Status());

@@ -57,6 +57,7 @@ class TcpLink final : public Link {
  private:
   struct Unexpected {
     Tag tag = 0;
+    CallStamp stamp;
     std::vector<char> data;
     std::size_t received = 0;
     TransferRequest* claimedBy = nullptr;  // a receive posted while the payload streams in
@@ -83,6 +84,8 @@ class TcpLink final : public Link {
   void queueControlLocked(std::vector<std::uint8_t> frame, DoneList& done);
   void finishAbortLocked(DoneList& done);
   void finish(DoneList& done, const Status& failure);
+  // The failure to report once unlocked: the link's, else a call conflict (taken).
+  Status failureToReportLocked();
 
   TcpTransport* owner_;
   const int peer_;
@@ -120,6 +123,9 @@ class TcpLink final : public Link {
   bool peerClosed_ = false;  // the peer sent CLOSE: it left on purpose
   bool eof_ = false;
   Status failure_;           // set once the link is dead
+  // A message that conflicts with this rank's call (CallChecker): fails the whole
+  // transport, which must happen after the link's mutex is released.
+  Status callConflict_;
   std::uint32_t interest_ = 0;
 };
 

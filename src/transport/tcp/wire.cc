@@ -47,8 +47,10 @@ HeaderBytes encodeHeader(const FrameHeader& header) {
   // out[6..7]: flags, zero
   put64(&out[8], header.tag);
   put64(&out[16], header.length);
-  put32(&out[24], header.aux);
-  put32(&out[28], fnv1a(out.data(), 28));
+  put64(&out[24], header.stamp.what);
+  put64(&out[32], header.stamp.count);
+  put32(&out[40], header.aux);
+  put32(&out[44], fnv1a(out.data(), 44));
   return out;
 }
 
@@ -59,8 +61,8 @@ Result<FrameHeader> decodeHeader(const std::uint8_t* bytes, const std::string& p
   if (bytes[4] != kWireVersion)
     return protocolError(peer, strFormat("wire version %u, this build speaks %u", bytes[4],
                                          kWireVersion));
-  std::uint32_t check = get32(bytes + 28);
-  if (check != fnv1a(bytes, 28)) return protocolError(peer, "header checksum mismatch");
+  std::uint32_t check = get32(bytes + 44);
+  if (check != fnv1a(bytes, 44)) return protocolError(peer, "header checksum mismatch");
   std::uint8_t type = bytes[5];
   if (type < static_cast<std::uint8_t>(FrameType::kData) ||
       type > static_cast<std::uint8_t>(FrameType::kAbort))
@@ -70,7 +72,9 @@ Result<FrameHeader> decodeHeader(const std::uint8_t* bytes, const std::string& p
   header.type = static_cast<FrameType>(type);
   header.tag = get64(bytes + 8);
   header.length = get64(bytes + 16);
-  header.aux = get32(bytes + 24);
+  header.stamp.what = get64(bytes + 24);
+  header.stamp.count = get64(bytes + 32);
+  header.aux = get32(bytes + 40);
   if (header.length > kMaxFrameBytes)
     return protocolError(peer, strFormat("declared length %llu exceeds the %llu-byte limit",
                                          static_cast<unsigned long long>(header.length),

@@ -1,5 +1,5 @@
 #pragma once
-// The TCP wire format: every frame starts with a fixed 32-byte header, validated on
+// The TCP wire format: every frame starts with a fixed 48-byte header, validated on
 // receipt so that garbage on a socket is a kProtocolError naming the peer, never a crash
 // or a hang. Layout (little-endian):
 //
@@ -9,8 +9,10 @@
 //   6  u16 flags    must be 0 in this version
 //   8  u64 tag      Tag of a DATA frame (0 otherwise)
 //  16  u64 length   payload bytes that follow the header
-//  24  u32 aux      reserved for the call fingerprint (0 in this version)
-//  28  u32 check    FNV-1a of bytes 0..27, catches torn or shifted streams
+//  24  u64 stamp.what   the call a DATA frame belongs to (CallStamp; 0 otherwise)
+//  32  u64 stamp.count
+//  40  u32 aux      ABORT: the ErrorCode; 0 otherwise
+//  44  u32 check    FNV-1a of bytes 0..43, catches torn or shifted streams
 //
 // A CLOSE frame says goodbye: the sender destroyed its communicator in good order. An ABORT
 // frame says the sender's communicator failed; its payload (at most kMaxAbortBytes) is the
@@ -26,14 +28,15 @@
 #include <cstdint>
 #include <string>
 
+#include "transport/link.h"
 #include "transport/tag.h"
 #include "tutti/status.h"
 
 namespace tutti::tcp {
 
 inline constexpr std::uint32_t kWireMagic = 0x74747574u;
-inline constexpr std::uint8_t kWireVersion = 1;
-inline constexpr std::size_t kHeaderBytes = 32;
+inline constexpr std::uint8_t kWireVersion = 2;
+inline constexpr std::size_t kHeaderBytes = 48;
 inline constexpr std::size_t kHelloBytes = 24;
 /// Largest payload a frame may declare (1 TiB); anything larger is garbage.
 inline constexpr std::uint64_t kMaxFrameBytes = std::uint64_t{1} << 40;
@@ -47,6 +50,7 @@ struct FrameHeader {
   Tag tag = 0;
   std::uint64_t length = 0;
   std::uint32_t aux = 0;
+  CallStamp stamp;  // DATA frames of collectives
 };
 
 using HeaderBytes = std::array<std::uint8_t, kHeaderBytes>;

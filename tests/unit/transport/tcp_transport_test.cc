@@ -164,7 +164,7 @@ TEST(TcpTransport, StrangerConnectionsAreRefusedDuringEstablishment) {
   {  // a well-formed hello from another communicator
     auto fd = connectTcp(*hp, Deadline::afterSeconds(10));
     ASSERT_TRUE(fd.ok());
-    auto header = encodeHeader(FrameHeader{FrameType::kHello, 0, kHelloBytes, 0});
+    auto header = encodeHeader(FrameHeader{FrameType::kHello, 0, kHelloBytes, 0, {}});
     auto hello = encodeHello(Hello{kUid + 1, 1, 2});
     ASSERT_TRUE(writeFull(fd->get(), header.data(), header.size(), Deadline::afterSeconds(5)).ok());
     ASSERT_TRUE(writeFull(fd->get(), hello.data(), hello.size(), Deadline::afterSeconds(5)).ok());
@@ -243,7 +243,7 @@ TEST(TcpTransportFaults, AbortFrameFailsTheTransportBlamingTheNamedRank) {
   // tag = rank at fault + 1; but this world has 2 ranks, so rank 7 is out of range and the
   // messenger (rank 1) is blamed instead.
   auto header = encodeHeader(FrameHeader{FrameType::kAbort, 8, text.size(),
-                                         static_cast<std::uint32_t>(ErrorCode::kPeerFailure)});
+                                         static_cast<std::uint32_t>(ErrorCode::kPeerFailure), {}});
   ASSERT_TRUE(writeFull(p.raw.get(), header.data(), header.size(), Deadline::afterSeconds(5)).ok());
   ASSERT_TRUE(writeFull(p.raw.get(), text.data(), text.size(), Deadline::afterSeconds(5)).ok());
   Status s = waitForFailure(*p.transport);
@@ -256,7 +256,7 @@ TEST(TcpTransportFaults, AbortFrameNamesTheCulpritRankWithinTheWorld) {
   RawPeer p = transportWithRawPeer();
   const std::string text = "rank 0 timed out";
   auto header = encodeHeader(FrameHeader{FrameType::kAbort, 1, text.size(),
-                                         static_cast<std::uint32_t>(ErrorCode::kTimeout)});
+                                         static_cast<std::uint32_t>(ErrorCode::kTimeout), {}});
   ASSERT_TRUE(writeFull(p.raw.get(), header.data(), header.size(), Deadline::afterSeconds(5)).ok());
   ASSERT_TRUE(writeFull(p.raw.get(), text.data(), text.size(), Deadline::afterSeconds(5)).ok());
   Status s = waitForFailure(*p.transport);

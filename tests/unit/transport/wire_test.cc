@@ -10,7 +10,8 @@ namespace tutti::tcp {
 namespace {
 
 TEST(Wire, HeaderRoundTrip) {
-  FrameHeader in{FrameType::kData, 0x1234567890abcdefULL, 4096, 7};
+  FrameHeader in{FrameType::kData, 0x1234567890abcdefULL, 4096, 7,
+                 CallStamp{0x8000123456789abcULL, 1000}};
   HeaderBytes bytes = encodeHeader(in);
   auto out = decodeHeader(bytes.data(), "rank 1");
   ASSERT_TRUE(out.ok()) << out.status().toString();
@@ -18,10 +19,11 @@ TEST(Wire, HeaderRoundTrip) {
   EXPECT_EQ(out->tag, in.tag);
   EXPECT_EQ(out->length, 4096u);
   EXPECT_EQ(out->aux, 7u);
+  EXPECT_EQ(out->stamp, in.stamp);
 }
 
 TEST(Wire, EveryCorruptedByteIsRejected) {
-  HeaderBytes good = encodeHeader(FrameHeader{FrameType::kData, 42, 100, 0});
+  HeaderBytes good = encodeHeader(FrameHeader{FrameType::kData, 42, 100, 0, {}});
   for (std::size_t i = 0; i < kHeaderBytes; ++i) {
     for (int bit = 0; bit < 8; ++bit) {
       HeaderBytes bad = good;
@@ -35,17 +37,17 @@ TEST(Wire, EveryCorruptedByteIsRejected) {
 }
 
 TEST(Wire, RejectsWrongMagicVersionTypeAndLength) {
-  HeaderBytes bytes = encodeHeader(FrameHeader{FrameType::kData, 1, 1, 0});
+  HeaderBytes bytes = encodeHeader(FrameHeader{FrameType::kData, 1, 1, 0, {}});
   bytes[0] = 'G';
   EXPECT_NE(decodeHeader(bytes.data(), "p").status().message().find("magic"), std::string::npos);
-  auto tooLong = encodeHeader(FrameHeader{FrameType::kData, 1, kMaxFrameBytes + 1, 0});
+  auto tooLong = encodeHeader(FrameHeader{FrameType::kData, 1, kMaxFrameBytes + 1, 0, {}});
   EXPECT_NE(decodeHeader(tooLong.data(), "p").status().message().find("exceeds"),
             std::string::npos);
-  auto badHello = encodeHeader(FrameHeader{FrameType::kHello, 0, 5, 0});
+  auto badHello = encodeHeader(FrameHeader{FrameType::kHello, 0, 5, 0, {}});
   EXPECT_FALSE(decodeHeader(badHello.data(), "p").ok());
-  auto badClose = encodeHeader(FrameHeader{FrameType::kClose, 0, 1, 0});
+  auto badClose = encodeHeader(FrameHeader{FrameType::kClose, 0, 1, 0, {}});
   EXPECT_FALSE(decodeHeader(badClose.data(), "p").ok());
-  auto type = encodeHeader(FrameHeader{static_cast<FrameType>(9), 0, 0, 0});
+  auto type = encodeHeader(FrameHeader{static_cast<FrameType>(9), 0, 0, 0, {}});
   EXPECT_NE(decodeHeader(type.data(), "p").status().message().find("frame type"),
             std::string::npos);
 }

@@ -1,0 +1,107 @@
+#include "transport/call_checker.h"
+
+#include "base/strings.h"
+
+namespace tutti {
+namespace {
+
+constexpr std::uint64_t kSeqBits = 24;
+constexpr std::uint64_t kSeqMask = (std::uint64_t{1} << kSeqBits) - 1;
+
+// Writes `e` for sequence `seq` when no other thread is writing it (single writer per
+// entry in practice: the issuing thread owns history_, and early_ losers just skip).
+bool write(std::atomic<std::uint64_t>& seqField, std::atomic<std::uint64_t>& what,
+           std::atomic<std::uint64_t>& count, std::atomic<std::int64_t>& peer, std::uint64_t seq,
+           const CallStamp& stamp, int from) {
+  std::uint64_t current = seqField.load(std::memory_order_relaxed);
+  if (current == CallChecker::kBusy ||
+      !seqField.compare_exchange_strong(current, CallChecker::kBusy, std::memory_order_acquire))
+    return false;
+  std::atomic_thread_fence(std::memory_order_release);
+  what.store(stamp.what, std::memory_order_relaxed);
+  count.store(stamp.count, std::memory_order_relaxed);
+  peer.store(from, std::memory_order_relaxed);
+  seqField.store(seq, std::memory_order_release);
+  return true;
+}
+
+}  // namespace
+
+bool CallChecker::read(const Entry& e, std::uint64_t seq, CallStamp* stamp, int* peer) {
+  if (e.seq.load(std::memory_order_acquire) != seq) return false;
+  stamp->what = e.what.load(std::memory_order_relaxed);
+  stamp->count = e.count.load(std::memory_order_relaxed);
+  *peer = static_cast<int>(e.peer.load(std::memory_order_relaxed));
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return e.seq.load(std::memory_order_relaxed) == seq;  // not rewritten meanwhile
+}
+
+Status CallChecker::conflict(int peer, std::uint64_t seq, const CallStamp& theirs, int otherRank,
+                             const CallStamp& other) const {
+  return Status(ErrorCode::kMismatch,
+                strFormat("rank %d called %s while rank %d called %s", peer,
+                          describe_(theirs, seq).c_str(), otherRank,
+                          describe_(other, seq).c_str()),
+                peer);
+}
+
+std::uint64_t CallChecker::widen(std::uint64_t seq24, std::uint64_t latest) const {
+  // The full number closest to `latest` whose low bits are seq24.
+  const std::uint64_t half = std::uint64_t{1} << (kSeqBits - 1);
+  std::uint64_t full = (latest & ~kSeqMask) | seq24;
+  if (full + half < latest) full += kSeqMask + 1;
+  else if (full > latest + half && full > kSeqMask) full -= kSeqMask + 1;
+  return full;
+}
+
+Status CallChecker::begin(std::uint64_t seq, const CallStamp& stamp) {
+  // This thread is the history's only writer: no compare-and-swap needed.
+  Entry& mine = history_[seq % kWindow];
+  mine.seq.store(kBusy, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  mine.what.store(stamp.what, std::memory_order_relaxed);
+  mine.count.store(stamp.count, std::memory_order_relaxed);
+  mine.peer.store(rank_, std::memory_order_relaxed);
+  begun_.store(seq + 1, std::memory_order_relaxed);
+  // Publish, then (after a full barrier) look at what arrived early; onArrival does the
+  // converse with the early entry and this one, so one of the two sees the other.
+  mine.seq.store(seq, std::memory_order_release);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  const Entry& early = early_[seq % kWindow];
+  CallStamp theirs;
+  int peer = -1;
+  if (read(early, seq, &theirs, &peer) && stampsConflict(theirs, stamp))
+    return conflict(peer, seq, theirs, rank_, stamp);
+  return Status::Ok();
+}
+
+Status CallChecker::checkHistory(int peer, std::uint64_t seq, const CallStamp& stamp) const {
+  CallStamp mine;
+  int self = -1;
+  if (read(history_[seq % kWindow], seq, &mine, &self) && stampsConflict(stamp, mine))
+    return conflict(peer, seq, stamp, rank_, mine);
+  return Status::Ok();
+}
+
+Status CallChecker::onArrival(int peer, Tag tag, const CallStamp& stamp) {
+  if (isP2pTag(tag) || stamp.empty()) return Status::Ok();
+  const std::uint64_t seq24 = (tag >> 24) & kSeqMask;
+  const std::uint64_t begun = begun_.load(std::memory_order_acquire);
+  const std::uint64_t seq = widen(seq24, begun == 0 ? 0 : begun - 1);
+  if (seq < begun) return checkHistory(peer, seq, stamp);
+  // Early (the peer is ahead), or begin() is under way. Leave the stamp for begin(),
+  // unless another peer's is there already.
+  Entry& early = early_[seq % kWindow];
+  CallStamp prior;
+  int priorPeer = -1;
+  if (read(early, seq, &prior, &priorPeer)) {
+    if (stampsConflict(stamp, prior)) return conflict(peer, seq, stamp, priorPeer, prior);
+  } else {
+    write(early.seq, early.what, early.count, early.peer, seq, stamp, peer);
+  }
+  // Published; now see whether the call was begun meanwhile (begin() may have missed it).
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  return checkHistory(peer, seq, stamp);
+}
+
+}  // namespace tutti

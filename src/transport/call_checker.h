@@ -1,0 +1,78 @@
+#pragma once
+// CallChecker: the calls this rank has begun, so that a message can be checked against the
+// call it belongs to when it *arrives*, not only when a receive matches it (mismatch
+// detection, DESIGN.md 7). Matching alone misses calls whose messages are never received:
+// with different broadcast roots on two ranks, each root only sends, and the stray message
+// would sit unread while both ranks report success.
+//
+// Two windows of kWindow sequence numbers:
+// - history: the stamps of the last calls this rank began (written by the issuing thread);
+// - early:   the first stamp that arrived for a call this rank has not begun yet (written by
+//            whichever thread receives), checked when the rank begins that call.
+// A message is checked on arrival when its call was begun, else when it is begun; both
+// sides publish before they look at the other (store, fence, load), so at least one of
+// them sees the other's record. Messages of calls more than kWindow behind are not checked
+// at arrival (they still are when matched).
+//
+// Lock-free; the arrival side never blocks the issuing thread.
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "transport/link.h"
+#include "transport/tag.h"
+#include "tutti/status.h"
+
+namespace tutti {
+
+class CallChecker {
+ public:
+  /// Names a call from its stamp and full sequence number, as errors show it.
+  using Describer = std::string (*)(const CallStamp& stamp, std::uint64_t seq);
+
+  static constexpr std::size_t kWindow = 64;
+  static constexpr std::uint64_t kEmpty = ~std::uint64_t{0} - 1;
+  static constexpr std::uint64_t kBusy = ~std::uint64_t{0};
+
+  CallChecker(int rank, Describer describe) : rank_(rank), describe_(describe) {}
+
+  /// Called by the issuing thread before the first message of collective call `seq`.
+  /// kMismatch stating both calls when a peer's message for `seq` arrived earlier with
+  /// another stamp.
+  Status begin(std::uint64_t seq, const CallStamp& stamp);
+
+  /// Called by a transport when the first piece of a message from `peer` arrives, on any
+  /// thread. kMismatch stating both calls when it conflicts with this rank's call (or with
+  /// an earlier peer's message for the same call); OK when it agrees or cannot be checked
+  /// yet. Point-to-point messages are always OK.
+  Status onArrival(int peer, Tag tag, const CallStamp& stamp);
+
+ private:
+  struct Entry {
+    // The full sequence number; kEmpty before the first write, kBusy while being written.
+    std::atomic<std::uint64_t> seq{kEmpty};
+    std::atomic<std::uint64_t> what{0};
+    std::atomic<std::uint64_t> count{0};
+    std::atomic<std::int64_t> peer{-1};  // early entries: who sent it
+  };
+
+  // Reads `e` if it holds sequence `seq`; false when it holds another or is being written.
+  static bool read(const Entry& e, std::uint64_t seq, CallStamp* stamp, int* peer);
+  Status conflict(int peer, std::uint64_t seq, const CallStamp& theirs, int otherRank,
+                  const CallStamp& other) const;
+  // Checks an arrival for `seq` against the history; OK when the call is not in it.
+  Status checkHistory(int peer, std::uint64_t seq, const CallStamp& stamp) const;
+  // The full sequence number of a 24-bit tag sequence, given the latest begun call.
+  std::uint64_t widen(std::uint64_t seq24, std::uint64_t latest) const;
+
+  const int rank_;
+  const Describer describe_;
+  /// 1 + the sequence number of the latest call begun (0: none yet).
+  std::atomic<std::uint64_t> begun_{0};
+  std::array<Entry, kWindow> history_;
+  std::array<Entry, kWindow> early_;
+};
+
+}  // namespace tutti

@@ -1,0 +1,131 @@
+#include "transport/call_checker.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "base/strings.h"
+#include "transport/tag.h"
+
+namespace tutti {
+namespace {
+
+std::string describeForTest(const CallStamp& stamp, std::uint64_t seq) {
+  return strFormat("call(%llx,%llu)#%llu", static_cast<unsigned long long>(stamp.what),
+                   static_cast<unsigned long long>(stamp.count),
+                   static_cast<unsigned long long>(seq));
+}
+
+constexpr CallStamp kA{0x8000000000000009ull, 1024};
+constexpr CallStamp kB{0x8000000000000009ull, 1000};
+
+Tag tagOf(std::uint64_t seq, std::uint32_t index = 0) { return collectiveTagBase(0, seq) + index; }
+
+TEST(CallChecker, AgreeingArrivalsPassBeforeAndAfterBegin) {
+  CallChecker checker(0, &describeForTest);
+  EXPECT_TRUE(checker.onArrival(1, tagOf(0), kA).ok());  // early
+  EXPECT_TRUE(checker.onArrival(2, tagOf(0), kA).ok());  // early, second peer
+  EXPECT_TRUE(checker.begin(0, kA).ok());
+  EXPECT_TRUE(checker.onArrival(3, tagOf(0, 5), kA).ok());  // after begin
+  EXPECT_TRUE(checker.begin(1, kB).ok());
+  EXPECT_TRUE(checker.onArrival(1, tagOf(1), kB).ok());
+}
+
+TEST(CallChecker, ArrivalAfterBeginStatesBothCalls) {
+  CallChecker checker(0, &describeForTest);
+  ASSERT_TRUE(checker.begin(0, kA).ok());
+  Status s = checker.onArrival(3, tagOf(0), kB);
+  ASSERT_EQ(s.code(), ErrorCode::kMismatch);
+  EXPECT_EQ(s.peerRank(), 3);
+  EXPECT_EQ(s.message(), "rank 3 called " + describeForTest(kB, 0) + " while rank 0 called " +
+                             describeForTest(kA, 0));
+}
+
+TEST(CallChecker, EarlyArrivalIsCheckedWhenTheCallBegins) {
+  CallChecker checker(2, &describeForTest);
+  ASSERT_TRUE(checker.begin(0, kA).ok());
+  ASSERT_TRUE(checker.onArrival(1, tagOf(1), kB).ok());  // rank 1 is one call ahead
+  Status s = checker.begin(1, kA);
+  ASSERT_EQ(s.code(), ErrorCode::kMismatch);
+  EXPECT_EQ(s.peerRank(), 1);
+  EXPECT_EQ(s.message(), "rank 1 called " + describeForTest(kB, 1) + " while rank 2 called " +
+                             describeForTest(kA, 1));
+}
+
+TEST(CallChecker, TwoPeersDisagreeingEarlyAreCaught) {
+  CallChecker checker(0, &describeForTest);
+  ASSERT_TRUE(checker.onArrival(1, tagOf(0), kA).ok());
+  Status s = checker.onArrival(2, tagOf(0), kB);
+  ASSERT_EQ(s.code(), ErrorCode::kMismatch);
+  EXPECT_NE(s.message().find("rank 2 called " + describeForTest(kB, 0)), std::string::npos);
+  EXPECT_NE(s.message().find("while rank 1 called " + describeForTest(kA, 0)), std::string::npos);
+}
+
+TEST(CallChecker, PointToPointAndUnstampedMessagesAreNotChecked) {
+  CallChecker checker(0, &describeForTest);
+  ASSERT_TRUE(checker.begin(0, kA).ok());
+  EXPECT_TRUE(checker.onArrival(1, p2pTag(0, 0), kB).ok());
+  EXPECT_TRUE(checker.onArrival(1, tagOf(0), CallStamp{}).ok());
+}
+
+TEST(CallChecker, CallsOutsideTheWindowAreLeftToMatching) {
+  CallChecker checker(0, &describeForTest);
+  for (std::uint64_t seq = 0; seq < CallChecker::kWindow + 3; ++seq)
+    ASSERT_TRUE(checker.begin(seq, kA).ok());
+  // Sequence 1 was overwritten by a later call: nothing to compare with.
+  EXPECT_TRUE(checker.onArrival(1, tagOf(1), kB).ok());
+  // The latest ones still are.
+  EXPECT_EQ(checker.onArrival(1, tagOf(CallChecker::kWindow + 2), kB).code(), ErrorCode::kMismatch);
+}
+
+TEST(CallChecker, SequenceNumbersWrapInTags) {
+  // Tags carry 24 bits of the sequence; the checker widens them around its latest call.
+  CallChecker checker(0, &describeForTest);
+  const std::uint64_t base = (std::uint64_t{1} << 24) - 2;
+  for (std::uint64_t seq = base; seq < base + 5; ++seq) ASSERT_TRUE(checker.begin(seq, kA).ok());
+  // base + 4 = 2^24 + 2: its tag says 2.
+  Status s = checker.onArrival(1, tagOf(base + 4), kB);
+  ASSERT_EQ(s.code(), ErrorCode::kMismatch);
+  EXPECT_NE(s.message().find(strFormat("#%llu", static_cast<unsigned long long>(base + 4))),
+            std::string::npos)
+      << s.message();
+  // One ahead, across the wrap: early, then caught by begin.
+  EXPECT_TRUE(checker.onArrival(1, tagOf(base + 5), kB).ok());
+  EXPECT_EQ(checker.begin(base + 5, kA).code(), ErrorCode::kMismatch);
+}
+
+// The issuing thread begins calls while a receiving thread reports arrivals for the same
+// calls: agreeing stamps never conflict, and one disagreeing call is always caught by one
+// side or the other, whichever order the two threads run in.
+TEST(CallChecker, ConcurrentBeginAndArrivalCatchEveryConflict) {
+  constexpr std::uint64_t kCalls = 20000;
+  constexpr std::uint64_t kBad = 12345;
+  CallChecker checker(0, &describeForTest);
+  // Each side stays within half a window of the other, as ranks do: a peer cannot run
+  // more calls ahead than the collectives between them allow.
+  std::atomic<std::uint64_t> arrivedUpTo{0};
+  std::atomic<std::uint64_t> begunUpTo{0};
+  std::atomic<int> caught{0};
+  std::atomic<int> falseAlarms{0};
+  std::thread issuer([&] {
+    for (std::uint64_t seq = 0; seq < kCalls; ++seq) {
+      while (arrivedUpTo.load() + CallChecker::kWindow / 2 < seq) std::this_thread::yield();
+      Status s = checker.begin(seq, kA);
+      if (!s.ok()) (seq == kBad ? caught : falseAlarms)++;
+      begunUpTo.store(seq);
+    }
+  });
+  for (std::uint64_t seq = 0; seq < kCalls; ++seq) {
+    while (begunUpTo.load() + CallChecker::kWindow / 2 < seq) std::this_thread::yield();
+    Status s = checker.onArrival(1, tagOf(seq), seq == kBad ? kB : kA);
+    if (!s.ok()) (seq == kBad ? caught : falseAlarms)++;
+    arrivedUpTo.store(seq);
+  }
+  issuer.join();
+  EXPECT_EQ(falseAlarms.load(), 0);
+  EXPECT_GE(caught.load(), 1);
+}
+
+}  // namespace
+}  // namespace tutti
