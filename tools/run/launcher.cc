@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <memory>
@@ -354,15 +355,27 @@ void Job::drainSignals() {
 }
 
 void Job::reapChildren() {
+  // Collect every child that has exited, then record deaths by a signal before other ends:
+  // a killed rank's peers exit with an error microseconds later, often reaped in the same
+  // batch, and the job's first failure must be the death, not its consequence.
+  std::vector<std::pair<int, int>> exited;  // rank, wait status
   while (true) {
     int status = 0;
     const pid_t pid = ::waitpid(-1, &status, WNOHANG);
-    if (pid <= 0) return;  // 0: children remain but none has exited; -1: ECHILD
+    if (pid <= 0) break;  // 0: children remain but none has exited; -1: ECHILD
     auto it = rankOfPid_.find(pid);
     if (it == rankOfPid_.end()) continue;  // not a rank (cannot happen: we start no others)
-    onRankExit(ranks_[static_cast<std::size_t>(it->second)], status);
+    exited.emplace_back(it->second, status);
   }
+  std::stable_partition(exited.begin(), exited.end(),
+                        [](const auto& e) { return WIFSIGNALED(e.second); });
+  for (const auto& [rank, status] : exited) onRankExit(ranks_[static_cast<std::size_t>(rank)], status);
 }
+
+namespace {
+// How soon after a rank's error exit a death by a signal still counts as the root cause.
+constexpr double kRootCauseWindowSeconds = 1.0;
+}  // namespace
 
 void Job::onRankExit(Rank& rank, int waitStatus) {
   TUTTI_ASSERT(rank.running);
@@ -386,7 +399,16 @@ void Job::onRankExit(Rank& rank, int waitStatus) {
     note(strFormat("rank %d (pid %d) %s at %.3f s", out.rank, out.pid,
                    describeWaitStatus(waitStatus).c_str(), out.endSeconds));
   }
-  if (out.state != State::kFailed || firstFailure_ >= 0) return;
+  if (out.state != State::kFailed) return;
+  if (firstFailure_ >= 0) {
+    // A rank killed by a signal just after another exited with an error is the likelier
+    // root cause: its peers see its sockets close before its exit is reported to us.
+    const RankOutcome& first = ranks_[static_cast<std::size_t>(firstFailure_)].outcome;
+    if (WIFSIGNALED(waitStatus) && !WIFSIGNALED(first.waitStatus) &&
+        out.endSeconds - first.endSeconds < kRootCauseWindowSeconds)
+      firstFailure_ = out.rank;
+    return;
+  }
   firstFailure_ = out.rank;
   if (running_ > 0) {
     note(strFormat("rank %d (pid %d) %s at %.3f s; the other ranks have %g s to finish", out.rank,

@@ -9,7 +9,16 @@ HybridTransport::HybridTransport(std::unique_ptr<shm::ShmTransport> shm,
     : shm_(std::move(shm)), tcp_(std::move(tcp)) {
   TUTTI_ASSERT_CMP(shm_->rank(), ==, tcp_->rank());
   TUTTI_ASSERT_CMP(shm_->size(), ==, tcp_->size());
-  tcp_->setProgressHook(shm_.get());
+  tcp_->setProgressHook(&tcpHook_);
+}
+
+void HybridTransport::TcpHook::onProgress() {
+  HybridTransport& h = *owner_;
+  if (!h.tcpFailurePassedOn_.load(std::memory_order_acquire)) {
+    Status failure = h.tcp_->health();
+    if (!failure.ok() && !h.tcpFailurePassedOn_.exchange(true)) h.shm_->fail(failure);
+  }
+  h.shm_->onProgress();
 }
 
 HybridTransport::~HybridTransport() {
@@ -34,11 +43,20 @@ Status HybridTransport::health() const {
 }
 
 void HybridTransport::fail(const Status& status) {
-  shm_->fail(status);
-  tcp_->fail(status);
+  // When one side has failed already, that failure is the root cause and `status` is
+  // likely its symptom (a receive from a rank that left because of it): pass the root on,
+  // or health(), which asks the shared side first, would report the symptom.
+  Status root = tcp_->health();
+  if (root.ok()) root = shm_->health();
+  if (root.ok()) root = status;
+  shm_->fail(root);
+  tcp_->fail(root);
 }
 
 void HybridTransport::shutdown(Deadline deadline) {
+  // A failed side leaves with its first failure on both (never a plain "left").
+  Status failure = health();
+  if (!failure.ok()) fail(failure);
   shm_->shutdown(deadline);
   tcp_->shutdown(deadline);
 }

@@ -10,8 +10,12 @@
 // is what callers watch.
 //
 // Failure: the first failure of either side is the transport's health; fail() fails both,
-// so local peers learn through their abort records and remote ones through ABORT frames.
+// so local peers learn through their abort records and remote ones through ABORT frames. A
+// failure the TCP side finds on its own (a remote rank died) is passed to the shared side
+// at once by the TCP loop thread, so local peers learn the root cause, not this rank's
+// later departure.
 
+#include <atomic>
 #include <memory>
 
 #include "transport/link.h"
@@ -43,8 +47,21 @@ class HybridTransport final : public Transport {
   void shutdown(Deadline deadline) override;
 
  private:
+  // The TCP side's progress hook: passes a TCP failure on to the shared side, then wakes
+  // the shared side's waiter.
+  class TcpHook final : public ProgressHook {
+   public:
+    explicit TcpHook(HybridTransport* owner) : owner_(owner) {}
+    void onProgress() override;
+
+   private:
+    HybridTransport* owner_;
+  };
+
   std::unique_ptr<shm::ShmTransport> shm_;
   std::unique_ptr<tcp::TcpTransport> tcp_;
+  TcpHook tcpHook_{this};
+  std::atomic<bool> tcpFailurePassedOn_{false};
 };
 
 }  // namespace tutti
