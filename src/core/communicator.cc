@@ -40,8 +40,8 @@ Result<auth::Key> keyForJob(const Config& config, int size, bool serve) {
 }
 
 // Serves the store at `address` when `serve` (rank 0), connects to it, and creates the
-// communicator, accepting peers on the interface that reaches the store. The store
-// connections authenticate with the job key.
+// communicator, accepting peers on the interface that reaches the store. The store and
+// every peer link authenticate with the job key.
 Result<std::unique_ptr<CommImpl>> joinThroughTcpStore(CommImpl::InitParams params,
                                                       HostPort address, bool serve,
                                                       const Config& config, Deadline deadline) {
@@ -63,6 +63,7 @@ Result<std::unique_ptr<CommImpl>> joinThroughTcpStore(CommImpl::InitParams param
   if (!client.ok()) return client.status();  // it names the store already
   params.bindHost = (*client)->localAddress().host;
   params.store = std::move(client).value();
+  params.key = std::move(key);
   return CommImpl::create(std::move(params));
 }
 
