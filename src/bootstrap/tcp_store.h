@@ -8,6 +8,7 @@
 #include <string>
 
 #include "base/net.h"
+#include "bootstrap/auth.h"
 #include "tutti/store.h"
 
 namespace tutti {
@@ -17,15 +18,28 @@ class TcpStoreServer {
   /// Most clients served at once; further connections are refused (closed at once).
   static constexpr int kMaxClients = 4096;
 
-  /// Starts serving on host:port in a background thread. Port 0 picks an ephemeral port;
-  /// host "" binds every interface.
+  /// How a server is run.
+  struct Options {
+    /// The job key every client must prove it holds (auth.h) before its first request is
+    /// read. A default Key is the no-secret key: it authenticates nothing.
+    auth::Key key;
+    /// Most authenticated clients served at once (>= 1; tests use a small one).
+    int maxClients = kMaxClients;
+    /// How long a new connection has to authenticate (TUTTI_AUTH_TIMEOUT).
+    std::chrono::milliseconds authTimeout{5000};
+  };
+
+  /// Starts serving on host:port in a background thread, bound to that address only.
+  /// Port 0 picks an ephemeral port; host "" or "*" binds every interface (only when the
+  /// caller asks for it explicitly). Every connection must complete the authentication
+  /// handshake with options.key before anything it sends is read as a request; the
+  /// unauthenticated ones are held in a bounded HandshakeGate (auth_gate.h).
   /// Fails with the listen error (kSystemError naming bind/listen and the address) or
-  /// kInvalidArgument for a host that does not resolve. Malformed client messages never
-  /// reach the caller: such a client is logged at WARN and disconnected.
-  static Result<std::unique_ptr<TcpStoreServer>> start(const std::string& host, std::uint16_t port);
-  /// As above, serving at most `maxClients` (>= 1) connections at once (tests use a small one).
+  /// kInvalidArgument for a host that does not resolve or bad options. Strangers and
+  /// malformed client messages never reach the caller: such a client is logged at WARN and
+  /// disconnected.
   static Result<std::unique_ptr<TcpStoreServer>> start(const std::string& host, std::uint16_t port,
-                                                       int maxClients);
+                                                       const Options& options);
   /// Destroying the server stops it (the implementation's destructor calls stop()).
   virtual ~TcpStoreServer() = default;
 
@@ -58,12 +72,16 @@ class TcpStoreClient : public Store {
   /// TIMEOUT reply, which names the missing keys and keeps the connection usable.
   static constexpr std::chrono::milliseconds kReplyGrace{500};
 
-  /// Connects to a server, retrying until `deadline` while it is not yet listening
-  /// (kTimeout naming the address if it never does).
-  static Result<std::shared_ptr<TcpStoreClient>> connect(const HostPort& server, Deadline deadline);
-  /// As above, with the deadline applied to each set() and add() (and to reconnecting).
+  /// Connects to a server and authenticates with `key` (the server must hold the same),
+  /// retrying until `deadline` while it is not yet listening or closes the connection
+  /// before its verdict (all its handshake slots busy). `operationTimeout` bounds each
+  /// set() and add() (and reconnecting). Errors: kTimeout naming the address if it never
+  /// answers; kProtocolError when the server refuses this process's key ("... refused this
+  /// process's authentication: the two do not hold the same job secret") or cannot prove
+  /// it holds the key itself.
   static Result<std::shared_ptr<TcpStoreClient>> connect(
-      const HostPort& server, Deadline deadline, std::chrono::milliseconds operationTimeout);
+      const HostPort& server, const auth::Key& key, Deadline deadline,
+      std::chrono::milliseconds operationTimeout = kDefaultOperationTimeout);
 
   /// The local address of the connection to the server: the interface that routes to the
   /// store host, which is where this rank should accept its peers by default.

@@ -5,16 +5,19 @@
 // the server, must carry the id of the request in flight and must be one of the replies
 // that request allows. Any doubt about where the stream stands (a timeout mid-reply, a bad
 // reply, a closed peer) drops the connection; the next call dials again, so one bad
-// exchange never poisons the ones after it.
+// exchange never poisons the ones after it. Every connection, the first and every
+// reconnection, authenticates before its first request (auth_gate.h).
 
 #include <algorithm>
 #include <chrono>
 #include <mutex>
+#include <thread>
 #include <utility>
 
 #include "base/log.h"
 #include "base/macros.h"
 #include "base/strings.h"
+#include "bootstrap/auth_gate.h"
 #include "bootstrap/store_checks.h"
 #include "bootstrap/store_protocol.h"
 #include "bootstrap/tcp_store.h"
@@ -34,11 +37,30 @@ std::uint32_t serverTimeoutMs(Deadline deadline) {
       std::min<long long>(ms, static_cast<long long>(storeproto::kNoTimeout) - 1));
 }
 
+// Connects to the store and authenticates, retrying until `deadline` while the server is
+// not listening yet (connectTcp retries that) or closes the connection before its verdict:
+// its handshake slots were all busy, which passes. A refusal is final.
+Result<UniqueFd> dialStore(const HostPort& server, const auth::Key& key, Deadline deadline) {
+  auto backoff = std::chrono::milliseconds(1);
+  while (true) {
+    TUTTI_ASSIGN_OR_RETURN(UniqueFd fd, connectTcp(server, deadline));
+    Status s = auth::authenticateToServer(fd.get(), key, auth::Context::store(), deadline);
+    if (s.ok()) return fd;
+    if (s.code() != ErrorCode::kPeerFailure || deadline.expired()) return s;
+    TUTTI_DEBUG(kBootstrap, "store at %s %s; connecting again", server.toString().c_str(),
+                s.message().c_str());
+    std::this_thread::sleep_for(std::min<Deadline::Clock::duration>(backoff, deadline.remaining()));
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(100));
+  }
+}
+
 class Client final : public TcpStoreClient {
  public:
-  Client(HostPort server, UniqueFd fd, HostPort local, std::chrono::milliseconds operationTimeout)
+  Client(HostPort server, const auth::Key& key, UniqueFd fd, HostPort local,
+         std::chrono::milliseconds operationTimeout)
       : server_(std::move(server)),
         serverText_(server_.toString()),
+        key_(key),
         operationTimeout_(operationTimeout),
         fd_(std::move(fd)),
         local_(std::move(local)) {}
@@ -96,6 +118,7 @@ class Client final : public TcpStoreClient {
 
   const HostPort server_;
   const std::string serverText_;
+  const auth::Key key_;  // proven on every (re)connection
   const std::chrono::milliseconds operationTimeout_;
   mutable std::mutex mu_;  // held across a whole request/reply exchange
   UniqueFd fd_;            // invalid after a failure until the next call reconnects
@@ -110,7 +133,7 @@ Result<Message> Client::call(Message request, Opcode success, Deadline deadline)
   // the caller's error and must not cost the connection.
   TUTTI_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, storeproto::encode(request));
   if (!fd_.valid()) {
-    Result<UniqueFd> fd = connectTcp(server_, deadline);
+    Result<UniqueFd> fd = dialStore(server_, key_, deadline);
     if (!fd.ok()) return fd.status().withContext("reconnecting to the store at " + serverText_);
     fd_ = std::move(fd).value();
     Result<HostPort> local = tutti::localAddress(fd_.get());
@@ -187,23 +210,19 @@ Status Client::failed(const Status& s, const Message& request) {
 
 }  // namespace
 
-Result<std::shared_ptr<TcpStoreClient>> TcpStoreClient::connect(const HostPort& server,
-                                                                Deadline deadline) {
-  return connect(server, deadline, kDefaultOperationTimeout);
-}
-
 Result<std::shared_ptr<TcpStoreClient>> TcpStoreClient::connect(
-    const HostPort& server, Deadline deadline, std::chrono::milliseconds operationTimeout) {
+    const HostPort& server, const auth::Key& key, Deadline deadline,
+    std::chrono::milliseconds operationTimeout) {
   TUTTI_CHECK_ARG(operationTimeout.count() > 0,
                   "store operation timeout must be positive, got %lld ms",
                   static_cast<long long>(operationTimeout.count()));
-  Result<UniqueFd> fd = connectTcp(server, deadline);
+  Result<UniqueFd> fd = dialStore(server, key, deadline);
   if (!fd.ok()) return fd.status().withContext("connecting to the store at " + server.toString());
   TUTTI_ASSIGN_OR_RETURN(HostPort local, tutti::localAddress(fd->get()));
-  TUTTI_DEBUG(kBootstrap, "connected to the store at %s from %s", server.toString().c_str(),
-              local.toString().c_str());
-  return std::shared_ptr<TcpStoreClient>(
-      std::make_shared<Client>(server, std::move(fd).value(), std::move(local), operationTimeout));
+  TUTTI_DEBUG(kBootstrap, "connected to the store at %s from %s (authenticated)",
+              server.toString().c_str(), local.toString().c_str());
+  return std::shared_ptr<TcpStoreClient>(std::make_shared<Client>(
+      server, key, std::move(fd).value(), std::move(local), operationTimeout));
 }
 
 }  // namespace tutti

@@ -12,6 +12,11 @@
 // touches only the waiters that care about it. Each waiter with a timeout is also in an
 // ordered timer set; the loop sleeps until the earliest one and answers TIMEOUT with the
 // keys still missing.
+//
+// A connection is not a client until it has authenticated: until then it sits in the
+// HandshakeGate (auth_gate.h), a fixed array of slots with no per-connection allocation,
+// under epoll tags of its own. Only an authenticated connection gets a Client, buffers and
+// a place in the request path.
 
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -35,6 +40,7 @@
 #include "base/log.h"
 #include "base/macros.h"
 #include "base/strings.h"
+#include "bootstrap/auth_gate.h"
 #include "bootstrap/store_checks.h"
 #include "bootstrap/store_protocol.h"
 #include "bootstrap/tcp_store.h"
@@ -55,10 +61,13 @@ constexpr int kMaxEvents = 64;
 // Connections accepted per listener wake-up, so a connect storm cannot starve the clients.
 constexpr int kMaxAcceptsPerWake = 64;
 
-// epoll tags: the listener and the wake-up eventfd; clients have ids from kFirstClientId up.
+// epoll tags: the listener, the wake-up eventfd, one per handshake slot; clients have ids
+// from kFirstClientId up.
 constexpr std::uint64_t kListenerTag = 0;
 constexpr std::uint64_t kWakeTag = 1;
-constexpr std::uint64_t kFirstClientId = 2;
+constexpr std::uint64_t kFirstPendingTag = 2;
+constexpr std::uint64_t kFirstClientId =
+    kFirstPendingTag + static_cast<std::uint64_t>(auth::HandshakeGate::slots());
 
 struct Client {
   std::uint64_t id = 0;
@@ -87,10 +96,13 @@ struct Waiter {
 
 class Server final : public TcpStoreServer {
  public:
-  Server(std::string host, std::uint16_t port, int maxClients, UniqueFd listener, UniqueFd epoll,
-         UniqueFd wake)
+  Server(std::string host, std::uint16_t port, const Options& options, UniqueFd listener,
+         UniqueFd epoll, UniqueFd wake)
       : address_{std::move(host), port},
-        maxClients_(maxClients),
+        maxClients_(options.maxClients),
+        key_(options.key),
+        gate_(key_, auth::Context::store(), options.authTimeout,
+              "store server on " + address_.toString(), log::kBootstrap),
         listener_(std::move(listener)),
         epoll_(std::move(epoll)),
         wake_(std::move(wake)) {}
@@ -116,8 +128,13 @@ class Server final : public TcpStoreServer {
  private:
   // The event loop: until stop(), waits for sockets or the next parked timeout.
   void run();
-  // Accepts pending connections, refusing those beyond maxClients_.
+  // Accepts pending connections into the handshake gate, refusing those beyond
+  // maxClients_; pauses accepting while the gate is full.
   void acceptClients();
+  // Advances the handshake in slot `slot`; an authenticated connection becomes a Client.
+  void onPendingEvent(int slot);
+  // Makes an authenticated connection a client.
+  void addClient(UniqueFd fd, std::string peer);
   // Reads, writes and serves one client after epoll reported `events` on it.
   void onClientEvent(std::uint64_t id, std::uint32_t events);
   // Appends what the socket holds (up to the input bound); *closed on end of stream.
@@ -147,7 +164,8 @@ class Server final : public TcpStoreServer {
   // Closes a client, logging why (WARN for misbehaviour, DEBUG for a plain departure).
   void drop(std::uint64_t id, const std::string& reason, bool warn);
   void setListenerWatched(bool watched);
-  // epoll_wait timeout: until the earliest parked deadline, or -1 (stop() wakes the loop).
+  // epoll_wait timeout: until the earliest parked deadline or handshake event, or -1
+  // (stop() wakes the loop).
   int nextTimeoutMs() const;
 
   Client* find(std::uint64_t id) {
@@ -157,6 +175,8 @@ class Server final : public TcpStoreServer {
 
   const HostPort address_;
   const int maxClients_;
+  const auth::Key key_;
+  auth::HandshakeGate gate_;  // connections that have not authenticated yet
   UniqueFd listener_;
   UniqueFd epoll_;
   UniqueFd wake_;
@@ -166,6 +186,7 @@ class Server final : public TcpStoreServer {
 
   // Loop-thread state: touched only by run() and what it calls.
   bool listenerWatched_ = true;
+  bool gateFull_ = false;  // accepting paused until the gate has room
   std::uint64_t nextClientId_ = kFirstClientId;
   std::uint64_t nextWaiterId_ = 1;
   std::unordered_map<std::uint64_t, std::unique_ptr<Client>> clients_;
@@ -193,9 +214,14 @@ void Server::run() {
       if (tag == kWakeTag) continue;  // stop(): the loop condition sees it
       if (tag == kListenerTag)
         acceptClients();
+      else if (tag < kFirstClientId)
+        onPendingEvent(static_cast<int>(tag - kFirstPendingTag));
       else
         onClientEvent(tag, events[i].events);
     }
+    gate_.expire();
+    // The gate may have room again (a slot timed out, or the oldest became evictable).
+    if (gateFull_) acceptClients();
     expireTimers();
     drainReady();
   }
@@ -204,12 +230,16 @@ void Server::run() {
               address_.toString().c_str(), clients_.size());
   waiters_.clear();
   clients_.clear();
+  gate_.closeAll();
   listener_.reset();
 }
 
 int Server::nextTimeoutMs() const {
-  if (timers_.empty()) return -1;
-  auto left = timers_.begin()->first - Deadline::Clock::now();
+  Deadline next = gate_.nextDue();
+  if (!timers_.empty()) next = Deadline::earliest(next, Deadline::after(timers_.begin()->first -
+                                                                     Deadline::Clock::now()));
+  if (next.isNever()) return -1;
+  auto left = next.at() - Deadline::Clock::now();
   if (left <= Deadline::Clock::duration::zero()) return 0;
   auto ms = std::chrono::ceil<std::chrono::milliseconds>(left).count();
   return static_cast<int>(std::min<long long>(ms, INT_MAX));
@@ -226,6 +256,17 @@ void Server::setListenerWatched(bool watched) {
 
 void Server::acceptClients() {
   for (int i = 0; i < kMaxAcceptsPerWake; ++i) {
+    if (!gate_.makeRoom()) {
+      // Every handshake slot is young: new connections wait in the kernel's backlog until
+      // one frees up or may be evicted (the loop's timeout is gate_.nextDue()).
+      gateFull_ = true;
+      setListenerWatched(false);
+      return;
+    }
+    if (gateFull_) {
+      gateFull_ = false;
+      setListenerWatched(true);
+    }
     int fd = ::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       int err = errno;
@@ -239,25 +280,50 @@ void Server::acceptClients() {
       return;
     }
     UniqueFd sock(fd);
-    Result<HostPort> peer = peerAddress(fd);
-    std::string peerText = peer.ok() ? peer->toString() : std::string("unknown peer");
     if (clients_.size() >= static_cast<std::size_t>(maxClients_)) {
+      Result<HostPort> peer = peerAddress(fd);
       TUTTI_WARN(kBootstrap,
                  "store server on %s: refusing connection from %s: already serving %zu clients "
                  "(the limit)",
-                 address_.toString().c_str(), peerText.c_str(), clients_.size());
+                 address_.toString().c_str(),
+                 peer.ok() ? peer->toString().c_str() : "unknown peer", clients_.size());
       continue;  // `sock` closes it
     }
-    (void)setNoDelay(fd);  // latency only; a failure changes nothing else
-    auto c = std::make_unique<Client>();
-    c->id = nextClientId_++;
-    c->fd = std::move(sock);
-    c->peer = std::move(peerText);
-    updateInterest(*c);
-    if (c->events == 0) continue;  // epoll_ctl failed and was logged; `c` closes the socket
-    TUTTI_DEBUG(kBootstrap, "store server: client %s connected", c->peer.c_str());
-    clients_.emplace(c->id, std::move(c));
+    int slot = gate_.admit(std::move(sock));
+    if (slot < 0) continue;  // closed and logged
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP;
+    ev.data.u64 = kFirstPendingTag + static_cast<std::uint64_t>(slot);
+    if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, gate_.fd(slot), &ev) != 0)
+      gate_.drop(slot, "the store server could not watch it (epoll_ctl failed)");
   }
+}
+
+void Server::onPendingEvent(int slot) {
+  if (gate_.onReadable(slot) != auth::HandshakeGate::Progress::kAccepted) return;
+  // The slot's tag is about to be reused; the socket is watched under its client id instead.
+  ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, gate_.fd(slot), nullptr);
+  std::string peer;
+  UniqueFd fd = gate_.release(slot, &peer);
+  if (clients_.size() >= static_cast<std::size_t>(maxClients_)) {
+    TUTTI_WARN(kBootstrap,
+               "store server on %s: refusing client %s: already serving %zu clients (the limit)",
+               address_.toString().c_str(), peer.c_str(), clients_.size());
+    return;  // `fd` closes it
+  }
+  addClient(std::move(fd), std::move(peer));
+}
+
+void Server::addClient(UniqueFd fd, std::string peer) {
+  (void)setNoDelay(fd.get());  // latency only; a failure changes nothing else
+  auto c = std::make_unique<Client>();
+  c->id = nextClientId_++;
+  c->fd = std::move(fd);
+  c->peer = std::move(peer);
+  updateInterest(*c);
+  if (c->events == 0) return;  // epoll_ctl failed and was logged; `c` closes the socket
+  TUTTI_DEBUG(kBootstrap, "store server: client %s connected and authenticated", c->peer.c_str());
+  clients_.emplace(c->id, std::move(c));
 }
 
 void Server::updateInterest(Client& c) {
@@ -550,13 +616,13 @@ void Server::drop(std::uint64_t id, const std::string& reason, bool warn) {
 }  // namespace
 
 Result<std::unique_ptr<TcpStoreServer>> TcpStoreServer::start(const std::string& host,
-                                                              std::uint16_t port) {
-  return start(host, port, kMaxClients);
-}
-
-Result<std::unique_ptr<TcpStoreServer>> TcpStoreServer::start(const std::string& host,
-                                                              std::uint16_t port, int maxClients) {
-  TUTTI_CHECK_ARG(maxClients >= 1, "store server needs maxClients >= 1, got %d", maxClients);
+                                                              std::uint16_t port,
+                                                              const Options& options) {
+  TUTTI_CHECK_ARG(options.maxClients >= 1, "store server needs maxClients >= 1, got %d",
+                  options.maxClients);
+  TUTTI_CHECK_ARG(options.authTimeout.count() > 0,
+                  "store server needs a positive authentication timeout, got %lld ms",
+                  static_cast<long long>(options.authTimeout.count()));
   TUTTI_ASSIGN_OR_RETURN(UniqueFd listener, listenTcp(host, port));
   TUTTI_ASSIGN_OR_RETURN(HostPort bound, localAddress(listener.get()));
   UniqueFd epoll(::epoll_create1(EPOLL_CLOEXEC));
@@ -572,11 +638,12 @@ Result<std::unique_ptr<TcpStoreServer>> TcpStoreServer::start(const std::string&
   if (::epoll_ctl(epoll.get(), EPOLL_CTL_ADD, wake.get(), &ev) != 0)
     return systemError("epoll_ctl", errno, "store wake-up eventfd");
   std::string shownHost = (host.empty() || host == "*") ? "127.0.0.1" : host;
-  auto server = std::make_unique<Server>(shownHost, bound.port, maxClients, std::move(listener),
+  auto server = std::make_unique<Server>(shownHost, bound.port, options, std::move(listener),
                                          std::move(epoll), std::move(wake));
   server->startThread();
-  TUTTI_INFO(kBootstrap, "store server listening on %s (bound %s)",
-             server->address().toString().c_str(), bound.toString().c_str());
+  TUTTI_INFO(kBootstrap, "store server listening on %s (bound %s)%s",
+             server->address().toString().c_str(), bound.toString().c_str(),
+             options.key.isSecret() ? "" : " without a job secret");
   return std::unique_ptr<TcpStoreServer>(std::move(server));
 }
 

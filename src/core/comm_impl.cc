@@ -89,6 +89,11 @@ Result<std::unique_ptr<CommImpl>> CommImpl::create(InitParams params) {
   if (!overrides.ok()) return overrides.status().withContext("TUTTI_ALGO");
   for (const auto& [kind, algorithm] : *overrides)
     impl->algorithmOverrides_[static_cast<std::size_t>(kind)] = algorithm;
+  if (params.key) {
+    impl->key_ = *params.key;
+  } else if (params.size > 1) {
+    TUTTI_ASSIGN_OR_RETURN(impl->key_, auth::jobKey(*config));
+  }
   impl->ownedServer_ = std::move(params.ownedServer);
   impl->store_ = params.store;
   Deadline deadline = Deadline::afterSeconds(config->connectRetrySec);
@@ -149,9 +154,15 @@ Status CommImpl::connect(const InitParams& params, const Config& config, const s
   topts.rank = params.rank;
   topts.size = params.size;
   topts.commUid = uid;
-  topts.bindHost = !params.bindHost.empty() ? params.bindHost
-                   : !config.bindAddr.empty() ? config.bindAddr
+  // TUTTI_BIND_ADDR is the user's explicit choice and wins over the interface that happens
+  // to reach the store; the listener binds that one address only.
+  topts.bindHost = !config.bindAddr.empty()  ? config.bindAddr
+                   : !params.bindHost.empty() ? params.bindHost
                                               : std::string("127.0.0.1");
+  topts.key = key_;
+  TUTTI_ASSIGN_OR_RETURN(topts.authTimeout, auth::authTimeout(config));
+  if (params.size > 1)
+    auth::warnIfUnauthenticated(key_, "this rank's TCP listener on " + topts.bindHost);
   topts.maxUnexpectedBytes = config.tcpMaxUnexpected;
   topts.deadline = deadline;
   auto transport = tcp::TcpTransport::create(*store_, prefix, topts);
@@ -545,6 +556,7 @@ Result<std::unique_ptr<CommImpl>> CommImpl::split(int color, int key, const Comm
   if (!options.timeout) params.options.timeout = timeout_;
   if (options.transport.empty()) params.options.transport = transportChoice_;
   params.bindHost = bindHost_;
+  params.key = key_;
   params.localSize = std::min(localSize_, params.size);
   return create(std::move(params));
 }

@@ -13,12 +13,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <tuple>
 
 #include "algorithms/algorithm.h"
 #include "base/config.h"
+#include "bootstrap/auth.h"
 #include "executor/executor.h"
 #include "transport/call_checker.h"
 #include "transport/link.h"
@@ -52,7 +54,11 @@ class CommImpl {
     int rank = 0;
     int size = 1;
     CommOptions options;
-    std::string bindHost;  // empty: TUTTI_BIND_ADDR, else 127.0.0.1
+    // Where to accept peers when TUTTI_BIND_ADDR is not set: the interface that reaches the
+    // store; empty: 127.0.0.1.
+    std::string bindHost;
+    // The job key peer links prove (auth.h); empty: from TUTTI_SECRET / TUTTI_SECRET_FILE.
+    std::optional<auth::Key> key;
     int localSize = 1;     // ranks on this host, when the launcher says
     std::unique_ptr<TcpStoreServer> ownedServer;  // a store this rank serves (rank 0)
   };
@@ -102,6 +108,7 @@ class CommImpl {
   std::int64_t spinNs_ = 0;  // how long waits poll before blocking (TUTTI_SPIN_US)
   std::string transportChoice_;  // "auto", "shm" or "tcp", as asked (children inherit it)
   std::string bindHost_;     // where this rank accepts peers (children of split reuse it)
+  auth::Key key_;            // the job key its links prove (children of split reuse it)
   int localSize_ = 1;
   std::uint64_t splitCount_ = 0;  // splits so far: names each child uniquely
   // TUTTI_ALGO: forced algorithm per collective (empty: choose).

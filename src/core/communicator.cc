@@ -30,24 +30,40 @@ Result<Communicator> Communicator::create(std::shared_ptr<Store> store, int rank
 
 namespace {
 
+// The key this job's connections prove. A one-rank job serving its own store needs nobody
+// to agree with it, so without a configured secret it makes one up: its listeners are then
+// closed to everyone, with no warning needed.
+Result<auth::Key> keyForJob(const Config& config, int size, bool serve) {
+  if (size == 1 && serve && config.secret.empty() && config.secretFile.empty())
+    return auth::Key::random();
+  return auth::jobKey(config);
+}
+
 // Serves the store at `address` when `serve` (rank 0), connects to it, and creates the
-// communicator, accepting peers on the interface that reaches the store.
+// communicator, accepting peers on the interface that reaches the store. The store and
+// every peer link authenticate with the job key.
 Result<std::unique_ptr<CommImpl>> joinThroughTcpStore(CommImpl::InitParams params,
                                                       HostPort address, bool serve,
-                                                      Deadline deadline) {
+                                                      const Config& config, Deadline deadline) {
+  TUTTI_ASSIGN_OR_RETURN(auth::Key key, keyForJob(config, params.size, serve));
+  TUTTI_ASSIGN_OR_RETURN(std::chrono::milliseconds authTimeout, auth::authTimeout(config));
   if (serve) {
-    auto server = TcpStoreServer::start(address.host, address.port);
+    TcpStoreServer::Options options;
+    options.key = key;
+    options.authTimeout = authTimeout;
+    auth::warnIfUnauthenticated(key, "the store on " + address.toString());
+    auto server = TcpStoreServer::start(address.host, address.port, options);
     if (!server.ok())
       return server.status().withContext("rank 0 could not serve the store at " +
                                          address.toString());
     address = (*server)->address();
     params.ownedServer = std::move(server).value();
   }
-  auto client = TcpStoreClient::connect(address, deadline);
-  if (!client.ok())
-    return client.status().withContext("connecting to the store at " + address.toString());
+  auto client = TcpStoreClient::connect(address, key, deadline);
+  if (!client.ok()) return client.status();  // it names the store already
   params.bindHost = (*client)->localAddress().host;
   params.store = std::move(client).value();
+  params.key = std::move(key);
   return CommImpl::create(std::move(params));
 }
 
@@ -68,6 +84,7 @@ Result<Communicator> Communicator::fromEnv(const CommOptions& options) {
   params.options = options;
   TUTTI_ASSIGN_OR_RETURN(auto impl,
                          joinThroughTcpStore(std::move(params), env.storeAddress, env.serveStore,
+                                             *config,
                                              Deadline::afterSeconds(config->connectRetrySec)));
   return Communicator(std::move(impl));
 }
@@ -87,7 +104,7 @@ Result<Communicator> Communicator::connect(const std::string& storeAddress, int 
   params.size = size;
   params.options = options;
   TUTTI_ASSIGN_OR_RETURN(auto impl,
-                         joinThroughTcpStore(std::move(params), *address, rank == 0,
+                         joinThroughTcpStore(std::move(params), *address, rank == 0, *config,
                                              Deadline::afterSeconds(config->connectRetrySec)));
   return Communicator(std::move(impl));
 }

@@ -13,9 +13,16 @@
 //                    collective, algorithm); then every rank makes three more calls. Every
 //                    rank must fail with kMismatch stating both calls: it prints
 //                    "EXPECTED-FAILURE ..." for its first failed call and exits 3.
+// Options, before the mode:
+//   --wait-fifo PATH     read one byte from the FIFO at PATH (120 s at most) before joining,
+//                        so that a test can set the scene (a flood on the store) first
+//   --wrong-secret RANK  rank RANK joins with a secret other than the job's
 // Output lines meant for the tests start with "RESULT" or "EXPECTED-FAILURE".
 
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
@@ -198,10 +205,44 @@ int runMismatch(Communicator& comm, const std::string& how) {
   return 3;
 }
 
+// Blocks until the FIFO at `path` yields a byte: the test's go-ahead. False on error or
+// after 120 s.
+bool waitForGo(const char* path) {
+  const int fd = ::open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return false;
+  Deadline deadline = Deadline::afterSeconds(120);
+  bool got = false;
+  while (!got && !deadline.expired()) {
+    pollfd pfd{fd, POLLIN, 0};
+    if (::poll(&pfd, 1, deadline.pollTimeoutMs()) <= 0) continue;
+    char byte = 0;
+    got = ::read(fd, &byte, 1) == 1;
+  }
+  ::close(fd);
+  return got;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  const char* program = argv[0];
+  int arg = 1;
+  while (arg + 1 < argc && std::strncmp(argv[arg], "--", 2) == 0) {
+    const std::string flag = argv[arg];
+    const char* value = argv[arg + 1];
+    arg += 2;
+    if (flag == "--wait-fifo" && !waitForGo(value)) {
+      std::fprintf(stdout, "RESULT FAILED: no go-ahead on %s\n", value);
+      return 1;
+    }
+    // Before anything reads the environment: the configuration is read once.
+    const char* rank = std::getenv("TUTTI_RANK");
+    if (flag == "--wrong-secret" && rank != nullptr && std::strcmp(rank, value) == 0)
+      ::setenv("TUTTI_SECRET", "a-secret-that-is-not-this-jobs-0123456789", 1);
+  }
+  argv += arg - 1;
+  argc -= arg - 1;
   std::string mode = argc > 1 ? argv[1] : "check";
   auto comm = Communicator::fromEnv();
   if (!comm.ok()) {
@@ -213,6 +254,9 @@ int main(int argc, char** argv) {
   if (mode == "every") return runEvery(*comm);
   if (mode == "die" && argc > 2) return runDie(*comm, std::atoi(argv[2]));
   if (mode == "mismatch" && argc > 2) return runMismatch(*comm, argv[2]);
-  std::fprintf(stderr, "usage: %s check | every | die <rank> | mismatch <how>\n", argv[0]);
+  std::fprintf(stderr,
+               "usage: %s [--wait-fifo PATH] [--wrong-secret RANK] check | every | die <rank> | "
+               "mismatch <how>\n",
+               program);
   return 2;
 }

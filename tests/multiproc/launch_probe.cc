@@ -3,6 +3,9 @@
 //
 //   probe line (always first, on stdout):
 //     probe rank=R size=N local_rank=L local_size=M store=HOST:PORT job=ID pid=P spin_us=S
+//           secret_len=B key_id=K
+//   (B: bytes of TUTTI_SECRET; K: 8 hex digits of the key derived from it, "none" without
+//   one, so tests can compare secrets without anything printing them)
 //   --lines K          K lines "line i of rank R" on stdout and "err line i of rank R" on stderr
 //   --long BYTES       one line of BYTES 'x' characters on stdout
 //   --store            add("arrived", 1) on the store, wait until all N have arrived, then
@@ -26,6 +29,7 @@
 #include "base/config.h"
 #include "base/net.h"
 #include "base/strings.h"
+#include "bootstrap/auth.h"
 #include "bootstrap/tcp_store.h"
 
 namespace {
@@ -96,7 +100,13 @@ int storeRoundTrip(const tutti::Config& config, int size) {
     return 1;
   }
   const tutti::Deadline deadline = tutti::Deadline::afterSeconds(60);
-  auto client = tutti::TcpStoreClient::connect(*address, deadline);
+  // The secret tutti-run put in the environment: the store refuses anyone without it.
+  auto key = tutti::auth::jobKey(config);
+  if (!key.ok()) {
+    std::fprintf(stderr, "job key: %s\n", key.status().toString().c_str());
+    return 1;
+  }
+  auto client = tutti::TcpStoreClient::connect(*address, *key, deadline);
   if (!client.ok()) {
     std::fprintf(stderr, "store connect: %s\n", client.status().toString().c_str());
     return 1;
@@ -143,11 +153,16 @@ int main(int argc, char** argv) {
   const tutti::Config& config = configResult.value();
   const int rank = std::atoi(config.rank.c_str());
   const int size = std::atoi(config.worldSize.c_str());
+  std::string keyId = "none";
+  if (auto key = tutti::auth::Key::fromSecret(config.secret); key.ok())
+    keyId = tutti::strFormat("%02x%02x%02x%02x", key->bytes()[0], key->bytes()[1],
+                             key->bytes()[2], key->bytes()[3]);
   std::printf("probe rank=%s size=%s local_rank=%s local_size=%s store=%s job=%s pid=%d "
-              "spin_us=%lld\n",
+              "spin_us=%lld secret_len=%zu key_id=%s\n",
               config.rank.c_str(), config.worldSize.c_str(), config.localRank.c_str(),
               config.localWorldSize.c_str(), config.storeAddr.c_str(), config.jobId.c_str(),
-              static_cast<int>(::getpid()), static_cast<long long>(config.spinUs));
+              static_cast<int>(::getpid()), static_cast<long long>(config.spinUs),
+              config.secret.size(), keyId.c_str());
   std::fflush(stdout);
 
   printLines(args.lines, rank);

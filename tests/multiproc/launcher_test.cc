@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -95,6 +96,8 @@ TEST_P(LauncherWorldSize, EveryRankGetsItsCoordinates) {
   ASSERT_EQ(static_cast<int>(ranks.size()), n) << r.out;
   const std::string store = ranks.at(0).at("store");
   const std::string job = ranks.at(0).at("job");
+  const std::string keyId = ranks.at(0).at("key_id");
+  EXPECT_NE(keyId, "none") << "tutti-run gave the ranks no secret";
   EXPECT_EQ(store.rfind("127.0.0.1:", 0), 0u) << store;
   EXPECT_NE(store, "127.0.0.1:0");
   EXPECT_FALSE(job.empty());
@@ -107,6 +110,9 @@ TEST_P(LauncherWorldSize, EveryRankGetsItsCoordinates) {
     EXPECT_EQ(f.at("local_size"), std::to_string(n));
     EXPECT_EQ(f.at("store"), store);
     EXPECT_EQ(f.at("job"), job);
+    // One secret for the whole job: 32 random bytes in hex, the same for every rank.
+    EXPECT_EQ(f.at("secret_len"), "64");
+    EXPECT_EQ(f.at("key_id"), keyId);
   }
   // Every line is tagged, and nothing is printed when all ranks succeed.
   for (const std::string& line : splitLines(r.out)) {
@@ -137,6 +143,34 @@ TEST(Launcher, JobIdsDifferBetweenJobs) {
   ASSERT_EQ(a.exitCode(), 0);
   ASSERT_EQ(b.exitCode(), 0);
   EXPECT_NE(probeLines(a.out).at(0).at("job"), probeLines(b.out).at(0).at("job"));
+  EXPECT_NE(probeLines(a.out).at(0).at("key_id"), probeLines(b.out).at(0).at("key_id"))
+      << "two jobs got the same secret";
+}
+
+TEST(Launcher, RanksGetAFreshSecretWhateverTheLauncherInherits) {
+  // tutti-run started with a secret (and a secret file) of its own in the environment:
+  // the ranks get neither, or they would not match the store tutti-run serves.
+  const std::string inherited = "inherited-secret-that-must-not-be-used-0123";
+  std::vector<std::string> argv = {"/usr/bin/env", "TUTTI_SECRET=" + inherited,
+                                   "TUTTI_SECRET_FILE=/nonexistent/secret"};
+  for (const std::string& arg : command({"-n", "3"}, {"--store"})) argv.push_back(arg);
+  const ProcessResult r = runProcess(argv, kOuterBoundSeconds);
+  ASSERT_EQ(r.exitCode(), 0) << r.out << r.err;
+  EXPECT_EQ(countLinesContaining(r.out, "] store ok arrived=3"), 3) << r.out;
+  const auto ranks = probeLines(r.out);
+  ASSERT_EQ(ranks.size(), 3u);
+  for (const auto& [rank, fields] : ranks) EXPECT_EQ(fields.at("secret_len"), "64") << rank;
+  EXPECT_FALSE(has(r.out + r.err, inherited));
+}
+
+TEST(Launcher, TheSecretIsNeverPrinted) {
+  // Whatever tutti-run reports, and whatever the ranks' environment makes them log, holds
+  // no 64-hex-digit run: the secret's shape (the job id's random part has 16).
+  const ProcessResult r = launch({"-n", "2", "--verbose", "-x", "TUTTI_DEBUG=DEBUG"}, {"--store"});
+  ASSERT_EQ(r.exitCode(), 0) << r.err;
+  const std::regex secretShape("[0-9a-f]{64}");
+  EXPECT_FALSE(std::regex_search(r.out, secretShape)) << r.out;
+  EXPECT_FALSE(std::regex_search(r.err, secretShape)) << r.err;
 }
 
 TEST(Launcher, EveryLineIsWholeAndTaggedWithItsRank) {

@@ -20,6 +20,7 @@
 #include "base/fd.h"
 #include "base/macros.h"
 #include "base/strings.h"
+#include "bootstrap/auth.h"
 #include "bootstrap/tcp_store.h"
 #include "run/output.h"
 #include "run/report.h"
@@ -167,6 +168,9 @@ class Job {
   std::unique_ptr<TcpStoreServer> store_;
   std::string storeAddress_;
   std::string jobId_;
+  // The job secret the store and every connection between ranks prove they hold; it goes
+  // to the ranks through their environment only, and is never printed.
+  std::string secret_;
   std::vector<char> readBuf_ = std::vector<char>(kReadChunk);
   std::string outBuf_;
 };
@@ -216,7 +220,12 @@ Status Job::setUp() {
   devNull_.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (!devNull_.valid()) return systemError("open", errno, "/dev/null");
 
-  auto store = TcpStoreServer::start(options_.bindHost, 0);
+  // A fresh secret per job, whatever the environment says: a secret tutti-run did not make
+  // might be shared with another job.
+  TUTTI_ASSIGN_OR_RETURN(secret_, auth::generateSecret());
+  TcpStoreServer::Options storeOptions;
+  TUTTI_ASSIGN_OR_RETURN(storeOptions.key, auth::Key::fromSecret(secret_));
+  auto store = TcpStoreServer::start(options_.bindHost, 0, storeOptions);
   if (!store.ok()) {
     return store.status().withContext(
         strFormat("starting the store on '%s'", options_.bindHost.c_str()));
@@ -244,7 +253,7 @@ Status Job::spawnAll() {
     Rank& rank = ranks_.back();
     TUTTI_ASSIGN_OR_RETURN(
         SpawnedRank spawned,
-        spawnRank(plan, env.forRank(r, options_.numRanks, storeAddress_, jobId_),
+        spawnRank(plan, env.forRank(r, options_.numRanks, storeAddress_, jobId_, secret_),
                   devNull_.get()));
     rank.outcome.pid = spawned.pid;
     rank.running = true;
@@ -548,7 +557,7 @@ Status validateOptions(const LaunchOptions& options) {
     TUTTI_CHECK_ARG(validEnvName(name), "-x %s=%s: '%s' is not a valid variable name",
                     name.c_str(), value.c_str(), name.c_str());
     for (const std::string& reserved : JobEnvironment::launcherVariables()) {
-      TUTTI_CHECK_ARG(name != reserved, "-x %s: tutti-run sets %s itself for every rank",
+      TUTTI_CHECK_ARG(name != reserved, "-x %s: tutti-run decides %s itself for every rank",
                       name.c_str(), name.c_str());
     }
   }

@@ -24,8 +24,10 @@ constexpr const char* kDescription =
 
 constexpr const char* kFooter =
     "Each rank gets TUTTI_RANK, TUTTI_WORLD_SIZE, TUTTI_LOCAL_RANK, TUTTI_LOCAL_WORLD_SIZE,\n"
-    "TUTTI_STORE_ADDR (host:port of the rendezvous store tutti-run serves) and TUTTI_JOB_ID,\n"
-    "on top of tutti-run's own environment and the -x assignments. Ranks read stdin from\n"
+    "TUTTI_STORE_ADDR (host:port of the rendezvous store tutti-run serves), TUTTI_JOB_ID and\n"
+    "TUTTI_SECRET (a fresh random secret that every connection to the store and between\n"
+    "ranks must prove it holds), on top of tutti-run's own environment and the -x\n"
+    "assignments (which may not set these; TUTTI_SECRET_FILE is dropped). Ranks read stdin from\n"
     "/dev/null. Every output line is prefixed with \"[rank] \" unless --no-tag-output.\n"
     "\n"
     "When a rank exits non-zero or is killed, it is the first failure: the other ranks get\n"

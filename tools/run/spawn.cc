@@ -114,15 +114,16 @@ std::string JobEnvironment::value(const std::string& name) const {
 }
 
 const std::vector<std::string>& JobEnvironment::launcherVariables() {
-  static const std::vector<std::string> names = {"TUTTI_RANK",       "TUTTI_WORLD_SIZE",
-                                                 "TUTTI_LOCAL_RANK", "TUTTI_LOCAL_WORLD_SIZE",
-                                                 "TUTTI_STORE_ADDR", "TUTTI_JOB_ID"};
+  static const std::vector<std::string> names = {
+      "TUTTI_RANK",       "TUTTI_WORLD_SIZE", "TUTTI_LOCAL_RANK", "TUTTI_LOCAL_WORLD_SIZE",
+      "TUTTI_STORE_ADDR", "TUTTI_JOB_ID",     "TUTTI_SECRET",     "TUTTI_SECRET_FILE"};
   return names;
 }
 
 std::vector<std::string> JobEnvironment::forRank(int rank, int worldSize,
                                                  const std::string& storeAddress,
-                                                 const std::string& jobId) const {
+                                                 const std::string& jobId,
+                                                 const std::string& secret) const {
   std::vector<std::string> env;
   env.reserve(vars_.size() + launcherVariables().size());
   for (const auto& [name, value] : vars_) env.push_back(name + "=" + value);
@@ -132,6 +133,7 @@ std::vector<std::string> JobEnvironment::forRank(int rank, int worldSize,
   env.push_back(strFormat("TUTTI_LOCAL_WORLD_SIZE=%d", worldSize));
   env.push_back("TUTTI_STORE_ADDR=" + storeAddress);
   env.push_back("TUTTI_JOB_ID=" + jobId);
+  env.push_back("TUTTI_SECRET=" + secret);
   return env;
 }
 

@@ -29,12 +29,14 @@ class JobEnvironment {
   std::string value(const std::string& name) const;
 
   /// "NAME=VALUE" strings for one rank: the base environment plus TUTTI_RANK,
-  /// TUTTI_WORLD_SIZE, TUTTI_LOCAL_RANK, TUTTI_LOCAL_WORLD_SIZE, TUTTI_STORE_ADDR and
-  /// TUTTI_JOB_ID (all ranks run on this host, so local rank = rank).
+  /// TUTTI_WORLD_SIZE, TUTTI_LOCAL_RANK, TUTTI_LOCAL_WORLD_SIZE, TUTTI_STORE_ADDR,
+  /// TUTTI_JOB_ID (all ranks run on this host, so local rank = rank) and TUTTI_SECRET, the
+  /// job secret: the environment is the only place a secret goes (never a command line).
   std::vector<std::string> forRank(int rank, int worldSize, const std::string& storeAddress,
-                                   const std::string& jobId) const;
+                                   const std::string& jobId, const std::string& secret) const;
 
-  /// The variables tutti-run sets per rank; -x may not override them.
+  /// The variables tutti-run decides per rank; -x may not set them, and inherited values
+  /// are dropped. TUTTI_SECRET_FILE is among them: a rank gets tutti-run's secret only.
   static const std::vector<std::string>& launcherVariables();
 
  private:

@@ -1,22 +1,38 @@
+// Establishing the mesh: listen, publish, connect down, then one poll loop that runs every
+// handshake at once, in both directions.
+//
+// Why one loop rather than a handshake per connection in turn: a rank answers challenges
+// only once it is in its accepting phase, so handshaking with lower ranks one at a time
+// would make each rank wait for every lower rank's own handshakes, a chain whose length
+// grows with the square of the world size. In the loop, this rank answers the challenges
+// of the lower ranks and challenges the higher ones as the bytes arrive, so no rank waits
+// on another's progress beyond a round trip.
+
 #include "transport/tcp/establish.h"
 
 #include <poll.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <optional>
 
+#include "base/assert.h"
 #include "base/log.h"
 #include "base/macros.h"
 #include "base/net.h"
 #include "base/strings.h"
+#include "bootstrap/auth_gate.h"
 #include "transport/tcp/wire.h"
 
 namespace tutti::tcp {
 namespace {
 
-// A connecting stranger gets this long to present its HELLO before it is dropped, so a
-// silent connection cannot stall establishment for long.
+// An authenticated connection gets this long to present its HELLO, so that a peer holding
+// the key but stuck cannot stall establishment for long.
 constexpr double kHelloTimeoutSec = 5.0;
+// Connections accepted per wake-up of the listener, so that one burst cannot starve the
+// handshakes already under way.
+constexpr int kMaxAcceptsPerWake = 16;
 
 Status sendHello(int fd, std::uint64_t uid, int rank, int size, Deadline deadline) {
   auto header = encodeHeader(FrameHeader{FrameType::kHello, 0, kHelloBytes, 0, {}});
@@ -37,14 +53,16 @@ Result<Hello> readHello(int fd, const std::string& who, Deadline deadline) {
   return decodeHello(payload.data(), payload.size(), who);
 }
 
+// Publishes this rank's address and reads those of the lower ranks, the only ones it
+// connects to. It does not wait for the higher ranks: they come to its listener, which
+// starts accepting (and challenging) as soon as this returns.
 Result<std::vector<HostPort>> exchangeAddresses(Store& store, const std::string& prefix, int rank,
                                                 int size, const std::string& myAddress,
                                                 Deadline deadline) {
   TUTTI_RETURN_IF_ERROR(store.set(prefix + "addr/" + std::to_string(rank),
                                   std::vector<std::uint8_t>(myAddress.begin(), myAddress.end())));
   std::vector<HostPort> addresses(static_cast<std::size_t>(size));
-  for (int peer = 0; peer < size; ++peer) {
-    if (peer == rank) continue;
+  for (int peer = 0; peer < rank; ++peer) {
     auto value = store.get(prefix + "addr/" + std::to_string(peer), deadline);
     if (!value.ok())
       return value.status().withContext(
@@ -55,98 +73,266 @@ Result<std::vector<HostPort>> exchangeAddresses(Store& store, const std::string&
   return addresses;
 }
 
-// Phase 2: accept one connection per higher rank, validating each HELLO.
-Status acceptHigherRanks(int listenFd, int rank, int size, std::uint64_t uid, MeshSockets& mesh,
-                         Deadline deadline) {
-  int missing = size - 1 - rank;
-  while (missing > 0) {
-    pollfd pfd{listenFd, POLLIN, 0};
-    int rc = ::poll(&pfd, 1, deadline.pollTimeoutMs());
+// Our connection to one lower rank, from connect to the HELLO we send on it.
+struct Outgoing {
+  int peer = 0;
+  HostPort target;
+  UniqueFd fd;
+  std::optional<auth::HandshakeClient> handshake;
+  bool done = false;  // authenticated and our HELLO sent
+};
+
+// Phases 1 to 3 of one rank's establishment (tcp_transport.h).
+class MeshBuilder {
+ public:
+  MeshBuilder(const MeshParams& params, int listenFd, const std::string& listenerName,
+              std::vector<HostPort> addresses, Deadline deadline)
+      : p_(params),
+        listenFd_(listenFd),
+        addresses_(std::move(addresses)),
+        deadline_(deadline),
+        gate_(*params.key, auth::Context::peerLink(params.commUid, params.rank, params.size),
+              params.authTimeout, listenerName, log::kTcp) {
+    mesh_.sockets.resize(static_cast<std::size_t>(p_.size));
+    mesh_.names.resize(static_cast<std::size_t>(p_.size));
+    missing_ = p_.size - 1 - p_.rank;
+  }
+
+  Result<MeshSockets> run();
+
+ private:
+  // Phase 1: connects to every lower rank (the kernel completes it from the backlog).
+  Status connectDown();
+  // (Re)connects to one lower rank and starts a handshake with a fresh nonce.
+  Status dial(Outgoing& out);
+  // Phase 2: every handshake, both directions, until all are done.
+  Status handshakeAll();
+  void acceptNew();
+  // A connection to our listener authenticated: check its HELLO and answer it.
+  Status onAuthenticated(int slot);
+  Status onOutgoing(Outgoing& out);
+  Status timeoutError() const;
+  // Phase 3: the lower ranks' answers prove we reached the right processes.
+  Status readAnswers();
+
+  const MeshParams& p_;
+  const int listenFd_;
+  const std::vector<HostPort> addresses_;
+  const Deadline deadline_;
+  auth::HandshakeGate gate_;
+  MeshSockets mesh_;
+  std::vector<Outgoing> outgoing_;
+  int missing_ = 0;         // higher ranks not yet connected
+  int outgoingLeft_ = 0;    // lower ranks not yet authenticated
+};
+
+Result<MeshSockets> MeshBuilder::run() {
+  TUTTI_RETURN_IF_ERROR(connectDown());
+  TUTTI_RETURN_IF_ERROR(handshakeAll());
+  TUTTI_RETURN_IF_ERROR(readAnswers());
+  return std::move(mesh_);
+}
+
+Status MeshBuilder::connectDown() {
+  outgoing_.resize(static_cast<std::size_t>(p_.rank));
+  for (int peer = 0; peer < p_.rank; ++peer) {
+    Outgoing& out = outgoing_[static_cast<std::size_t>(peer)];
+    out.peer = peer;
+    out.target = addresses_[static_cast<std::size_t>(peer)];
+    TUTTI_RETURN_IF_ERROR(dial(out));
+  }
+  outgoingLeft_ = p_.rank;
+  return Status::Ok();
+}
+
+Status MeshBuilder::dial(Outgoing& out) {
+  out.handshake.reset();
+  auto fd = connectTcp(out.target, deadline_);
+  if (!fd.ok())
+    return fd.status().withContext(
+        strFormat("connecting to rank %d at %s", out.peer, out.target.toString().c_str()));
+  out.fd = std::move(fd).value();
+  const auth::Context context = auth::Context::peerLink(p_.commUid, out.peer, p_.size);
+  TUTTI_ASSIGN_OR_RETURN(auth::HandshakeClient hs,
+                         auth::HandshakeClient::create(out.fd.get(), *p_.key, context));
+  out.handshake.emplace(hs);
+  return Status::Ok();
+}
+
+Status MeshBuilder::handshakeAll() {
+  std::vector<pollfd> fds;
+  std::vector<int> owners;  // per pollfd: -1 listener, slot index, or -2 - lower rank
+  while (missing_ > 0 || outgoingLeft_ > 0) {
+    gate_.expire();
+    fds.clear();
+    owners.clear();
+    // The listener is watched only while the gate has room: when every slot holds a young
+    // stranger, newcomers wait in the backlog and the poll wakes at gate_.nextDue() instead
+    // of spinning on a listener that stays readable.
+    if (missing_ > 0 && gate_.makeRoom()) {
+      fds.push_back(pollfd{listenFd_, POLLIN, 0});
+      owners.push_back(-1);
+    }
+    for (int slot = 0; slot < auth::HandshakeGate::slots(); ++slot) {
+      if (gate_.fd(slot) < 0) continue;
+      fds.push_back(pollfd{gate_.fd(slot), POLLIN, 0});
+      owners.push_back(slot);
+    }
+    for (Outgoing& out : outgoing_) {
+      if (out.done) continue;
+      fds.push_back(pollfd{out.fd.get(), POLLIN, 0});
+      owners.push_back(-2 - out.peer);
+    }
+    // Woken by bytes, or in time to expire or evict a pending connection.
+    const Deadline wake = Deadline::earliest(deadline_, gate_.nextDue());
+    int rc = ::poll(fds.data(), fds.size(), wake.pollTimeoutMs());
     if (rc < 0 && errno == EINTR) continue;
-    if (rc < 0) return systemError("poll", errno, "listener");
-    if (rc == 0) {
-      std::string ranks;
-      for (int p = rank + 1; p < size; ++p) {
-        if (!mesh.sockets[static_cast<std::size_t>(p)].valid()) ranks += " " + std::to_string(p);
+    if (rc < 0) return systemError("poll", errno, "establishing connections");
+    if (rc == 0 && deadline_.expired()) return timeoutError();
+    for (std::size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      const int owner = owners[i];
+      if (owner == -1) {
+        acceptNew();
+      } else if (owner >= 0) {
+        if (gate_.onReadable(owner) == auth::HandshakeGate::Progress::kAccepted)
+          TUTTI_RETURN_IF_ERROR(onAuthenticated(owner));
+      } else {
+        TUTTI_RETURN_IF_ERROR(onOutgoing(outgoing_[static_cast<std::size_t>(-2 - owner)]));
       }
-      return Status(ErrorCode::kTimeout,
-                    "timed out waiting for connections from ranks" + ranks);
     }
-    TUTTI_ASSIGN_OR_RETURN(UniqueFd fd, acceptTcp(listenFd));
-    if (!fd.valid()) continue;
-    auto from = peerAddress(fd.get());
-    std::string who = from.ok() ? from->toString() : std::string("unknown address");
-    Deadline helloDeadline =
-        Deadline::earliest(deadline, Deadline::afterSeconds(kHelloTimeoutSec));
-    Result<Hello> hello = readHello(fd.get(), "connection from " + who, helloDeadline);
-    std::string problem;
-    if (!hello.ok()) problem = hello.status().toString();
-    else if (hello->commUid != uid) problem = "it belongs to another communicator or job";
-    else if (hello->size != static_cast<std::uint32_t>(size))
-      problem = strFormat("it claims a world of %u ranks, this one has %d", hello->size, size);
-    else if (hello->rank <= static_cast<std::uint32_t>(rank) ||
-             hello->rank >= static_cast<std::uint32_t>(size))
-      problem = strFormat("it claims rank %u, which should not connect to rank %d", hello->rank,
-                          rank);
-    else if (mesh.sockets[hello->rank].valid())
-      problem = strFormat("rank %u is already connected", hello->rank);
-    if (!problem.empty()) {
-      TUTTI_WARN(kTcp, "refused connection from %s: %s", who.c_str(), problem.c_str());
-      continue;
-    }
-    TUTTI_RETURN_IF_ERROR(sendHello(fd.get(), uid, rank, size, deadline));
-    mesh.names[hello->rank] = strFormat("rank %u (%s)", hello->rank, who.c_str());
-    mesh.sockets[hello->rank] = std::move(fd);
-    --missing;
   }
   return Status::Ok();
 }
 
-}  // namespace
-
-Result<MeshSockets> establishMesh(Store& store, const std::string& keyPrefix, int rank, int size,
-                                  std::uint64_t commUid, const std::string& bindHost,
-                                  Deadline deadline) {
-  MeshSockets mesh;
-  mesh.sockets.resize(static_cast<std::size_t>(size));
-  mesh.names.resize(static_cast<std::size_t>(size));
-  if (size == 1) return mesh;
-  TUTTI_ASSIGN_OR_RETURN(UniqueFd listener, listenTcp(bindHost, 0, std::max(size, 128)));
-  TUTTI_ASSIGN_OR_RETURN(HostPort bound, localAddress(listener.get()));
-  bound.host = bindHost;
-  TUTTI_ASSIGN_OR_RETURN(
-      std::vector<HostPort> addresses,
-      exchangeAddresses(store, keyPrefix, rank, size, bound.toString(), deadline));
-  TUTTI_DEBUG(kTcp, "rank %d listening on %s", rank, bound.toString().c_str());
-
-  // Phase 1: connect to lower ranks and send our HELLO (their answer is read in phase 3).
-  for (int peer = 0; peer < rank; ++peer) {
-    const HostPort& target = addresses[static_cast<std::size_t>(peer)];
-    auto fd = connectTcp(target, deadline);
-    if (!fd.ok())
-      return fd.status().withContext(strFormat("connecting to rank %d at %s", peer,
-                                               target.toString().c_str()));
-    TUTTI_RETURN_IF_ERROR(sendHello(fd->get(), commUid, rank, size, deadline));
-    mesh.names[static_cast<std::size_t>(peer)] =
-        strFormat("rank %d (%s)", peer, target.toString().c_str());
-    mesh.sockets[static_cast<std::size_t>(peer)] = std::move(fd).value();
+void MeshBuilder::acceptNew() {
+  for (int i = 0; i < kMaxAcceptsPerWake && gate_.makeRoom(); ++i) {
+    Result<UniqueFd> fd = acceptTcp(listenFd_);
+    if (!fd.ok()) {
+      // Out of descriptors, say: the connection stays in the backlog for the next round.
+      TUTTI_WARN(kTcp, "rank %d: %s", p_.rank, fd.status().toString().c_str());
+      return;
+    }
+    if (!fd->valid()) return;  // nothing more pending
+    gate_.admit(std::move(fd).value());
   }
-  // Phase 2: accept the higher ranks.
-  TUTTI_RETURN_IF_ERROR(acceptHigherRanks(listener.get(), rank, size, commUid, mesh, deadline));
-  // Phase 3: the lower ranks' answers prove we reached the right processes.
-  for (int peer = 0; peer < rank; ++peer) {
-    const std::string& who = mesh.names[static_cast<std::size_t>(peer)];
-    auto hello = readHello(mesh.sockets[static_cast<std::size_t>(peer)].get(), who, deadline);
+}
+
+Status MeshBuilder::onAuthenticated(int slot) {
+  std::string who;
+  UniqueFd fd = gate_.release(slot, &who);
+  // The peer holds the job key, so it is one of ours: its HELLO follows the verdict at
+  // once, and reading it here (bounded) keeps the loop simple. A stranger never gets here.
+  Deadline helloDeadline = Deadline::earliest(deadline_, Deadline::afterSeconds(kHelloTimeoutSec));
+  Result<Hello> hello = readHello(fd.get(), "connection from " + who, helloDeadline);
+  const auto rank = static_cast<std::uint32_t>(p_.rank);
+  const auto size = static_cast<std::uint32_t>(p_.size);
+  std::string problem;
+  if (!hello.ok()) problem = hello.status().toString();
+  else if (hello->commUid != p_.commUid) problem = "it belongs to another communicator or job";
+  else if (hello->size != size)
+    problem = strFormat("it claims a world of %u ranks, this one has %u", hello->size, size);
+  else if (hello->rank <= rank || hello->rank >= size)
+    problem = strFormat("it claims rank %u, which should not connect to rank %u", hello->rank, rank);
+  else if (mesh_.sockets[hello->rank].valid())
+    problem = strFormat("rank %u is already connected", hello->rank);
+  if (!problem.empty()) {
+    TUTTI_WARN(kTcp, "rank %d refused connection from %s: %s", p_.rank, who.c_str(),
+               problem.c_str());
+    return Status::Ok();  // `fd` closes it
+  }
+  TUTTI_RETURN_IF_ERROR(sendHello(fd.get(), p_.commUid, p_.rank, p_.size, deadline_));
+  mesh_.names[hello->rank] = strFormat("rank %u (%s)", hello->rank, who.c_str());
+  mesh_.sockets[hello->rank] = std::move(fd);
+  --missing_;
+  return Status::Ok();
+}
+
+// Advances our handshake with one lower rank; once it has accepted us and proved itself,
+// sends our HELLO, whose answer readAnswers() checks.
+Status MeshBuilder::onOutgoing(Outgoing& out) {
+  const std::string who = strFormat("rank %d at %s", out.peer, out.target.toString().c_str());
+  Result<bool> done = out.handshake->onReadable();
+  if (!done.ok() && done.status().code() == ErrorCode::kPeerFailure) {
+    // Its handshake slots were all taken (a flood, or a burst of ranks): try again.
+    TUTTI_DEBUG(kTcp, "rank %d: %s %s; connecting again", p_.rank, who.c_str(),
+                done.status().message().c_str());
+    return dial(out);
+  }
+  // A refusal, an impostor or garbage: final, and blamed on that rank.
+  if (!done.ok())
+    return Status(done.status().code(),
+                  strFormat("authenticating with %s: %s", who.c_str(),
+                            done.status().message().c_str()),
+                  out.peer);
+  if (!*done) return Status::Ok();
+  TUTTI_RETURN_IF_ERROR(sendHello(out.fd.get(), p_.commUid, p_.rank, p_.size, deadline_));
+  mesh_.names[static_cast<std::size_t>(out.peer)] = strFormat("rank %d (%s)", out.peer,
+                                                               out.target.toString().c_str());
+  mesh_.sockets[static_cast<std::size_t>(out.peer)] = std::move(out.fd);
+  out.done = true;
+  --outgoingLeft_;
+  return Status::Ok();
+}
+
+// Names every rank still missing, and why the latest stranger was refused: when a rank was
+// given the wrong secret, that is the reason its peers never heard from it.
+Status MeshBuilder::timeoutError() const {
+  std::string ranks;
+  for (int p = p_.rank + 1; p < p_.size; ++p) {
+    if (!mesh_.sockets[static_cast<std::size_t>(p)].valid()) ranks += " " + std::to_string(p);
+  }
+  for (const Outgoing& out : outgoing_) {
+    if (!out.done) ranks += " " + std::to_string(out.peer);
+  }
+  std::string refused;
+  if (gate_.refusals() > 0)
+    refused = strFormat("; refused %llu connection%s that did not authenticate, the latest from %s",
+                        static_cast<unsigned long long>(gate_.refusals()),
+                        gate_.refusals() == 1 ? "" : "s", gate_.lastRefusal().c_str());
+  return Status(ErrorCode::kTimeout,
+                "timed out waiting for authenticated connections with ranks" + ranks + refused);
+}
+
+Status MeshBuilder::readAnswers() {
+  for (int peer = 0; peer < p_.rank; ++peer) {
+    const std::string& who = mesh_.names[static_cast<std::size_t>(peer)];
+    auto hello = readHello(mesh_.sockets[static_cast<std::size_t>(peer)].get(), who, deadline_);
     if (!hello.ok()) return hello.status().withContext("waiting for the answer of " + who);
-    if (hello->commUid != commUid || hello->rank != static_cast<std::uint32_t>(peer) ||
-        hello->size != static_cast<std::uint32_t>(size))
+    if (hello->commUid != p_.commUid || hello->rank != static_cast<std::uint32_t>(peer) ||
+        hello->size != static_cast<std::uint32_t>(p_.size))
       return Status(ErrorCode::kProtocolError,
                     strFormat("%s answered as rank %u of %u with another communicator id: a "
                               "stale address in the store?",
                               who.c_str(), hello->rank, hello->size),
                     peer);
   }
-  return mesh;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<MeshSockets> establishMesh(Store& store, const std::string& keyPrefix,
+                                  const MeshParams& params, Deadline deadline) {
+  TUTTI_ASSERT(params.key != nullptr);
+  if (params.size == 1) {
+    MeshSockets mesh;
+    mesh.sockets.resize(1);
+    mesh.names.resize(1);
+    return mesh;
+  }
+  TUTTI_ASSIGN_OR_RETURN(UniqueFd listener,
+                         listenTcp(params.bindHost, 0, std::max(params.size, 128)));
+  TUTTI_ASSIGN_OR_RETURN(HostPort bound, localAddress(listener.get()));
+  bound.host = params.bindHost;
+  TUTTI_ASSIGN_OR_RETURN(std::vector<HostPort> addresses,
+                         exchangeAddresses(store, keyPrefix, params.rank, params.size,
+                                           bound.toString(), deadline));
+  TUTTI_DEBUG(kTcp, "rank %d listening on %s", params.rank, bound.toString().c_str());
+  MeshBuilder builder(params, listener.get(),
+                      strFormat("rank %d listening on %s", params.rank, bound.toString().c_str()),
+                      std::move(addresses), deadline);
+  return builder.run();
 }
 
 }  // namespace tutti::tcp

@@ -23,9 +23,15 @@ Result<std::unique_ptr<TcpTransport>> TcpTransport::create(Store& store,
   TUTTI_CHECK_ARG(options.size >= 1, "world size must be at least 1, got %d", options.size);
   TUTTI_CHECK_ARG(options.rank >= 0 && options.rank < options.size,
                   "rank %d is outside the world of %d ranks", options.rank, options.size);
+  MeshParams params;
+  params.rank = options.rank;
+  params.size = options.size;
+  params.commUid = options.commUid;
+  params.bindHost = options.bindHost;
+  params.key = &options.key;
+  params.authTimeout = options.authTimeout;
   TUTTI_ASSIGN_OR_RETURN(MeshSockets mesh,
-                         establishMesh(store, keyPrefix, options.rank, options.size,
-                                       options.commUid, options.bindHost, options.deadline));
+                         establishMesh(store, keyPrefix, params, options.deadline));
   return adopt(options.rank, options.size, std::move(mesh.sockets), mesh.names,
                options.maxUnexpectedBytes);
 }

@@ -2,18 +2,23 @@
 // TcpTransport: a full mesh of TCP connections between the ranks of a communicator, driven
 // by one epoll loop thread.
 //
-// Establishment (create): every rank listens on an ephemeral port of the bind address and
-// publishes host:port in the store; it then (1) connects to every lower rank and sends a
-// HELLO, (2) accepts a connection from every higher rank, checks its HELLO (communicator id,
-// rank, size) and answers with its own, (3) reads the answers of the lower ranks. No phase
-// waits on a later phase of another rank, so establishment cannot deadlock; connections from
-// strangers (wrong id, bad bytes) are logged and dropped. The listener is closed afterwards.
+// Establishment (create): every rank listens on an ephemeral port of the bind address (that
+// interface only) and publishes host:port in the store; it then (1) connects to every lower
+// rank, (2) runs every handshake at once in one poll loop: it authenticates to each lower
+// rank (auth.h) and sends it a HELLO, and it challenges each connection to its listener,
+// checks the HELLO of those that authenticate (communicator id, rank, size) and answers with
+// its own, (3) reads the answers of the lower ranks. No phase waits on a later phase of
+// another rank, so establishment cannot deadlock. Strangers (no or wrong key, replays, bad
+// bytes, silence) are refused before a byte of theirs is read as a HELLO, logged, and
+// dropped; at most auth::kMaxPendingHandshakes of them are held at once. The listener is
+// closed afterwards.
 //
 // Why a full mesh: when a process dies, every rank holds a socket to it and sees the EOF at
 // once, so every rank's pending operation fails naming the dead rank (DESIGN.md 7) even if
 // the algorithm never talks to it directly.
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -21,6 +26,7 @@
 #include <vector>
 
 #include "base/fd.h"
+#include "bootstrap/auth.h"
 #include "transport/link.h"
 #include "transport/tcp/tcp_link.h"
 #include "tutti/store.h"
@@ -36,6 +42,11 @@ class TcpTransport final : public Transport {
     std::uint64_t commUid = 0;
     /// Address to listen on and publish (numeric or resolvable host).
     std::string bindHost = "127.0.0.1";
+    /// The job key every connection proves in both directions. A default Key is the
+    /// no-secret key: it authenticates nothing.
+    auth::Key key;
+    /// How long a connection to our listener has to authenticate (TUTTI_AUTH_TIMEOUT).
+    std::chrono::milliseconds authTimeout{5000};
     std::uint64_t maxUnexpectedBytes = 64u << 20;
     /// Bounds the whole establishment.
     Deadline deadline = Deadline::afterSeconds(60);

@@ -56,15 +56,21 @@ StoreUnderTest makePrefix() {
 }
 
 StoreUnderTest makeTcp() {
-  auto server = TcpStoreServer::start("127.0.0.1", 0);
+  // With a real secret, so that the whole suite runs over authenticated connections.
+  auto key = auth::Key::fromSecret("store-test-secret-0123456789");
+  EXPECT_TRUE(key.ok()) << key.status().toString();
+  if (!key.ok()) return {};
+  TcpStoreServer::Options options;
+  options.key = *key;
+  auto server = TcpStoreServer::start("127.0.0.1", 0, options);
   EXPECT_TRUE(server.ok()) << server.status().toString();
   if (!server.ok()) return {};
   HostPort address = (*server)->address();
-  auto client = TcpStoreClient::connect(address, soon());
+  auto client = TcpStoreClient::connect(address, *key, soon());
   EXPECT_TRUE(client.ok()) << client.status().toString();
   if (!client.ok()) return {};
-  auto another = [address]() -> std::shared_ptr<Store> {
-    auto c = TcpStoreClient::connect(address, soon());
+  auto another = [address, key = *key]() -> std::shared_ptr<Store> {
+    auto c = TcpStoreClient::connect(address, key, soon());
     EXPECT_TRUE(c.ok()) << c.status().toString();
     return c.ok() ? *c : nullptr;
   };

@@ -1,5 +1,7 @@
 // TcpStoreServer and TcpStoreClient over loopback: what the shared Store suite cannot show.
 // Raw sockets play misbehaving clients, and a scripted fake server plays a misbehaving store.
+// These run with the no-secret key (a default auth::Key): what is checked here is the store
+// protocol behind the handshake; tcp_store_auth_test.cc checks the handshake itself.
 
 #include "bootstrap/tcp_store.h"
 
@@ -11,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "base/macros.h"
+#include "bootstrap/auth_gate.h"
 #include "bootstrap/store_protocol.h"
 
 namespace tutti {
@@ -24,22 +28,34 @@ Bytes bytesOf(const std::string& s) { return Bytes(s.begin(), s.end()); }
 Deadline soon() { return Deadline::after(std::chrono::seconds(30)); }
 
 std::unique_ptr<TcpStoreServer> startServer(int maxClients = TcpStoreServer::kMaxClients) {
-  auto server = TcpStoreServer::start("127.0.0.1", 0, maxClients);
+  TcpStoreServer::Options options;
+  options.maxClients = maxClients;
+  auto server = TcpStoreServer::start("127.0.0.1", 0, options);
   EXPECT_TRUE(server.ok()) << server.status().toString();
   return server.ok() ? std::move(server).value() : nullptr;
 }
 
 std::shared_ptr<TcpStoreClient> connectClient(
     const HostPort& address, std::chrono::milliseconds opTimeout = std::chrono::seconds(30)) {
-  auto client = TcpStoreClient::connect(address, soon(), opTimeout);
+  auto client = TcpStoreClient::connect(address, auth::Key(), soon(), opTimeout);
   EXPECT_TRUE(client.ok()) << client.status().toString();
   return client.ok() ? *client : nullptr;
 }
 
-UniqueFd rawConnect(const HostPort& address) {
+// A TCP connection that has not authenticated.
+UniqueFd tcpConnect(const HostPort& address) {
   auto fd = connectTcp(address, soon());
   EXPECT_TRUE(fd.ok()) << fd.status().toString();
   return fd.ok() ? std::move(fd).value() : UniqueFd();
+}
+
+// A raw connection past the handshake: what it sends next is read as store requests.
+UniqueFd rawConnect(const HostPort& address) {
+  UniqueFd fd = tcpConnect(address);
+  if (!fd.valid()) return fd;
+  Status s = auth::authenticateToServer(fd.get(), auth::Key(), auth::Context::store(), soon());
+  EXPECT_TRUE(s.ok()) << s.toString();
+  return s.ok() ? std::move(fd) : UniqueFd();
 }
 
 Status sendBytes(int fd, const Bytes& bytes) {
@@ -77,8 +93,23 @@ bool closedByPeer(int fd) {
   return false;
 }
 
+// Plays the server's side of the handshake on a blocking exchange bounded by soon().
+Status serveHandshake(int fd, const auth::Key& key) {
+  auto nonce = auth::randomNonce();
+  if (!nonce.ok()) return nonce.status();
+  auth::ServerHandshake handshake(key, auth::Context::store(), *nonce);
+  const auth::ChallengeBytes challenge = handshake.challenge();
+  TUTTI_RETURN_IF_ERROR(writeFull(fd, challenge.data(), challenge.size(), soon()));
+  auth::ResponseBytes response{};
+  TUTTI_RETURN_IF_ERROR(readFull(fd, response.data(), response.size(), soon()));
+  auth::VerdictBytes verdict{};
+  Status judged = handshake.answer(response, &verdict);
+  TUTTI_RETURN_IF_ERROR(writeFull(fd, verdict.data(), verdict.size(), soon()));
+  return judged;
+}
+
 TEST(TcpStore, AddressIsTheBoundPortAndTheGivenHost) {
-  auto any = TcpStoreServer::start("", 0);
+  auto any = TcpStoreServer::start("", 0, {});
   ASSERT_TRUE(any.ok()) << any.status().toString();
   EXPECT_EQ((*any)->address().host, "127.0.0.1");
   EXPECT_NE((*any)->address().port, 0);
@@ -166,13 +197,72 @@ TEST(TcpStore, PipelinedRequestsAreServedInOrder) {
   }
 }
 
-TEST(TcpStore, ClientGivesUpWhenTheServerNeverAnswers) {
-  // A listener nobody accepts on: connections complete in the backlog, requests vanish.
+TEST(TcpStore, ClientGivesUpOnAListenerThatNeverChallenges) {
+  // A listener nobody accepts on: connections complete in the backlog, and no challenge
+  // ever comes.
   auto silent = listenTcp("127.0.0.1", 0);
   ASSERT_TRUE(silent.ok()) << silent.status().toString();
   auto address = localAddress(silent->get());
   ASSERT_TRUE(address.ok());
-  auto client = connectClient(*address, std::chrono::milliseconds(50));
+  auto client = TcpStoreClient::connect(*address, auth::Key(),
+                                        Deadline::after(std::chrono::milliseconds(50)));
+  ASSERT_FALSE(client.ok());
+  EXPECT_EQ(client.status().code(), ErrorCode::kTimeout) << client.status().toString();
+  EXPECT_EQ(client.status().message(),
+            "connecting to the store at " + address->toString() +
+                ": did not complete the authentication handshake before the deadline");
+}
+
+// A fake store that authenticates every connection with the no-secret key and then answers
+// each request with the next scripted bytes, whichever connection it arrives on: when the
+// client drops a connection (as it must after a bad reply) the fake accepts the next one
+// and carries on with the script.
+class FakeServer {
+ public:
+  using Script = std::function<Bytes(const Message& request)>;
+
+  explicit FakeServer(std::vector<Script> scripts) : scripts_(std::move(scripts)) {
+    auto fd = listenTcp("127.0.0.1", 0);
+    EXPECT_TRUE(fd.ok()) << fd.status().toString();
+    listener_ = std::move(fd).value();
+    address_ = *localAddress(listener_.get());
+    thread_ = std::thread([this] { run(); });
+  }
+  ~FakeServer() { thread_.join(); }
+  HostPort address() const { return address_; }
+
+ private:
+  void run() {
+    std::size_t next = 0;
+    while (next < scripts_.size()) {
+      pollfd pfd{listener_.get(), POLLIN, 0};
+      if (::poll(&pfd, 1, 30000) != 1) return;  // bounded: the test has failed by then
+      auto conn = acceptTcp(listener_.get());
+      if (!conn.ok()) return;
+      if (!conn->valid()) continue;
+      if (!serveHandshake(conn->get(), auth::Key()).ok()) continue;
+      while (next < scripts_.size()) {
+        auto request = readMessage(conn->get());
+        if (!request.ok()) break;  // the client closed this connection
+        if (!sendBytes(conn->get(), scripts_[next++](*request)).ok()) break;
+      }
+      // Script done: hold the last connection open until the client leaves, so that it
+      // sees what the last script did, not a close.
+      if (next == scripts_.size()) (void)readMessage(conn->get());
+    }
+  }
+
+  std::vector<Script> scripts_;
+  UniqueFd listener_;
+  HostPort address_;
+  std::thread thread_;
+};
+
+TEST(TcpStore, ClientGivesUpWhenTheServerNeverAnswers) {
+  // The fake authenticates, then lets every request vanish.
+  std::vector<FakeServer::Script> silence(3, [](const Message&) { return Bytes{}; });
+  FakeServer fake(silence);
+  auto client = connectClient(fake.address(), std::chrono::milliseconds(50));
   ASSERT_NE(client, nullptr);
   auto v = client->get("k", Deadline::after(std::chrono::milliseconds(50)));
   ASSERT_FALSE(v.ok());
@@ -265,7 +355,7 @@ TEST(TcpStore, ConnectionsBeyondTheLimitAreClosedAtOnce) {
     // A reply proves the server accepted this one before the next connects.
     ASSERT_TRUE(clients.back()->add("n", 1).ok());
   }
-  UniqueFd extra = rawConnect(server->address());
+  UniqueFd extra = tcpConnect(server->address());
   EXPECT_TRUE(closedByPeer(extra.get()));
   for (auto& c : clients) EXPECT_TRUE(c->add("n", 1).ok());
   // Once a client leaves there is room again (its departure is noticed asynchronously, so
@@ -274,7 +364,8 @@ TEST(TcpStore, ConnectionsBeyondTheLimitAreClosedAtOnce) {
   Deadline deadline = soon();
   bool served = false;
   while (!served && !deadline.expired()) {
-    auto c = TcpStoreClient::connect(server->address(), deadline, std::chrono::seconds(5));
+    auto c = TcpStoreClient::connect(server->address(), auth::Key(), deadline,
+                                     std::chrono::seconds(5));
     served = c.ok() && (*c)->add("n", 1).ok();
   }
   EXPECT_TRUE(served);
@@ -294,46 +385,6 @@ TEST(TcpStore, LargestKeyAndValueCrossTheWire) {
   ASSERT_TRUE(back.ok()) << back.status().toString();
   EXPECT_TRUE(*back == value);
 }
-
-// A fake store that answers each request with the next scripted bytes, whichever
-// connection it arrives on: when the client drops a connection (as it must after a bad
-// reply) the fake accepts the next one and carries on with the script.
-class FakeServer {
- public:
-  using Script = std::function<Bytes(const Message& request)>;
-
-  explicit FakeServer(std::vector<Script> scripts) : scripts_(std::move(scripts)) {
-    auto fd = listenTcp("127.0.0.1", 0);
-    EXPECT_TRUE(fd.ok()) << fd.status().toString();
-    listener_ = std::move(fd).value();
-    address_ = *localAddress(listener_.get());
-    thread_ = std::thread([this] { run(); });
-  }
-  ~FakeServer() { thread_.join(); }
-  HostPort address() const { return address_; }
-
- private:
-  void run() {
-    std::size_t next = 0;
-    while (next < scripts_.size()) {
-      pollfd pfd{listener_.get(), POLLIN, 0};
-      if (::poll(&pfd, 1, 30000) != 1) return;  // bounded: the test has failed by then
-      auto conn = acceptTcp(listener_.get());
-      if (!conn.ok()) return;
-      if (!conn->valid()) continue;
-      while (next < scripts_.size()) {
-        auto request = readMessage(conn->get());
-        if (!request.ok()) break;  // the client closed this connection
-        if (!sendBytes(conn->get(), scripts_[next++](*request)).ok()) break;
-      }
-    }
-  }
-
-  std::vector<Script> scripts_;
-  UniqueFd listener_;
-  HostPort address_;
-  std::thread thread_;
-};
 
 TEST(TcpStore, BadRepliesAreProtocolErrorsAndTheClientReconnects) {
   std::vector<FakeServer::Script> scripts = {

@@ -15,7 +15,7 @@ bool contains(const std::vector<std::string>& v, const std::string& s) {
 
 TEST(JobEnvironment, SetsLauncherVariablesPerRank) {
   const JobEnvironment env({"HOME=/root", "PATH=/bin"}, {});
-  const auto vars = env.forRank(3, 8, "127.0.0.1:5000", "job-7");
+  const auto vars = env.forRank(3, 8, "127.0.0.1:5000", "job-7", "s3cret-0123456789");
   EXPECT_TRUE(contains(vars, "HOME=/root"));
   EXPECT_TRUE(contains(vars, "PATH=/bin"));
   EXPECT_TRUE(contains(vars, "TUTTI_RANK=3"));
@@ -24,21 +24,28 @@ TEST(JobEnvironment, SetsLauncherVariablesPerRank) {
   EXPECT_TRUE(contains(vars, "TUTTI_LOCAL_WORLD_SIZE=8"));
   EXPECT_TRUE(contains(vars, "TUTTI_STORE_ADDR=127.0.0.1:5000"));
   EXPECT_TRUE(contains(vars, "TUTTI_JOB_ID=job-7"));
+  EXPECT_TRUE(contains(vars, "TUTTI_SECRET=s3cret-0123456789"));
 }
 
 TEST(JobEnvironment, ExtraAssignmentsOverrideAndInheritedCoordinatesAreDropped) {
   // As if tutti-run were started by a rank of another job.
-  const JobEnvironment env({"TUTTI_RANK=5", "TUTTI_STORE_ADDR=10.0.0.1:1", "A=old", "B=x=y"},
+  const JobEnvironment env({"TUTTI_RANK=5", "TUTTI_STORE_ADDR=10.0.0.1:1", "A=old", "B=x=y",
+                            "TUTTI_SECRET=outer-job-secret-0123", "TUTTI_SECRET_FILE=/tmp/s"},
                            {{"A", "new"}, {"EMPTY", ""}});
   EXPECT_EQ(env.value("A"), "new");
   EXPECT_EQ(env.value("B"), "x=y");
-  const auto vars = env.forRank(0, 1, "127.0.0.1:9", "j");
+  const auto vars = env.forRank(0, 1, "127.0.0.1:9", "j", "this-job-secret-0123");
   EXPECT_TRUE(contains(vars, "A=new"));
   EXPECT_FALSE(contains(vars, "A=old"));
   EXPECT_TRUE(contains(vars, "EMPTY="));
   EXPECT_TRUE(contains(vars, "TUTTI_RANK=0"));
   EXPECT_FALSE(contains(vars, "TUTTI_RANK=5"));
   EXPECT_FALSE(contains(vars, "TUTTI_STORE_ADDR=10.0.0.1:1"));
+  // The ranks get this job's secret only: an enclosing job's secret, or a secret file the
+  // user's environment names, would make them disagree with tutti-run's store.
+  EXPECT_TRUE(contains(vars, "TUTTI_SECRET=this-job-secret-0123"));
+  EXPECT_FALSE(contains(vars, "TUTTI_SECRET=outer-job-secret-0123"));
+  for (const std::string& v : vars) EXPECT_NE(v.rfind("TUTTI_SECRET_FILE=", 0), 0u) << v;
 }
 
 TEST(PlanExec, ProgramWithSlashIsTriedAsGiven) {
@@ -94,6 +101,13 @@ TEST(ValidateOptions, RejectsBadValuesByName) {
   const Status reserved = validateOptions(o);
   EXPECT_EQ(reserved.code(), ErrorCode::kInvalidArgument);
   EXPECT_NE(reserved.message().find("TUTTI_WORLD_SIZE"), std::string::npos);
+  for (const char* name : {"TUTTI_SECRET", "TUTTI_SECRET_FILE"}) {
+    o = ok;
+    o.extraEnv = {{name, "chosen-by-the-user-0123"}};
+    EXPECT_EQ(validateOptions(o).message(),
+              std::string("-x ") + name + ": tutti-run decides " + name +
+                  " itself for every rank");
+  }
 }
 
 }  // namespace

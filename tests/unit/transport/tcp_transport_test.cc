@@ -161,7 +161,8 @@ TEST(TcpTransport, StrangerConnectionsAreRefusedDuringEstablishment) {
     const char junk[64] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
     ASSERT_TRUE(writeFull(fd->get(), junk, sizeof(junk), Deadline::afterSeconds(5)).ok());
   }
-  {  // a well-formed hello from another communicator
+  {  // a well-formed hello, without the authentication that must come first (tcp_auth_test.cc
+     // has the strangers that authenticate)
     auto fd = connectTcp(*hp, Deadline::afterSeconds(10));
     ASSERT_TRUE(fd.ok());
     auto header = encodeHeader(FrameHeader{FrameType::kHello, 0, kHelloBytes, 0, {}});
