@@ -599,7 +599,9 @@ static void checkAbort(tuttiComm_t comm) {
   expectResult(tuttiBarrier(comm), tuttiSuccess, "the world still works after the abort", comm);
 }
 
-/* Every error here is found on this rank before any communication, so ranks stay in step. */
+/* Every error here is in an argument every rank passes alike, found before any
+   communication, so ranks stay in step and comm stays usable. Errors in what is one rank's
+   own (NULL buffers, peers) fail the communicator, so they are not tried here. */
 static void checkErrors(tuttiComm_t comm) {
   int32_t buffer[4] = {1, 2, 3, 4};
   int32_t out[64];
@@ -653,14 +655,9 @@ static void checkErrors(tuttiComm_t comm) {
   expectResult(tuttiAllReduce(buffer, out, 4, tuttiInt32, (tuttiRedOp_t)7, comm),
                tuttiInvalidArgument, "bad operator", comm);
   expectLastError(comm, "op 7", NULL, "a bad operator is named");
-  expectResult(tuttiAllReduce(NULL, out, 4, tuttiInt32, tuttiSum, comm), tuttiInvalidArgument,
-               "NULL send buffer", comm);
-  expectLastError(comm, "send buffer", NULL, "a NULL buffer is named");
   expectResult(tuttiAllGatherv(buffer, 1, out, NULL, counts, tuttiInt32, comm),
                tuttiInvalidArgument, "NULL recvcounts", comm);
   expectLastError(comm, "recvcounts", NULL, "a NULL array is named");
-  expectResult(tuttiSend(buffer, 1, tuttiInt32, gSize, comm), tuttiInvalidArgument,
-               "send to a rank outside the communicator", comm);
   expectResult(tuttiSetTimeout(comm, 0.0), tuttiInvalidArgument, "timeout 0", comm);
   expectResult(tuttiSetTimeout(comm, -2.0), tuttiInvalidArgument, "negative timeout", comm);
   expectResult(tuttiSetTimeout(comm, nan), tuttiInvalidArgument, "NaN timeout", comm);
