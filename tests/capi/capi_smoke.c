@@ -601,7 +601,7 @@ static void checkAbort(tuttiComm_t comm) {
 
 /* Every error here is in an argument every rank passes alike, found before any
    communication, so ranks stay in step and comm stays usable. Errors in what is one rank's
-   own (NULL buffers, peers) fail the communicator, so they are not tried here. */
+   own (NULL buffers, peers), which fail the communicator, are in capi_errors.c. */
 static void checkErrors(tuttiComm_t comm) {
   int32_t buffer[4] = {1, 2, 3, 4};
   int32_t out[64];
@@ -648,7 +648,7 @@ static void checkErrors(tuttiComm_t comm) {
   expectResult(tuttiBroadcastAsync(buffer, out, 4, tuttiInt32, gSize + 3, comm, &req),
                tuttiInvalidArgument, "async broadcast with a bad root", comm);
   expectTrue(req == NULL, "a refused async call leaves *request NULL");
-  /* 12 and 7 lie outside the enums yet inside what their types can hold in C++ */
+  /* 12 and 7 are no datatype and no operator (capi_errors.c tries negative ones too) */
   expectResult(tuttiAllReduce(buffer, out, 4, (tuttiDataType_t)12, tuttiSum, comm),
                tuttiInvalidArgument, "bad datatype", comm);
   expectLastError(comm, "datatype 12", NULL, "a bad datatype is named");
