@@ -11,6 +11,18 @@
 /// Errors: every call returns a Status. A peer that dies or misbehaves makes the pending and
 /// all later operations fail with kPeerFailure naming that rank; a communicator that failed
 /// stays failed.
+///
+/// Bad arguments are kInvalidArgument with a message naming the argument and its value,
+/// found before any message moves (docs/errors.md lists every check). Arguments every rank
+/// passes alike (a collective's dtype, op, count and root, the arrays the v-collectives
+/// share; a send's and its receive's dtype, count and tag) are refused by each rank on its
+/// own and the communicator stays usable. An error in what is this rank's own (a null
+/// buffer that must hold data, buffers that overlap without being in place, the peer, the
+/// count stated for its own block, alltoallv's arrays) cannot be seen by the others, who
+/// would wait for this rank: it also fails the communicator, so their pending and later
+/// calls fail at once with kAborted naming this rank. Each buffer of a call may hold at most
+/// kMaxBufferBytes (types.h). A moved-from Communicator answers every call with
+/// kInvalidUsage (rank() -1, size() 0).
 
 #include <chrono>
 #include <cstddef>
@@ -79,8 +91,11 @@ class TUTTI_API Communicator {
   /// leaving, and releases sockets and threads.
   ~Communicator();
 
+  /// This rank in [0, size()); -1 once moved from.
   int rank() const;
+  /// The number of ranks; 0 once moved from.
   int size() const;
+  /// The name given at creation (CommOptions::name, or derived by split); "" once moved from.
   const std::string& name() const;
 
   /// The first error this communicator failed with, or OK.
@@ -113,7 +128,8 @@ class TUTTI_API Communicator {
   // is the rank's own block of sendbuf. Otherwise buffers must not overlap.
   // v-collectives: unlike MPI, tutti needs the count and displacement arrays on every rank
   // (the same arrays everywhere), because intermediate ranks of tree algorithms forward
-  // other ranks' blocks.
+  // other ranks' blocks. Counts are per block (reduceScatter's recvcount, alltoall's
+  // count), so no count needs to divide by the number of ranks.
 
   /// Returns once every rank has entered the barrier.
   Status barrier(const CallOptions& options = {});
@@ -224,6 +240,8 @@ class TUTTI_API Communicator {
   /// Collective over this communicator: ranks that pass the same `color` (>= 0) form a new
   /// communicator, ranked by `key` (ties: by rank here). A rank passing kNoColor gets
   /// nullopt. The new communicator has its own connections and its own failure state.
+  /// A color below kNoColor on any rank is kInvalidArgument on every rank (the colors are
+  /// exchanged first), and no communicator is made.
   static constexpr int kNoColor = -1;
   Result<std::optional<Communicator>> split(int color, int key, const CommOptions& options = {});
 

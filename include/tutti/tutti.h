@@ -19,8 +19,19 @@
    - v-variants take arrays of tuttiCommCount() entries, the same arrays on every rank
      (unlike MPI, where some matter only at the root).
    - Every blocking call is bounded by the communicator's timeout (TUTTI_TIMEOUT, or
-     tuttiSetTimeout). */
+     tuttiSetTimeout).
+   - Bad arguments are tuttiInvalidArgument naming the argument and its value (see
+     communicator.h and docs/errors.md): a datatype or operator outside its enum, a root,
+     count or shared array that is wrong the same way on every rank, a buffer over 2^40
+     bytes, a NULL array, are refused on each rank alone and comm stays usable; an error
+     in what is this rank's own (a NULL or overlapping buffer, a peer, its own count in a
+     v-variant, alltoallv's arrays) also fails comm, so the other ranks' calls fail at once
+     with tuttiAborted naming this rank instead of waiting for their timeout.
+   - A NULL comm or request is tuttiInvalidArgument (with no last error to read). A handle
+     that tuttiCommDestroy, tuttiCommAbort or tuttiRequestFree freed is gone, like memory
+     after free(): using it again, a second destroy included, is undefined. */
 
+#include <limits.h>
 #include <stddef.h>
 
 #include "tutti/export.h"
@@ -42,7 +53,10 @@ typedef enum {
   tuttiNotSupported = 8,    /* a valid request this build or algorithm cannot serve */
   tuttiAborted = 9,         /* the communicator was aborted, locally or by another rank */
   tuttiInternalError = 10,  /* a bug in tutti */
-  tuttiNumResults = 11
+  tuttiNumResults = 11,
+  /* Not results: these make the type hold every int (see tuttiDataTypeIntMin). */
+  tuttiResultIntMin = INT_MIN,
+  tuttiResultIntMax = INT_MAX
 } tuttiResult_t;
 
 /* Element types; the values are tutti::DataType's. */
@@ -62,7 +76,11 @@ typedef enum {
   tuttiFloat = 8,
   tuttiFloat64 = 9,
   tuttiDouble = 9,
-  tuttiNumTypes = 10
+  tuttiNumTypes = 10,
+  /* Not types: they make the type hold every int, so that a value cast from any int reaches
+     the library well defined in C++ too, where it is refused (tuttiInvalidArgument). */
+  tuttiDataTypeIntMin = INT_MIN,
+  tuttiDataTypeIntMax = INT_MAX
 } tuttiDataType_t;
 
 /* Reduction operators; the values are tutti::ReduceOp's. tuttiAvg is the sum divided by the
@@ -73,7 +91,10 @@ typedef enum {
   tuttiMin = 2,
   tuttiMax = 3,
   tuttiAvg = 4,
-  tuttiNumOps = 5
+  tuttiNumOps = 5,
+  /* Not operators: these make the type hold every int (see tuttiDataTypeIntMin). */
+  tuttiRedOpIntMin = INT_MIN,
+  tuttiRedOpIntMax = INT_MAX
 } tuttiRedOp_t;
 
 /* A communicator: a group of ranks. Created by tuttiCommInit*, freed by tuttiCommDestroy. */
@@ -109,7 +130,8 @@ TUTTI_API tuttiResult_t tuttiCommInitRank(tuttiComm_t* comm, int nranks, const c
 TUTTI_API tuttiResult_t tuttiCommDestroy(tuttiComm_t comm);
 /* Aborts and frees `comm` (NCCL's ncclCommAbort): operations in progress on other threads
    fail with tuttiAborted, every peer's pending and later operations fail naming this rank,
-   and nothing waits on the peers. NULL is tuttiInvalidArgument. */
+   and nothing waits on the peers. It frees comm once the calls in progress on other threads
+   have returned; none may start after it returns. NULL is tuttiInvalidArgument. */
 TUTTI_API tuttiResult_t tuttiCommAbort(tuttiComm_t comm);
 /* Stores the number of ranks of `comm` in *count. */
 TUTTI_API tuttiResult_t tuttiCommCount(tuttiComm_t comm, int* count);

@@ -31,6 +31,11 @@ inline constexpr int kNumDataTypes = 10;
 enum class ReduceOp : std::uint8_t { kSum = 0, kProd, kMin, kMax, kAvg };
 inline constexpr int kNumReduceOps = 5;
 
+/// The most bytes one buffer of one call may hold (1 TiB): larger counts are refused with
+/// kInvalidArgument before anything moves. One schedule step may carry a whole buffer, and
+/// the TCP wire frames a message in at most this many bytes.
+inline constexpr std::uint64_t kMaxBufferBytes = std::uint64_t{1} << 40;
+
 /// Size in bytes of one element.
 TUTTI_API std::size_t dataTypeSize(DataType type);
 /// Canonical lower-case name ("float32", "bfloat16", ...).

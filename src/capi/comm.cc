@@ -46,6 +46,11 @@ static_assert(tuttiMax == static_cast<int>(ReduceOp::kMax));
 static_assert(tuttiAvg == static_cast<int>(ReduceOp::kAvg));
 static_assert(tuttiNumOps == kNumReduceOps, "a new ReduceOp needs its tuttiRedOp_t");
 
+// Every int is a value of the C enums (their IntMin/IntMax members), so converting one that
+// a C caller cast from any int is defined behaviour here, and the checks below see it.
+static_assert(sizeof(tuttiDataType_t) == sizeof(int) && sizeof(tuttiRedOp_t) == sizeof(int) &&
+              sizeof(tuttiResult_t) == sizeof(int));
+
 // tuttiSetTimeout's bound: far beyond any job, and small enough that the deadline
 // arithmetic (nanoseconds in 64 bits) cannot overflow.
 constexpr double kMaxTimeoutSeconds = 1e9;
@@ -158,13 +163,27 @@ tuttiResult_t tuttiCommInitRank(tuttiComm_t* comm, int nranks, const char* store
 
 tuttiResult_t tuttiCommDestroy(tuttiComm_t comm) {
   if (comm == nullptr) return tuttiInvalidArgument;
+  try {
+    // Calls still running on other threads (against the one-thread rule) end by their
+    // deadlines; the handle outlives them.
+    std::unique_lock<std::shared_mutex> drained(comm->inUse);
+  } catch (...) {
+    return tuttiInternalError;  // the lock failed (std::system_error): leak rather than free
+  }
   delete comm;  // the Communicator's destructor waits for issued operations (bounded)
   return tuttiSuccess;
 }
 
 tuttiResult_t tuttiCommAbort(tuttiComm_t comm) {
   if (comm == nullptr) return tuttiInvalidArgument;
-  comm->comm.abort();
+  comm->comm.abort();  // calls in progress on other threads now fail with tuttiAborted
+  try {
+    // Bounded: those calls return at once now that the communicator failed, and at the
+    // latest by their deadlines.
+    std::unique_lock<std::shared_mutex> drained(comm->inUse);
+  } catch (...) {
+    return tuttiInternalError;
+  }
   delete comm;  // operations still queued fail at once: the transport has failed
   return tuttiSuccess;
 }

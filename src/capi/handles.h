@@ -9,6 +9,7 @@
 #include <mutex>
 #include <new>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <thread>
 #include <utility>
@@ -66,6 +67,11 @@ struct tuttiComm {
   tutti::Communicator comm;
   std::optional<std::chrono::milliseconds> timeout;
   std::shared_ptr<tutti::capi::ErrorSlot> errors = std::make_shared<tutti::capi::ErrorSlot>();
+  /// Held shared by every C call on this handle while it runs (guarded()), and exclusively
+  /// by tuttiCommDestroy and tuttiCommAbort before they free it: a call in progress on
+  /// another thread when tuttiCommAbort is called returns (tuttiAborted) before the handle
+  /// goes away, instead of returning into freed memory.
+  std::shared_mutex inUse;
 };
 
 /// A request handle: the operation's Work, where its failure is reported, and the name of
@@ -83,13 +89,15 @@ namespace tutti::capi {
 tuttiResult_t report(tuttiComm* comm, const char* function, const Status& status);
 
 /// Runs `body(comm)` for the C function `function`, returning a Status, after checking that
-/// comm is not NULL; records a failure as comm's last error. No C++ exception may cross
+/// comm is not NULL; records a failure as comm's last error. Holds comm->inUse shared
+/// throughout. No C++ exception may cross
 /// into a C caller (that is undefined behaviour there): tutti itself never throws, but the
 /// standard library can (std::bad_alloc), so the guard turns one into a result code.
 template <typename Body>
 tuttiResult_t guarded(tuttiComm* comm, const char* function, Body&& body) {
   if (comm == nullptr) return tuttiInvalidArgument;
   try {
+    std::shared_lock<std::shared_mutex> inUse(comm->inUse);
     return report(comm, function, body(*comm));
   } catch (const std::bad_alloc&) {
     return report(comm, function, Status(ErrorCode::kSystemError, "out of memory"));

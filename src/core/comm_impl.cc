@@ -10,6 +10,7 @@
 #include "base/macros.h"
 #include "base/strings.h"
 #include "bootstrap/tcp_store.h"
+#include "core/call_checks.h"
 #include "core/call_stamp.h"
 #include "core/work_state.h"
 #include "schedule/verifier.h"
@@ -204,41 +205,20 @@ void CommImpl::abort() {
                           rank_));
 }
 
-Status CommImpl::validate(OpRequest& r) const {
-  CollectiveSpec& spec = r.spec;
-  spec.rank = rank_;
-  spec.size = size_;
-  spec.inPlace = false;
-  TUTTI_RETURN_IF_ERROR(validateSpec(spec));
-  const std::size_t elem = dataTypeSize(spec.dtype);
-  const char* name = collectiveName(spec.kind);
-  // In place when the pointers relate as the collective's in-place convention says.
-  CollectiveSpec asInPlace = spec;
-  asInPlace.inPlace = true;
-  const BufferLayout aliased = bufferLayout(asInPlace);
-  const auto* in = static_cast<const char*>(r.input);
-  const auto* out = static_cast<const char*>(r.output);
-  if (in != nullptr && out != nullptr) {
-    if (aliased.inputInOutputAt && in == out + *aliased.inputInOutputAt * elem) spec.inPlace = true;
-    if (aliased.outputInInputAt && out == in + *aliased.outputInInputAt * elem) spec.inPlace = true;
-  }
-  const BufferLayout layout = bufferLayout(spec);
-  TUTTI_CHECK_ARG(layout.inputCount == 0 || r.input != nullptr, "%s: the send buffer is null",
-                  name);
-  TUTTI_CHECK_ARG(layout.outputCount == 0 || r.output != nullptr,
-                  "%s: the receive buffer is null", name);
-  if (!spec.inPlace && layout.inputCount > 0 && layout.outputCount > 0) {
-    auto inBegin = reinterpret_cast<std::uintptr_t>(in);
-    auto outBegin = reinterpret_cast<std::uintptr_t>(out);
-    TUTTI_CHECK_ARG(inBegin + layout.inputCount * elem <= outBegin ||
-                        outBegin + layout.outputCount * elem <= inBegin,
-                    "%s: the send and receive buffers overlap without being in place (see the "
-                    "in-place conventions in communicator.h)",
-                    name);
-  }
-  if (spec.kind == Collective::kSend || spec.kind == Collective::kRecv)
-    TUTTI_CHECK_ARG(r.tag >= 0, "%s: tag %d is negative", name, r.tag);
-  return Status::Ok();
+Status CommImpl::validate(OpRequest& r) {
+  const CallCheck check = checkCall(r, rank_, size_);
+  if (check.status.ok() || !check.onlyHere) return check.status;
+  // The peers taking part passed good arguments and would wait for this rank; failing the
+  // communicator tells them now (the abort protocol), naming this rank and the reason.
+  const char* name = collectiveName(r.spec.kind);
+  Status failure(ErrorCode::kAborted,
+                 strFormat("rank %d passed an invalid argument to its %s, which fails "
+                           "communicator '%s': %s",
+                           rank_, name, name_.c_str(), check.status.message().c_str()),
+                 rank_);
+  TUTTI_WARN(kColl, "%s", failure.message().c_str());
+  transport_->fail(failure);
+  return check.status;
 }
 
 void CommImpl::prepare(OpRequest& r, const CallOptions& options) {
@@ -535,6 +515,12 @@ Result<std::unique_ptr<CommImpl>> CommImpl::split(int color, int key, const Comm
   gather.output = all.data();
   TUTTI_RETURN_IF_ERROR(runBlocking(std::move(gather), CallOptions{}));
   const std::uint64_t seq = splitCount_++;
+  // Checked after the exchange, so that every rank refuses alike, whichever rank erred.
+  for (std::size_t r = 0; r < n; ++r) {
+    TUTTI_CHECK_ARG(all[2 * r] >= 0 || all[2 * r] == Communicator::kNoColor,
+                    "split: rank %zu passed color %lld (a color is >= 0, or kNoColor = %d)", r,
+                    static_cast<long long>(all[2 * r]), Communicator::kNoColor);
+  }
   if (color < 0) return std::unique_ptr<CommImpl>();
   std::vector<std::pair<std::int64_t, int>> members;  // (key, rank here)
   for (std::size_t r = 0; r < n; ++r) {

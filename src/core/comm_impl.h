@@ -41,6 +41,9 @@ struct OpRequest {
   const void* input = nullptr;
   void* output = nullptr;
   int tag = 0;  // point to point only
+  /// allgatherv and gatherv: the send count this rank states; scatterv: its receive count
+  /// (each must equal this rank's entry in the shared counts array).
+  std::optional<std::uint64_t> ownCount;
   std::string algorithm;
   Deadline deadline = Deadline::never();
   std::uint64_t seq = 0;  // collective sequence number on this communicator
@@ -92,8 +95,10 @@ class CommImpl {
   Status connect(const InitParams& params, const Config& config, const std::string& prefix,
                  std::uint64_t uid, Deadline deadline);
   CommImpl(const Config& config, int rank, int size, std::string name);
-  /// Fills in rank, size and the in-place flag, and checks the arguments.
-  Status validate(OpRequest& request) const;
+  /// Fills in rank, size and the in-place flag and checks the arguments (call_checks.h).
+  /// An error only this rank can see also fails the communicator, so that the peers stop
+  /// waiting for this rank at once rather than at their deadline.
+  Status validate(OpRequest& request);
   void prepare(OpRequest& request, const CallOptions& options);
   Status execute(const OpRequest& request);
   std::string forcedAlgorithm(const OpRequest& request) const;

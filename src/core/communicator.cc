@@ -109,12 +109,23 @@ Result<Communicator> Communicator::connect(const std::string& storeAddress, int 
   return Communicator(std::move(impl));
 }
 
-int Communicator::rank() const { return impl_->rank(); }
-int Communicator::size() const { return impl_->size(); }
-const std::string& Communicator::name() const { return impl_->name(); }
-Status Communicator::lastError() const { return impl_->health(); }
+int Communicator::rank() const { return impl_ ? impl_->rank() : -1; }
+int Communicator::size() const { return impl_ ? impl_->size() : 0; }
 
-void Communicator::abort() { impl_->abort(); }
+const std::string& Communicator::name() const {
+  static const std::string kNone;  // immutable: a moved-from communicator has no name
+  return impl_ ? impl_->name() : kNone;
+}
+
+Status Communicator::lastError() const {
+  if (!impl_)
+    return Status(ErrorCode::kInvalidUsage, "lastError() on a moved-from Communicator");
+  return impl_->health();
+}
+
+void Communicator::abort() {
+  if (impl_) impl_->abort();  // nothing left to abort once moved from
+}
 
 namespace {
 
@@ -151,14 +162,10 @@ OpRequest withArrays(OpRequest r, std::span<const std::size_t> counts,
   return r;
 }
 
-// The count a rank states for its own block must match its entry in the arrays.
-Status ownCountMatches(const char* what, std::size_t stated, std::span<const std::size_t> counts,
-                       int rank) {
-  if (rank < 0 || static_cast<std::size_t>(rank) >= counts.size()) return Status::Ok();  // caught later
-  TUTTI_CHECK_ARG(stated == counts[static_cast<std::size_t>(rank)],
-                  "%s: this rank's count %zu differs from its entry %zu in the counts array",
-                  what, stated, counts[static_cast<std::size_t>(rank)]);
-  return Status::Ok();
+// The count a rank states for its own block (checked against its entry in the arrays).
+OpRequest withOwnCount(OpRequest r, std::size_t count) {
+  r.ownCount = count;
+  return r;
 }
 
 Work failedWork(Status status) {
@@ -167,161 +174,200 @@ Work failedWork(Status status) {
   return Work(state);
 }
 
+// A moved-from Communicator has no implementation; every operation on it says so.
+Status movedFrom(const char* what) {
+  return Status(ErrorCode::kInvalidUsage,
+                strFormat("%s on a moved-from Communicator (it no longer belongs to a group)",
+                          what));
+}
+
+// Runs the request on `impl` (blocking), or refuses it when the communicator was moved from.
+Status run(CommImpl* impl, OpRequest r, const CallOptions& options) {
+  if (impl == nullptr) return movedFrom(collectiveName(r.spec.kind));
+  return impl->runBlocking(std::move(r), options);
+}
+
+// Issues the request on `impl` (async), or hands back a Work that failed the same way.
+Work start(CommImpl* impl, OpRequest r, const CallOptions& options) {
+  if (impl == nullptr) return failedWork(movedFrom(collectiveName(r.spec.kind)));
+  return impl->submit(std::move(r), options);
+}
+
 }  // namespace
 
 Status Communicator::send(const void* buf, std::size_t count, DataType dtype, int peer, int tag,
                           const CallOptions& options) {
-  return impl_->runBlocking(p2p(Collective::kSend, buf, nullptr, count, dtype, peer, tag), options);
+  return run(impl_.get(), p2p(Collective::kSend, buf, nullptr, count, dtype, peer, tag), options);
 }
 Status Communicator::recv(void* buf, std::size_t count, DataType dtype, int peer, int tag,
                           const CallOptions& options) {
-  return impl_->runBlocking(p2p(Collective::kRecv, nullptr, buf, count, dtype, peer, tag), options);
+  return run(impl_.get(), p2p(Collective::kRecv, nullptr, buf, count, dtype, peer, tag), options);
 }
 Work Communicator::sendAsync(const void* buf, std::size_t count, DataType dtype, int peer, int tag,
                              const CallOptions& options) {
-  return impl_->submit(p2p(Collective::kSend, buf, nullptr, count, dtype, peer, tag), options);
+  return start(impl_.get(), p2p(Collective::kSend, buf, nullptr, count, dtype, peer, tag), options);
 }
 Work Communicator::recvAsync(void* buf, std::size_t count, DataType dtype, int peer, int tag,
                              const CallOptions& options) {
-  return impl_->submit(p2p(Collective::kRecv, nullptr, buf, count, dtype, peer, tag), options);
+  return start(impl_.get(), p2p(Collective::kRecv, nullptr, buf, count, dtype, peer, tag), options);
 }
 
 Status Communicator::barrier(const CallOptions& options) {
-  return impl_->runBlocking(request(Collective::kBarrier, nullptr, nullptr, 0, DataType::kUint8), options);
+  return run(impl_.get(), request(Collective::kBarrier, nullptr, nullptr, 0, DataType::kUint8), options);
 }
 Work Communicator::barrierAsync(const CallOptions& options) {
-  return impl_->submit(request(Collective::kBarrier, nullptr, nullptr, 0, DataType::kUint8), options);
+  return start(impl_.get(), request(Collective::kBarrier, nullptr, nullptr, 0, DataType::kUint8), options);
 }
 
 Status Communicator::allreduce(const void* sendbuf, void* recvbuf, std::size_t count,
                                DataType dtype, ReduceOp op, const CallOptions& options) {
-  return impl_->runBlocking(request(Collective::kAllReduce, sendbuf, recvbuf, count, dtype, op), options);
+  return run(impl_.get(), request(Collective::kAllReduce, sendbuf, recvbuf, count, dtype, op), options);
 }
 Work Communicator::allreduceAsync(const void* sendbuf, void* recvbuf, std::size_t count,
                                   DataType dtype, ReduceOp op, const CallOptions& options) {
-  return impl_->submit(request(Collective::kAllReduce, sendbuf, recvbuf, count, dtype, op), options);
+  return start(impl_.get(), request(Collective::kAllReduce, sendbuf, recvbuf, count, dtype, op), options);
 }
 
 Status Communicator::broadcast(const void* sendbuf, void* recvbuf, std::size_t count,
                                DataType dtype, int root, const CallOptions& options) {
-  return impl_->runBlocking(request(Collective::kBroadcast, sendbuf, recvbuf, count, dtype, ReduceOp::kSum, root), options);
+  return run(impl_.get(), request(Collective::kBroadcast, sendbuf, recvbuf, count, dtype, ReduceOp::kSum, root), options);
 }
 Work Communicator::broadcastAsync(const void* sendbuf, void* recvbuf, std::size_t count,
                                   DataType dtype, int root, const CallOptions& options) {
-  return impl_->submit(request(Collective::kBroadcast, sendbuf, recvbuf, count, dtype, ReduceOp::kSum, root), options);
+  return start(impl_.get(), request(Collective::kBroadcast, sendbuf, recvbuf, count, dtype, ReduceOp::kSum, root), options);
 }
 
 Status Communicator::reduce(const void* sendbuf, void* recvbuf, std::size_t count, DataType dtype,
                             ReduceOp op, int root, const CallOptions& options) {
-  return impl_->runBlocking(request(Collective::kReduce, sendbuf, recvbuf, count, dtype, op, root), options);
+  return run(impl_.get(), request(Collective::kReduce, sendbuf, recvbuf, count, dtype, op, root), options);
 }
 Work Communicator::reduceAsync(const void* sendbuf, void* recvbuf, std::size_t count,
                                DataType dtype, ReduceOp op, int root, const CallOptions& options) {
-  return impl_->submit(request(Collective::kReduce, sendbuf, recvbuf, count, dtype, op, root), options);
+  return start(impl_.get(), request(Collective::kReduce, sendbuf, recvbuf, count, dtype, op, root), options);
 }
 
 Status Communicator::allgather(const void* sendbuf, void* recvbuf, std::size_t sendcount,
                                DataType dtype, const CallOptions& options) {
-  return impl_->runBlocking(request(Collective::kAllGather, sendbuf, recvbuf, sendcount, dtype), options);
+  return run(impl_.get(), request(Collective::kAllGather, sendbuf, recvbuf, sendcount, dtype), options);
 }
 Work Communicator::allgatherAsync(const void* sendbuf, void* recvbuf, std::size_t sendcount,
                                   DataType dtype, const CallOptions& options) {
-  return impl_->submit(request(Collective::kAllGather, sendbuf, recvbuf, sendcount, dtype), options);
+  return start(impl_.get(), request(Collective::kAllGather, sendbuf, recvbuf, sendcount, dtype), options);
 }
 
 Status Communicator::allgatherv(const void* sendbuf, std::size_t sendcount, void* recvbuf,
                                 std::span<const std::size_t> recvcounts,
                                 std::span<const std::size_t> displs, DataType dtype,
                                 const CallOptions& options) {
-  TUTTI_RETURN_IF_ERROR(ownCountMatches("allgatherv", sendcount, recvcounts, rank()));
-  return impl_->runBlocking(withArrays(request(Collective::kAllGatherV, sendbuf, recvbuf, 0, dtype), recvcounts, displs), options);
+  return run(impl_.get(),
+             withOwnCount(withArrays(request(Collective::kAllGatherV, sendbuf, recvbuf, 0, dtype),
+                                     recvcounts, displs),
+                          sendcount),
+             options);
 }
 Work Communicator::allgathervAsync(const void* sendbuf, std::size_t sendcount, void* recvbuf,
                                    std::span<const std::size_t> recvcounts,
                                    std::span<const std::size_t> displs, DataType dtype,
                                    const CallOptions& options) {
-  Status s = ownCountMatches("allgatherv", sendcount, recvcounts, rank());
-  if (!s.ok()) return failedWork(s);
-  return impl_->submit(withArrays(request(Collective::kAllGatherV, sendbuf, recvbuf, 0, dtype), recvcounts, displs), options);
+  return start(impl_.get(),
+               withOwnCount(withArrays(request(Collective::kAllGatherV, sendbuf, recvbuf, 0,
+                                               dtype),
+                                       recvcounts, displs),
+                            sendcount),
+               options);
 }
 
 Status Communicator::reduceScatter(const void* sendbuf, void* recvbuf, std::size_t recvcount,
                                    DataType dtype, ReduceOp op, const CallOptions& options) {
-  return impl_->runBlocking(request(Collective::kReduceScatter, sendbuf, recvbuf, recvcount, dtype, op), options);
+  return run(impl_.get(), request(Collective::kReduceScatter, sendbuf, recvbuf, recvcount, dtype, op), options);
 }
 Work Communicator::reduceScatterAsync(const void* sendbuf, void* recvbuf, std::size_t recvcount,
                                       DataType dtype, ReduceOp op, const CallOptions& options) {
-  return impl_->submit(request(Collective::kReduceScatter, sendbuf, recvbuf, recvcount, dtype, op), options);
+  return start(impl_.get(), request(Collective::kReduceScatter, sendbuf, recvbuf, recvcount, dtype, op), options);
 }
 
 Status Communicator::reduceScatterv(const void* sendbuf, void* recvbuf,
                                     std::span<const std::size_t> recvcounts, DataType dtype,
                                     ReduceOp op, const CallOptions& options) {
-  return impl_->runBlocking(withArrays(request(Collective::kReduceScatterV, sendbuf, recvbuf, 0, dtype, op), recvcounts, {}), options);
+  return run(impl_.get(), withArrays(request(Collective::kReduceScatterV, sendbuf, recvbuf, 0, dtype, op), recvcounts, {}), options);
 }
 Work Communicator::reduceScattervAsync(const void* sendbuf, void* recvbuf,
                                        std::span<const std::size_t> recvcounts, DataType dtype,
                                        ReduceOp op, const CallOptions& options) {
-  return impl_->submit(withArrays(request(Collective::kReduceScatterV, sendbuf, recvbuf, 0, dtype, op), recvcounts, {}), options);
+  return start(impl_.get(), withArrays(request(Collective::kReduceScatterV, sendbuf, recvbuf, 0, dtype, op), recvcounts, {}), options);
 }
 
 Status Communicator::gather(const void* sendbuf, void* recvbuf, std::size_t sendcount,
                             DataType dtype, int root, const CallOptions& options) {
-  return impl_->runBlocking(request(Collective::kGather, sendbuf, recvbuf, sendcount, dtype, ReduceOp::kSum, root), options);
+  return run(impl_.get(), request(Collective::kGather, sendbuf, recvbuf, sendcount, dtype, ReduceOp::kSum, root), options);
 }
 Work Communicator::gatherAsync(const void* sendbuf, void* recvbuf, std::size_t sendcount,
                                DataType dtype, int root, const CallOptions& options) {
-  return impl_->submit(request(Collective::kGather, sendbuf, recvbuf, sendcount, dtype, ReduceOp::kSum, root), options);
+  return start(impl_.get(), request(Collective::kGather, sendbuf, recvbuf, sendcount, dtype, ReduceOp::kSum, root), options);
 }
 
 Status Communicator::gatherv(const void* sendbuf, std::size_t sendcount, void* recvbuf,
                              std::span<const std::size_t> recvcounts,
                              std::span<const std::size_t> displs, DataType dtype, int root,
                              const CallOptions& options) {
-  TUTTI_RETURN_IF_ERROR(ownCountMatches("gatherv", sendcount, recvcounts, rank()));
-  return impl_->runBlocking(withArrays(request(Collective::kGatherV, sendbuf, recvbuf, 0, dtype, ReduceOp::kSum, root), recvcounts, displs), options);
+  return run(impl_.get(),
+             withOwnCount(withArrays(request(Collective::kGatherV, sendbuf, recvbuf, 0, dtype,
+                                             ReduceOp::kSum, root),
+                                     recvcounts, displs),
+                          sendcount),
+             options);
 }
 Work Communicator::gathervAsync(const void* sendbuf, std::size_t sendcount, void* recvbuf,
                                 std::span<const std::size_t> recvcounts,
                                 std::span<const std::size_t> displs, DataType dtype, int root,
                                 const CallOptions& options) {
-  Status s = ownCountMatches("gatherv", sendcount, recvcounts, rank());
-  if (!s.ok()) return failedWork(s);
-  return impl_->submit(withArrays(request(Collective::kGatherV, sendbuf, recvbuf, 0, dtype, ReduceOp::kSum, root), recvcounts, displs), options);
+  return start(impl_.get(),
+               withOwnCount(withArrays(request(Collective::kGatherV, sendbuf, recvbuf, 0, dtype,
+                                               ReduceOp::kSum, root),
+                                       recvcounts, displs),
+                            sendcount),
+               options);
 }
 
 Status Communicator::scatter(const void* sendbuf, void* recvbuf, std::size_t recvcount,
                              DataType dtype, int root, const CallOptions& options) {
-  return impl_->runBlocking(request(Collective::kScatter, sendbuf, recvbuf, recvcount, dtype, ReduceOp::kSum, root), options);
+  return run(impl_.get(), request(Collective::kScatter, sendbuf, recvbuf, recvcount, dtype, ReduceOp::kSum, root), options);
 }
 Work Communicator::scatterAsync(const void* sendbuf, void* recvbuf, std::size_t recvcount,
                                 DataType dtype, int root, const CallOptions& options) {
-  return impl_->submit(request(Collective::kScatter, sendbuf, recvbuf, recvcount, dtype, ReduceOp::kSum, root), options);
+  return start(impl_.get(), request(Collective::kScatter, sendbuf, recvbuf, recvcount, dtype, ReduceOp::kSum, root), options);
 }
 
 Status Communicator::scatterv(const void* sendbuf, std::span<const std::size_t> sendcounts,
                               std::span<const std::size_t> displs, void* recvbuf,
                               std::size_t recvcount, DataType dtype, int root,
                               const CallOptions& options) {
-  TUTTI_RETURN_IF_ERROR(ownCountMatches("scatterv", recvcount, sendcounts, rank()));
-  return impl_->runBlocking(withArrays(request(Collective::kScatterV, sendbuf, recvbuf, 0, dtype, ReduceOp::kSum, root), sendcounts, displs), options);
+  return run(impl_.get(),
+             withOwnCount(withArrays(request(Collective::kScatterV, sendbuf, recvbuf, 0, dtype,
+                                             ReduceOp::kSum, root),
+                                     sendcounts, displs),
+                          recvcount),
+             options);
 }
 Work Communicator::scattervAsync(const void* sendbuf, std::span<const std::size_t> sendcounts,
                                  std::span<const std::size_t> displs, void* recvbuf,
                                  std::size_t recvcount, DataType dtype, int root,
                                  const CallOptions& options) {
-  Status s = ownCountMatches("scatterv", recvcount, sendcounts, rank());
-  if (!s.ok()) return failedWork(s);
-  return impl_->submit(withArrays(request(Collective::kScatterV, sendbuf, recvbuf, 0, dtype, ReduceOp::kSum, root), sendcounts, displs), options);
+  return start(impl_.get(),
+               withOwnCount(withArrays(request(Collective::kScatterV, sendbuf, recvbuf, 0, dtype,
+                                               ReduceOp::kSum, root),
+                                       sendcounts, displs),
+                            recvcount),
+               options);
 }
 
 Status Communicator::alltoall(const void* sendbuf, void* recvbuf, std::size_t count,
                               DataType dtype, const CallOptions& options) {
-  return impl_->runBlocking(request(Collective::kAllToAll, sendbuf, recvbuf, count, dtype), options);
+  return run(impl_.get(), request(Collective::kAllToAll, sendbuf, recvbuf, count, dtype), options);
 }
 Work Communicator::alltoallAsync(const void* sendbuf, void* recvbuf, std::size_t count,
                                  DataType dtype, const CallOptions& options) {
-  return impl_->submit(request(Collective::kAllToAll, sendbuf, recvbuf, count, dtype), options);
+  return start(impl_.get(), request(Collective::kAllToAll, sendbuf, recvbuf, count, dtype), options);
 }
 
 namespace {
@@ -341,18 +387,19 @@ Status Communicator::alltoallv(const void* sendbuf, std::span<const std::size_t>
                                std::span<const std::size_t> recvcounts,
                                std::span<const std::size_t> rdispls, DataType dtype,
                                const CallOptions& options) {
-  return impl_->runBlocking(alltoallvRequest(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, dtype), options);
+  return run(impl_.get(), alltoallvRequest(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, dtype), options);
 }
 Work Communicator::alltoallvAsync(const void* sendbuf, std::span<const std::size_t> sendcounts,
                                   std::span<const std::size_t> sdispls, void* recvbuf,
                                   std::span<const std::size_t> recvcounts,
                                   std::span<const std::size_t> rdispls, DataType dtype,
                                   const CallOptions& options) {
-  return impl_->submit(alltoallvRequest(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, dtype), options);
+  return start(impl_.get(), alltoallvRequest(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, dtype), options);
 }
 
 Result<std::optional<Communicator>> Communicator::split(int color, int key,
                                                         const CommOptions& options) {
+  if (!impl_) return movedFrom("split");
   TUTTI_ASSIGN_OR_RETURN(auto child, impl_->split(color, key, options));
   if (!child) return std::optional<Communicator>();
   return std::optional<Communicator>(Communicator(std::move(child)));
@@ -360,10 +407,12 @@ Result<std::optional<Communicator>> Communicator::split(int color, int key,
 
 Result<std::string> Communicator::algorithmFor(Collective kind, std::size_t count, DataType dtype,
                                                const std::string& forced) const {
+  if (!impl_) return movedFrom("algorithmFor");
   return impl_->algorithmFor(kind, count, dtype, forced);
 }
 
 Status Communicator::verifyCall(const CallShape& call, const std::string& forced) const {
+  if (!impl_) return movedFrom("verifyCall");
   return impl_->verifyCall(call, forced);
 }
 

@@ -1,5 +1,7 @@
 #include "schedule/collective.h"
 
+#include <algorithm>
+
 #include "base/macros.h"
 #include "base/strings.h"
 
@@ -24,25 +26,72 @@ std::uint64_t prefix(const std::vector<std::uint64_t>& counts, int upTo) {
   return sum;
 }
 
+// `counts` and `displs` (null when the collective has none) name their arguments in the API
+// (recvcounts, sdispls, ...) for the messages.
 Status checkArrays(const CollectiveSpec& s, const std::vector<std::uint64_t>& counts,
-                   const std::vector<std::uint64_t>* displs, const char* what) {
+                   const char* countsName, const std::vector<std::uint64_t>* displs,
+                   const char* displsName) {
+  const char* name = collectiveName(s.kind);
+  // The C API passes a NULL array as an empty one.
+  TUTTI_CHECK_ARG(!counts.empty(), "%s: %s is empty or NULL; it needs one entry per rank (%d)",
+                  name, countsName, s.size);
   TUTTI_CHECK_ARG(counts.size() == static_cast<std::size_t>(s.size),
-                  "%s: %s has %zu entries for %d ranks", collectiveName(s.kind), what,
-                  counts.size(), s.size);
-  if (displs != nullptr)
-    TUTTI_CHECK_ARG(displs->size() == counts.size(), "%s: %zu displacements for %zu counts",
-                    collectiveName(s.kind), displs->size(), counts.size());
+                  "%s: %s has %zu entries for %d ranks", name, countsName, counts.size(), s.size);
+  if (displs != nullptr) {
+    TUTTI_CHECK_ARG(!displs->empty(), "%s: %s is empty or NULL; it needs one entry per rank (%d)",
+                    name, displsName, s.size);
+    TUTTI_CHECK_ARG(displs->size() == counts.size(), "%s: %s has %zu entries for %d ranks", name,
+                    displsName, displs->size(), s.size);
+  }
   std::uint64_t total = 0;
   for (std::size_t i = 0; i < counts.size(); ++i) {
-    TUTTI_CHECK_ARG(counts[i] <= kMaxElements, "%s: %s[%zu] = %llu is too large",
-                    collectiveName(s.kind), what, i, static_cast<unsigned long long>(counts[i]));
+    TUTTI_CHECK_ARG(counts[i] <= kMaxElements, "%s: %s[%zu] = %llu is too large", name,
+                    countsName, i, static_cast<unsigned long long>(counts[i]));
     if (displs != nullptr)
-      TUTTI_CHECK_ARG((*displs)[i] <= kMaxElements, "%s: displacement %zu is too large",
-                      collectiveName(s.kind), i);
+      TUTTI_CHECK_ARG((*displs)[i] <= kMaxElements, "%s: %s[%zu] = %llu is too large", name,
+                      displsName, i, static_cast<unsigned long long>((*displs)[i]));
     total += counts[i];
   }
-  TUTTI_CHECK_ARG(total <= kMaxElements, "%s: the %s add up to too many elements",
-                  collectiveName(s.kind), what);
+  TUTTI_CHECK_ARG(total <= kMaxElements, "%s: the %s add up to too many elements", name,
+                  countsName);
+  return Status::Ok();
+}
+
+// Blocks of a buffer that several ranks' data land in must not share elements: two writers
+// of one element would leave either's value there (MPI forbids it too). Empty blocks take
+// no room. Linear when the displacements ascend (the usual layout); sorts otherwise.
+Status checkDisjoint(const CollectiveSpec& s, const std::vector<std::uint64_t>& counts,
+                     const std::vector<std::uint64_t>& displs, const char* what) {
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < counts.size(); ++i)
+    if (counts[i] > 0) order.push_back(i);
+  const auto byStart = [&](std::size_t a, std::size_t b) { return displs[a] < displs[b]; };
+  if (!std::is_sorted(order.begin(), order.end(), byStart))
+    std::sort(order.begin(), order.end(), byStart);
+  for (std::size_t k = 1; k < order.size(); ++k) {
+    const std::size_t a = order[k - 1];
+    const std::size_t b = order[k];
+    TUTTI_CHECK_ARG(displs[a] + counts[a] <= displs[b],
+                    "%s: %s blocks %zu (at %llu, %llu elements) and %zu (at %llu, %llu "
+                    "elements) overlap",
+                    collectiveName(s.kind), what, a, static_cast<unsigned long long>(displs[a]),
+                    static_cast<unsigned long long>(counts[a]), b,
+                    static_cast<unsigned long long>(displs[b]),
+                    static_cast<unsigned long long>(counts[b]));
+  }
+  return Status::Ok();
+}
+
+// Every buffer of the call fits in kMaxBufferBytes. `elements` is at most 2^57 (bounded by
+// the count checks before), so the products below cannot overflow.
+Status checkBufferBytes(const CollectiveSpec& s, std::uint64_t elements) {
+  const std::uint64_t size = dataTypeSize(s.dtype);
+  TUTTI_CHECK_ARG(elements <= kMaxBufferBytes / size,
+                  "%s: a buffer of this call would hold %llu %s elements (%llu bytes), above "
+                  "the %llu bytes one buffer may hold (kMaxBufferBytes)",
+                  collectiveName(s.kind), static_cast<unsigned long long>(elements),
+                  dataTypeName(s.dtype), static_cast<unsigned long long>(elements * size),
+                  static_cast<unsigned long long>(kMaxBufferBytes));
   return Status::Ok();
 }
 
@@ -140,40 +189,88 @@ BufferLayout bufferLayout(const CollectiveSpec& s) {
   return l;
 }
 
-Status validateSpec(const CollectiveSpec& s) {
-  TUTTI_CHECK_ARG(s.size >= 1, "world size %d", s.size);
-  TUTTI_CHECK_ARG(s.rank >= 0 && s.rank < s.size, "rank %d outside a world of %d", s.rank, s.size);
-  TUTTI_CHECK_ARG(isValid(s.dtype), "unknown data type %d", static_cast<int>(s.dtype));
-  TUTTI_CHECK_ARG(isValid(s.op), "unknown reduction operator %d", static_cast<int>(s.op));
-  TUTTI_CHECK_ARG(s.segmentCount >= 1, "segment of %llu elements",
-                  static_cast<unsigned long long>(s.segmentCount));
-  TUTTI_CHECK_ARG(s.count <= kMaxElements / static_cast<std::uint64_t>(s.size),
-                  "%s: count %llu is too large", collectiveName(s.kind),
-                  static_cast<unsigned long long>(s.count));
-  if (isRooted(s.kind))
-    TUTTI_CHECK_ARG(s.root >= 0 && s.root < s.size, "%s: root %d is not a rank of this %d-rank communicator",
-                    collectiveName(s.kind), s.root, s.size);
-  if (s.kind == Collective::kSend || s.kind == Collective::kRecv)
-    TUTTI_CHECK_ARG(s.peer >= 0 && s.peer < s.size && s.peer != s.rank,
-                    "%s: peer %d is not another rank of this %d-rank communicator",
-                    collectiveName(s.kind), s.peer, s.size);
+std::uint64_t largestBufferCount(const CollectiveSpec& s) {
+  const auto n = static_cast<std::uint64_t>(s.size);
   switch (s.kind) {
+    case Collective::kAllGather:
+    case Collective::kReduceScatter:
+    case Collective::kGather:
+    case Collective::kScatter:
+    case Collective::kAllToAll:
+      return n * s.count;
     case Collective::kGatherV:
     case Collective::kScatterV:
     case Collective::kAllGatherV:
-      return checkArrays(s, s.counts, &s.displs, "counts");
+      return extent(s.counts, s.displs);
     case Collective::kReduceScatterV:
-      return checkArrays(s, s.counts, nullptr, "counts");
+      return prefix(s.counts, s.size);
     case Collective::kAllToAllV:
-      TUTTI_RETURN_IF_ERROR(checkArrays(s, s.counts, &s.displs, "send counts"));
-      TUTTI_RETURN_IF_ERROR(checkArrays(s, s.recvCounts, &s.recvDispls, "receive counts"));
-      TUTTI_CHECK_ARG(!s.inPlace || (s.counts == s.recvCounts && s.displs == s.recvDispls),
-                      "alltoallv in place needs the same counts and displacements for sending "
-                      "and receiving");
-      return Status::Ok();
+      return std::max(extent(s.counts, s.displs), extent(s.recvCounts, s.recvDispls));
+    case Collective::kBarrier:
+      return 0;
     default:
-      return Status::Ok();
+      return s.count;
   }
+}
+
+Status validateSharedArgs(const CollectiveSpec& s) {
+  const char* name = collectiveName(s.kind);
+  TUTTI_CHECK_ARG(s.size >= 1, "world size %d", s.size);
+  TUTTI_CHECK_ARG(s.rank >= 0 && s.rank < s.size, "rank %d outside a world of %d", s.rank, s.size);
+  TUTTI_CHECK_ARG(isValid(s.dtype), "%s: dtype %d is not a DataType (0 to %d)", name,
+                  static_cast<int>(s.dtype), kNumDataTypes - 1);
+  TUTTI_CHECK_ARG(isValid(s.op), "%s: op %d is not a ReduceOp (0 to %d)", name,
+                  static_cast<int>(s.op), kNumReduceOps - 1);
+  TUTTI_CHECK_ARG(s.segmentCount >= 1, "segment of %llu elements",
+                  static_cast<unsigned long long>(s.segmentCount));
+  TUTTI_CHECK_ARG(s.count <= kMaxElements / static_cast<std::uint64_t>(s.size),
+                  "%s: count %llu is too large (at most 2^56 elements over the %d ranks)", name,
+                  static_cast<unsigned long long>(s.count), s.size);
+  if (isRooted(s.kind))
+    TUTTI_CHECK_ARG(s.root >= 0 && s.root < s.size,
+                    "%s: root %d is not a rank of this %d-rank communicator", name, s.root,
+                    s.size);
+  switch (s.kind) {
+    case Collective::kGatherV:
+    case Collective::kAllGatherV:
+      TUTTI_RETURN_IF_ERROR(checkArrays(s, s.counts, "recvcounts", &s.displs, "displs"));
+      TUTTI_RETURN_IF_ERROR(checkDisjoint(s, s.counts, s.displs, "the receive buffer's"));
+      break;
+    case Collective::kScatterV:  // blocks that are only read may overlap
+      TUTTI_RETURN_IF_ERROR(checkArrays(s, s.counts, "sendcounts", &s.displs, "displs"));
+      break;
+    case Collective::kReduceScatterV:
+      TUTTI_RETURN_IF_ERROR(checkArrays(s, s.counts, "recvcounts", nullptr, nullptr));
+      break;
+    case Collective::kAllToAllV:
+      return Status::Ok();  // its arrays are this rank's own (validateOwnArgs)
+    default:
+      break;
+  }
+  return checkBufferBytes(s, largestBufferCount(s));
+}
+
+Status validateOwnArgs(const CollectiveSpec& s) {
+  if (s.kind == Collective::kSend || s.kind == Collective::kRecv) {
+    TUTTI_CHECK_ARG(s.peer != s.rank, "%s: peer %d is this rank itself", collectiveName(s.kind),
+                    s.peer);
+    TUTTI_CHECK_ARG(s.peer >= 0 && s.peer < s.size,
+                    "%s: peer %d is not a rank of this %d-rank communicator",
+                    collectiveName(s.kind), s.peer, s.size);
+  }
+  if (s.kind != Collective::kAllToAllV) return Status::Ok();
+  TUTTI_RETURN_IF_ERROR(checkArrays(s, s.counts, "sendcounts", &s.displs, "sdispls"));
+  TUTTI_RETURN_IF_ERROR(checkArrays(s, s.recvCounts, "recvcounts", &s.recvDispls, "rdispls"));
+  TUTTI_RETURN_IF_ERROR(checkDisjoint(s, s.recvCounts, s.recvDispls, "the receive buffer's"));
+  TUTTI_CHECK_ARG(!s.inPlace || (s.counts == s.recvCounts && s.displs == s.recvDispls),
+                  "alltoallv in place needs the same counts and displacements for sending "
+                  "and receiving");
+  return checkBufferBytes(s, largestBufferCount(s));
+}
+
+Status validateSpec(const CollectiveSpec& s) {
+  TUTTI_RETURN_IF_ERROR(validateSharedArgs(s));
+  return validateOwnArgs(s);
 }
 
 }  // namespace tutti

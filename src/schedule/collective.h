@@ -80,9 +80,28 @@ struct BufferLayout {
 /// The buffer shape on spec.rank, including in-place aliasing when spec.inPlace.
 BufferLayout bufferLayout(const CollectiveSpec& spec);
 
-/// Checks the spec's own consistency (rank/root/peer in range, v-array sizes, counts that
-/// overflow); kInvalidArgument naming the problem. It cannot check agreement across ranks.
+/// Checks the arguments that every rank taking part in the call passes alike: the data
+/// type, operator, count and root of a collective, the counts and displacements the
+/// v-collectives share (but alltoallv's, which are each rank's own), and the count, type
+/// and size limit of a send and its receive. kInvalidArgument naming the argument and its
+/// value. Every rank reaches the same verdict without communicating, as long as the ranks
+/// do pass the same values; it cannot check that they do.
+Status validateSharedArgs(const CollectiveSpec& spec);
+
+/// Checks what is this rank's own, on a spec validateSharedArgs accepted: the peer of a
+/// send or receive (another rank), alltoallv's arrays (sizes, limits, receive blocks that
+/// do not overlap) and alltoallv in place (equal send and receive arrays).
+/// kInvalidArgument naming the problem.
+Status validateOwnArgs(const CollectiveSpec& spec);
+
+/// validateSharedArgs, then validateOwnArgs: the spec's whole consistency.
 Status validateSpec(const CollectiveSpec& spec);
+
+/// The most elements any rank's buffer holds in this call (n * count for allgather, the
+/// extent of the arrays for the v-collectives, ...). The same on every rank, but for
+/// alltoallv, whose arrays are each rank's own. Call only on a spec whose arrays have one
+/// entry per rank.
+std::uint64_t largestBufferCount(const CollectiveSpec& spec);
 
 /// True for the collectives that reduce (allreduce, reduce, reducescatter, reducescatterv).
 bool isReduction(Collective kind);

@@ -134,16 +134,12 @@ TEST(Allreduce, BadArgumentsAreErrorsNotCrashes) {
     auto expectInvalid = [&](Status s, const char* what) {
       if (s.code() != ErrorCode::kInvalidArgument) out += std::string(what) + ": " + s.toString() + "\n";
     };
-    expectInvalid(comm.allreduce(nullptr, buf, 4, DataType::kFloat32, ReduceOp::kSum), "null send");
-    expectInvalid(comm.allreduce(buf, nullptr, 4, DataType::kFloat32, ReduceOp::kSum), "null recv");
-    expectInvalid(comm.allreduce(buf, buf + 2, 4, DataType::kFloat32, ReduceOp::kSum), "overlap");
+    // Only arguments every rank passes alike: an error in a rank's own buffers or peer also
+    // fails the communicator (bad_input_test.cc covers those).
     expectInvalid(comm.allreduce(buf, buf, 4, static_cast<DataType>(42), ReduceOp::kSum), "dtype");
     expectInvalid(comm.allreduce(buf, buf, 4, DataType::kFloat32, static_cast<ReduceOp>(9)), "op");
     expectInvalid(comm.allreduce(buf, buf, ~std::size_t{0} / 2, DataType::kFloat32, ReduceOp::kSum),
                   "overflowing count");
-    expectInvalid(comm.send(buf, 1, DataType::kFloat32, comm.rank()), "send to self");
-    expectInvalid(comm.send(buf, 1, DataType::kFloat32, 7), "send out of range");
-    expectInvalid(comm.recv(buf, 1, DataType::kFloat32, -1), "recv out of range");
     expectInvalid(comm.send(buf, 1, DataType::kFloat32, 1 - comm.rank(), -3), "negative tag");
     // The communicator still works after refusing bad input.
     out += checkAllreduce(comm, 33, DataType::kFloat32, ReduceOp::kMax, true);

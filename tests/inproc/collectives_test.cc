@@ -133,19 +133,16 @@ TEST(Collectives, BadArgumentsOfEveryKindAreErrors) {
   auto failures = runRanks(3, [&](int rank, Communicator& comm) -> std::string {
     std::string out;
     std::vector<float> buf(64);
-    std::vector<std::size_t> counts = {2, 2, 2}, displs = {0, 2, 4}, shortCounts = {2, 2};
+    std::vector<std::size_t> displs = {0, 2, 4}, shortCounts = {2, 2};
     auto expect = [&](Status s, const char* what) {
       if (s.code() != ErrorCode::kInvalidArgument) out += std::string(what) + ": " + s.toString() + "\n";
     };
+    // Only arguments every rank passes alike: an error in a rank's own buffers or counts
+    // also fails the communicator (bad_input_test.cc covers those).
     expect(comm.broadcast(buf.data(), buf.data(), 4, DataType::kFloat32, 3), "root out of range");
     expect(comm.reduce(buf.data(), buf.data(), 4, DataType::kFloat32, ReduceOp::kSum, -1), "negative root");
-    expect(comm.allgather(buf.data(), buf.data() + 1, 4, DataType::kFloat32), "overlap");
-    expect(comm.allgatherv(buf.data(), 3, buf.data() + 32, counts, displs, DataType::kFloat32),
-           "own count differs");
     expect(comm.allgatherv(buf.data(), 2, buf.data() + 32, shortCounts, displs, DataType::kFloat32),
            "short counts array");
-    expect(comm.gather(nullptr, buf.data(), 4, DataType::kFloat32, 0), "null send buffer");
-    expect(comm.alltoall(buf.data(), nullptr, 4, DataType::kFloat32), "null receive buffer");
     expect(comm.scatter(buf.data(), buf.data(), 4, static_cast<DataType>(77), 0), "bad dtype");
     // Broadcast ignores the send buffer away from the root: a null one is fine there.
     Status ok = comm.broadcast(rank == 0 ? buf.data() : nullptr, buf.data(), 4, DataType::kFloat32, 0);

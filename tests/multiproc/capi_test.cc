@@ -1,7 +1,8 @@
-// The C API from C (tests/capi/capi_smoke.c) under the real tutti-run, for worlds of 1, 2,
-// 3 and 5 ranks: every collective blocking and non-blocking, split, error paths, a
-// timeout, and a second world joined through tuttiCommInitRank. Each rank prints
-// "CAPI OK" only when all its checks passed. Every run has an outer bound far above its need.
+// The C API from C (tests/capi/capi_smoke.c and capi_errors.c) under the real tutti-run,
+// for worlds of 1, 2, 3 and 5 ranks: every collective blocking and non-blocking, split,
+// error paths, a timeout, a second world joined through tuttiCommInitRank, and bad input of
+// every kind. Each rank prints "CAPI OK" (or "ERRORS OK") only when all its checks passed.
+// Every run has an outer bound far above its need.
 
 #include <gtest/gtest.h>
 
@@ -50,6 +51,22 @@ TEST_P(CapiProcs, EveryCallFromCIsRightOnEveryRank) {
     EXPECT_EQ(countLines(r.out, ok), 1) << r.out << r.err;
   }
   EXPECT_EQ(countLines(r.out, "CAPI FAIL"), 0) << r.out;
+}
+
+// Bad input of every kind from C (tests/capi/capi_errors.c): exact codes and messages, and
+// a rank's own bad argument fails the others' calls at once instead of at their timeout.
+TEST_P(CapiProcs, BadInputIsRefusedWithTheRightCodeOnEveryRank) {
+  const int n = GetParam();
+  ProcessResult r = runProcess({binPath("tutti-run"), "-n", std::to_string(n), "--timeout", "200",
+                                testProgramPath("tutti_capi_errors")},
+                               kOuterBoundSeconds);
+  ASSERT_FALSE(r.timedOut) << r.out << r.err;
+  EXPECT_EQ(r.exitCode(), 0) << r.out << r.err;
+  for (int rank = 0; rank < n; ++rank) {
+    const std::string ok = "ERRORS OK rank " + std::to_string(rank) + " of " + std::to_string(n);
+    EXPECT_EQ(countLines(r.out, ok), 1) << r.out << r.err;
+  }
+  EXPECT_EQ(countLines(r.out, "ERRORS FAIL"), 0) << r.out;
 }
 
 INSTANTIATE_TEST_SUITE_P(WorldSizes, CapiProcs, ::testing::Values(1, 2, 3, 5));

@@ -12,8 +12,14 @@
 #include "base/net.h"
 #include "base/strings.h"
 #include "transport/tcp/establish.h"
+#include "transport/tcp/wire.h"
+#include "tutti/types.h"
 
 namespace tutti::tcp {
+
+// A schedule step may send a whole buffer as one message, so every buffer a call may take
+// must fit in one frame.
+static_assert(kMaxBufferBytes <= kMaxFrameBytes, "a call's buffer must fit in one TCP frame");
 
 TcpTransport::TcpTransport(int rank, int size) : rank_(rank), size_(size) {}
 
