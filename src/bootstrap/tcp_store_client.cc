@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "base/macros.h"
 #include "base/strings.h"
+#include "bootstrap/bounded_store.h"
 #include "bootstrap/store_checks.h"
 #include "bootstrap/store_protocol.h"
 #include "bootstrap/tcp_store.h"
@@ -34,7 +35,7 @@ std::uint32_t serverTimeoutMs(Deadline deadline) {
       std::min<long long>(ms, static_cast<long long>(storeproto::kNoTimeout) - 1));
 }
 
-class Client final : public TcpStoreClient {
+class Client final : public TcpStoreClient, public detail::BoundedSetStore {
  public:
   Client(HostPort server, UniqueFd fd, HostPort local, std::chrono::milliseconds operationTimeout)
       : server_(std::move(server)),
@@ -44,10 +45,14 @@ class Client final : public TcpStoreClient {
         local_(std::move(local)) {}
 
   Status set(const std::string& key, const std::vector<std::uint8_t>& value) override {
+    return setBefore(key, value, Deadline::after(operationTimeout_));
+  }
+
+  Status setBefore(const std::string& key, const std::vector<std::uint8_t>& value,
+                   Deadline deadline) override {
     TUTTI_RETURN_IF_ERROR(detail::checkKey(key));
     TUTTI_RETURN_IF_ERROR(detail::checkValue(value));
-    return call(Message::set(0, key, value), Opcode::kOk, Deadline::after(operationTimeout_))
-        .status();
+    return call(Message::set(0, key, value), Opcode::kOk, deadline).status();
   }
 
   Result<std::vector<std::uint8_t>> get(const std::string& key, Deadline deadline) override {

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "bootstrap/bounded_store.h"
 #include "bootstrap/store_protocol.h"
 
 namespace tutti {
@@ -183,6 +184,43 @@ TEST(TcpStore, ClientGivesUpWhenTheServerNeverAnswers) {
   EXPECT_EQ(s.code(), ErrorCode::kTimeout) << s.toString();
   auto a = client->add("k", 1);
   EXPECT_EQ(a.status().code(), ErrorCode::kTimeout) << a.status().toString();
+}
+
+TEST(TcpStore, SetBeforeIsBoundedByItsDeadlineNotTheOperationTimeout) {
+  auto silent = listenTcp("127.0.0.1", 0);
+  ASSERT_TRUE(silent.ok()) << silent.status().toString();
+  auto address = localAddress(silent->get());
+  ASSERT_TRUE(address.ok());
+  // The operation timeout would keep a plain set() waiting for a minute.
+  auto client = connectClient(*address, std::chrono::seconds(60));
+  ASSERT_NE(client, nullptr);
+  Deadline outer = Deadline::after(std::chrono::seconds(30));
+  Status s = detail::setBefore(*client, "k", bytesOf("v"), Deadline::after(std::chrono::milliseconds(50)));
+  EXPECT_EQ(s.code(), ErrorCode::kTimeout) << s.toString();
+  EXPECT_NE(s.message().find("did not answer"), std::string::npos) << s.message();
+  EXPECT_FALSE(outer.expired());
+  // Through a prefix view too: the prefixed key is what the server would have seen.
+  auto view = makePrefixStore("job", client);
+  s = detail::setBefore(*view, "k", bytesOf("v"), Deadline::after(std::chrono::milliseconds(50)));
+  EXPECT_EQ(s.code(), ErrorCode::kTimeout) << s.toString();
+  EXPECT_NE(s.message().find("job/k"), std::string::npos) << s.message();
+  EXPECT_FALSE(outer.expired());
+}
+
+TEST(TcpStore, SetBeforeStoresLikeSet) {
+  auto server = startServer();
+  ASSERT_NE(server, nullptr);
+  auto client = connectClient(server->address());
+  ASSERT_NE(client, nullptr);
+  auto view = makePrefixStore("job", client);
+  ASSERT_TRUE(detail::setBefore(*view, "k", bytesOf("v"), soon()).ok());
+  auto v = client->get("job/k", soon());
+  ASSERT_TRUE(v.ok()) << v.status().toString();
+  EXPECT_EQ(*v, bytesOf("v"));
+  // A store without the bound (the in-memory one never blocks) is simply set.
+  auto memory = makeMemoryStore();
+  ASSERT_TRUE(detail::setBefore(*memory, "k", bytesOf("w"), soon()).ok());
+  EXPECT_EQ(*memory->get("k", soon()), bytesOf("w"));
 }
 
 TEST(TcpStore, StoppingTheServerFailsAPendingWait) {
