@@ -19,7 +19,9 @@
    - v-variants take arrays of tuttiCommCount() entries, the same arrays on every rank
      (unlike MPI, where some matter only at the root).
    - Every blocking call is bounded by the communicator's timeout (TUTTI_TIMEOUT, or
-     tuttiSetTimeout). */
+     tuttiSetTimeout). After a timeout, the call returns tuttiTimeout once the ranks have
+     exchanged where they were (TUTTI_HANG_REPORT_SEC), and tuttiCommGetLastError ends with
+     that hang report. */
 
 #include <stddef.h>
 

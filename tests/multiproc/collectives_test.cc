@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/net.h"
+#include "common/launch.h"
 #include "common/subprocess.h"
 #include "common/test_paths.h"
 
@@ -26,27 +27,6 @@ int countLines(const std::string& text, const std::string& needle) {
   for (const std::string& line : splitLines(text))
     if (line.find(needle) != std::string::npos) ++n;
   return n;
-}
-
-// Every multi-process test runs over each transport: shared memory (what "auto" picks on
-// one host), TCP, and both at once: "hybrid" gives ranks 2k and 2k+1 a host of their own
-// (TUTTI_SHM_HOST), so pairs share memory and reach the other pairs over TCP.
-const std::vector<std::string> kTransports = {"shm", "tcp", "hybrid"};
-
-// tutti-run's arguments for `n` ranks of `program` over `transport`.
-std::vector<std::string> launch(int n, const std::string& transport,
-                                const std::vector<std::string>& tuttiRunOptions,
-                                const std::vector<std::string>& program) {
-  std::vector<std::string> argv = {binPath("tutti-run"), "-n", std::to_string(n)};
-  argv.insert(argv.end(), tuttiRunOptions.begin(), tuttiRunOptions.end());
-  argv.push_back("-x");
-  argv.push_back("TUTTI_TRANSPORT=" + std::string(transport == "hybrid" ? "auto" : transport));
-  if (transport == "hybrid") {
-    for (const char* arg : {"/bin/sh", "-c", "TUTTI_SHM_HOST=pair$((TUTTI_RANK / 2)) exec \"$0\" \"$@\""})
-      argv.push_back(arg);
-  }
-  argv.insert(argv.end(), program.begin(), program.end());
-  return argv;
 }
 
 std::string transportName(const ::testing::TestParamInfo<std::tuple<int, std::string>>& info) {
