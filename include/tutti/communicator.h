@@ -45,7 +45,10 @@ class CommImpl;
 
 /// Options of one call.
 struct CallOptions {
-  /// Overrides the communicator's default timeout for this call.
+  /// Overrides the communicator's default timeout for this call. A call that fails because
+  /// the communicator timed out returns kTimeout after a short exchange with the other ranks
+  /// (TUTTI_HANG_REPORT_SEC, 3 s by default), and its message ends with a hang report: which
+  /// ranks were in this call, which in another one, and which did not report.
   std::optional<std::chrono::milliseconds> timeout;
   /// Forces an algorithm by name ("ring", ...); empty lets tutti choose.
   std::string algorithm;
@@ -106,7 +109,8 @@ class TUTTI_API Communicator {
   /// fail with kAborted naming this rank (the abort travels like any first failure), and
   /// later calls are refused saying why. Returns without waiting on anyone; destroying the
   /// communicator is still needed to release it. Idempotent; after another failure, that
-  /// failure stays the one reported.
+  /// failure stays the one reported. Logs this communicator's flight recorder (its last
+  /// operations) at WARN.
   void abort();
 
   // ---- point to point: `count` elements of `dtype`; messages between a pair of ranks with

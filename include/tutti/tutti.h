@@ -29,7 +29,9 @@
      with tuttiAborted naming this rank instead of waiting for their timeout.
    - A NULL comm or request is tuttiInvalidArgument (with no last error to read). A handle
      that tuttiCommDestroy, tuttiCommAbort or tuttiRequestFree freed is gone, like memory
-     after free(): using it again, a second destroy included, is undefined. */
+     after free(): using it again, a second destroy included, is undefined.
+   - After a timeout, the call returns tuttiTimeout once the ranks have exchanged where they
+     were (TUTTI_HANG_REPORT_SEC), and tuttiCommGetLastError ends with that hang report. */
 
 #include <limits.h>
 #include <stddef.h>

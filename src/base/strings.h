@@ -31,4 +31,7 @@ std::string toUpper(std::string_view text);
 /// Levenshtein distance, for "did you mean" suggestions.
 std::size_t editDistance(std::string_view a, std::string_view b);
 
+/// Formats a sorted list of ranks compactly: {0,1,2,5,7,8} -> "0-2,5,7-8".
+std::string formatRankList(const std::vector<int>& sortedRanks);
+
 }  // namespace tutti

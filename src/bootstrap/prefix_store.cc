@@ -8,13 +8,14 @@
 
 #include "base/assert.h"
 #include "base/macros.h"
+#include "bootstrap/bounded_store.h"
 #include "bootstrap/store_checks.h"
 #include "tutti/store.h"
 
 namespace tutti {
 namespace {
 
-class PrefixStore final : public Store {
+class PrefixStore final : public Store, public detail::BoundedSetStore {
  public:
   PrefixStore(std::string prefix, std::shared_ptr<Store> base)
       : prefix_(std::move(prefix) + "/"), base_(std::move(base)) {
@@ -24,6 +25,12 @@ class PrefixStore final : public Store {
   Status set(const std::string& key, const std::vector<std::uint8_t>& value) override {
     TUTTI_ASSIGN_OR_RETURN(std::string full, prefixed(key));
     return base_->set(full, value);
+  }
+
+  Status setBefore(const std::string& key, const std::vector<std::uint8_t>& value,
+                   Deadline deadline) override {
+    TUTTI_ASSIGN_OR_RETURN(std::string full, prefixed(key));
+    return detail::setBefore(*base_, full, value, deadline);
   }
 
   Result<std::vector<std::uint8_t>> get(const std::string& key, Deadline deadline) override {

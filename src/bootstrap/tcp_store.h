@@ -56,7 +56,8 @@ class TcpStoreServer {
 /// A Store over one TCP connection. Thread-safe: one request is in flight at a time (a
 /// mutex is held across each request and its reply, so a long get() delays other threads'
 /// calls on the same client). Every call is bounded: get() and wait() by their deadline,
-/// set() and add() by the operation timeout given to connect(). get() and wait() send the
+/// set() and add() by the operation timeout given to connect(), and set() through
+/// detail::setBefore() (bounded_store.h) by the deadline given there. get() and wait() send the
 /// time left to the server, which answers TIMEOUT naming the keys still missing; the client
 /// itself gives up kReplyGrace after the deadline, so a server that never answers still
 /// yields kTimeout. After a local timeout or a malformed reply the connection is closed

@@ -18,6 +18,7 @@
 #include "base/macros.h"
 #include "base/strings.h"
 #include "bootstrap/auth_gate.h"
+#include "bootstrap/bounded_store.h"
 #include "bootstrap/store_checks.h"
 #include "bootstrap/store_protocol.h"
 #include "bootstrap/tcp_store.h"
@@ -54,7 +55,7 @@ Result<UniqueFd> dialStore(const HostPort& server, const auth::Key& key, Deadlin
   }
 }
 
-class Client final : public TcpStoreClient {
+class Client final : public TcpStoreClient, public detail::BoundedSetStore {
  public:
   Client(HostPort server, const auth::Key& key, UniqueFd fd, HostPort local,
          std::chrono::milliseconds operationTimeout)
@@ -66,10 +67,14 @@ class Client final : public TcpStoreClient {
         local_(std::move(local)) {}
 
   Status set(const std::string& key, const std::vector<std::uint8_t>& value) override {
+    return setBefore(key, value, Deadline::after(operationTimeout_));
+  }
+
+  Status setBefore(const std::string& key, const std::vector<std::uint8_t>& value,
+                   Deadline deadline) override {
     TUTTI_RETURN_IF_ERROR(detail::checkKey(key));
     TUTTI_RETURN_IF_ERROR(detail::checkValue(value));
-    return call(Message::set(0, key, value), Opcode::kOk, Deadline::after(operationTimeout_))
-        .status();
+    return call(Message::set(0, key, value), Opcode::kOk, deadline).status();
   }
 
   Result<std::vector<std::uint8_t>> get(const std::string& key, Deadline deadline) override {

@@ -12,6 +12,7 @@
 #include "bootstrap/tcp_store.h"
 #include "core/call_checks.h"
 #include "core/call_stamp.h"
+#include "core/hang_report.h"
 #include "core/work_state.h"
 #include "schedule/verifier.h"
 #include "transport/tag.h"
@@ -67,7 +68,12 @@ std::int64_t spinBudgetNs(std::int64_t configuredUs, int localSize) {
 }  // namespace
 
 CommImpl::CommImpl(const Config& config, int rank, int size, std::string name)
-    : config_(config), rank_(rank), size_(size), name_(std::move(name)), checker_(rank, &describeStamp) {}
+    : config_(config),
+      rank_(rank),
+      size_(size),
+      name_(std::move(name)),
+      checker_(rank, &describeStamp),
+      recorder_(name_, rank, static_cast<std::size_t>(config.flightRecorderSize)) {}
 
 Result<std::unique_ptr<CommImpl>> CommImpl::create(InitParams params) {
   const Result<Config>& config = Config::fromProcessEnvironment();
@@ -79,6 +85,13 @@ Result<std::unique_ptr<CommImpl>> CommImpl::create(InitParams params) {
   TUTTI_CHECK_ARG(!params.options.name.empty() && params.options.name.find('/') == std::string::npos,
                   "communicator name '%s' must be non-empty and contain no '/'",
                   params.options.name.c_str());
+  TUTTI_CHECK_ARG(config->flightRecorderSize >= 0 && config->flightRecorderSize <= (1 << 20),
+                  "TUTTI_FLIGHT_RECORDER_SIZE must be between 0 and 1048576, got %lld",
+                  static_cast<long long>(config->flightRecorderSize));
+  // Bounded, so that the report's wait is too (a huge value would make it wait forever).
+  TUTTI_CHECK_ARG(config->hangReportSec >= 0 && config->hangReportSec <= 3600,
+                  "TUTTI_HANG_REPORT_SEC must be between 0 and 3600 seconds, got %g",
+                  config->hangReportSec);
   log::setRank(params.rank);
   std::unique_ptr<CommImpl> impl(
       new CommImpl(*config, params.rank, params.size, params.options.name));
@@ -105,11 +118,14 @@ Result<std::unique_ptr<CommImpl>> CommImpl::create(InitParams params) {
   TUTTI_ASSIGN_OR_RETURN(std::int64_t generation,
                          impl->store_->add(base + "gen/" + std::to_string(params.rank), 1));
   const std::string prefix = base + std::to_string(generation) + "/";
+  impl->prefix_ = prefix;
   TUTTI_ASSIGN_OR_RETURN(std::uint64_t uid,
                          agreeOnUid(*impl->store_, prefix, params.rank, deadline));
 
   TUTTI_RETURN_IF_ERROR(impl->connect(params, *config, prefix, uid, deadline));
   impl->transport_->setCallChecker(&impl->checker_);
+  addLiveRecorder(&impl->recorder_, config->flightRecorderSignal);
+  impl->recorderLive_ = true;
   return impl;
 }
 
@@ -184,6 +200,7 @@ Status CommImpl::connect(const InitParams& params, const Config& config, const s
 }
 
 CommImpl::~CommImpl() {
+  if (recorderLive_) removeLiveRecorder(&recorder_);
   {
     std::lock_guard<std::mutex> lock(queueMutex_);
     stopping_ = true;
@@ -203,6 +220,13 @@ void CommImpl::abort() {
                           strFormat("communicator '%s' was aborted by rank %d (abort())",
                                     name_.c_str(), rank_),
                           rank_));
+  // After failing the transport: abort() returns promptly whatever the dump costs peers.
+  dumpOnFailure("abort()");
+}
+
+void CommImpl::dumpOnFailure(const char* reason) {
+  if (!failureDumped_.exchange(true, std::memory_order_acq_rel))
+    recorder_.dump(reason, FlightRecorder::kFailureDumpRecords);
 }
 
 Status CommImpl::validate(OpRequest& r) {
@@ -224,10 +248,15 @@ Status CommImpl::validate(OpRequest& r) {
 void CommImpl::prepare(OpRequest& r, const CallOptions& options) {
   auto timeout = options.timeout.value_or(timeout_);
   r.deadline = Deadline::after(timeout);
+  // The issue time without a second clock read (20-100 ns here): after() added exactly this.
+  r.issued = r.deadline.at() - std::chrono::duration_cast<Deadline::Clock::duration>(timeout);
   r.algorithm = options.algorithm;
   r.spec.segmentCount =
       std::max<std::uint64_t>(1, config_.segmentBytes / dataTypeSize(r.spec.dtype));
-  if (r.spec.kind != Collective::kSend && r.spec.kind != Collective::kRecv) r.seq = nextSeq_++;
+  // Point to point takes no sequence number; it keeps the next one, so that the hang report
+  // can say which collectives it came between.
+  const bool p2p = r.spec.kind == Collective::kSend || r.spec.kind == Collective::kRecv;
+  r.seq = p2p ? nextSeq_ : nextSeq_++;
 }
 
 std::string CommImpl::forcedAlgorithm(const OpRequest& r) const {
@@ -235,27 +264,24 @@ std::string CommImpl::forcedAlgorithm(const OpRequest& r) const {
   return algorithmOverrides_[static_cast<std::size_t>(r.spec.kind)];
 }
 
-std::string CommImpl::describe(const OpRequest& r, const char* algorithm) const {
+CallSummary CommImpl::summarize(const OpRequest& r, const char* algorithm) {
   const CollectiveSpec& s = r.spec;
-  switch (s.kind) {
-    case Collective::kSend:
-    case Collective::kRecv:
-      return strFormat("%s %s rank %d (tag %d, count %llu %s)", collectiveName(s.kind),
-                       s.kind == Collective::kSend ? "to" : "from", s.peer, r.tag,
-                       static_cast<unsigned long long>(s.count), dataTypeName(s.dtype));
-    case Collective::kBarrier:
-      return strFormat("barrier #%llu", static_cast<unsigned long long>(r.seq));
-    default:
-      break;
-  }
-  std::string text = strFormat("%s #%llu (", collectiveName(s.kind),
-                               static_cast<unsigned long long>(r.seq));
-  if (!s.counts.empty()) text += "per-rank counts";
-  else text += strFormat("count %llu", static_cast<unsigned long long>(s.count));
-  text += strFormat(" %s", dataTypeName(s.dtype));
-  if (isReduction(s.kind)) text += strFormat(" %s", reduceOpName(s.op));
-  if (isRooted(s.kind)) text += strFormat(" root %d", s.root);
-  return text + strFormat(", %s)", algorithm);
+  CallSummary call;
+  call.kind = s.kind;
+  call.dtype = s.dtype;
+  call.op = s.op;
+  call.perRankCounts = !s.counts.empty();
+  call.root = s.root;
+  call.peer = s.peer;
+  call.tag = r.tag;
+  call.seq = r.seq;
+  call.count = s.count;
+  call.algorithm = algorithm;
+  return call;
+}
+
+std::string CommImpl::describe(const OpRequest& r, const char* algorithm) const {
+  return describeCall(summarize(r, algorithm));
 }
 
 const Schedule& CommImpl::scheduleFor(const CollectiveSpec& spec, const AlgorithmInfo& algorithm) {
@@ -289,17 +315,30 @@ class CallDescriber final : public OpDescriber {
 }  // namespace
 
 Status CommImpl::execute(const OpRequest& r) {
-  const CollectiveSpec& spec = r.spec;
-  auto algorithm = selectAlgorithm(spec, forcedAlgorithm(r));
+  auto algorithm = selectAlgorithm(r.spec, forcedAlgorithm(r));
   if (!algorithm.ok()) return algorithm.status();
   const CallDescriber what(*this, r, (*algorithm)->name);
+  const FlightRecorder::Handle op = recorder_.begin(summarize(r, (*algorithm)->name), r.issued);
+  ExecReport report;
+  bool refused = false;
+  Status status = runSchedule(r, **algorithm, what, &report, &refused);
+  recorder_.end(op, status.code());
+  if (status.ok()) return status;
+  return failed(r, what, status, report, refused);
+}
+
+Status CommImpl::runSchedule(const OpRequest& r, const AlgorithmInfo& algorithm,
+                             const OpDescriber& what, ExecReport* report, bool* refused) {
+  const CollectiveSpec& spec = r.spec;
   Status health = transport_->health();
-  if (!health.ok())
+  if (!health.ok()) {
+    *refused = true;
     return Status(health.code(),
                   strFormat("%s refused: communicator '%s' failed earlier: %s",
                             what.describe().c_str(), name_.c_str(), health.message().c_str()),
                   health.peerRank());
-  const Schedule& schedule = scheduleFor(spec, **algorithm);
+  }
+  const Schedule& schedule = scheduleFor(spec, algorithm);
   ExecParams params;
   params.dtype = spec.dtype;
   params.op = spec.op;
@@ -311,16 +350,14 @@ Status CommImpl::execute(const OpRequest& r) {
   params.spinNs = spinNs_;
   params.maxInflight = static_cast<std::size_t>(std::max<std::int64_t>(1, config_.maxInflight));
   params.what = &what;
-  params.stamp = stampFor(spec, **algorithm);
+  params.stamp = stampFor(spec, algorithm);
   if (!params.stamp.empty()) {
     // Registers the call for mismatch detection; a peer's message for it may already
     // have arrived stamped differently.
     Status conflict = checker_.begin(r.seq, params.stamp);
     if (!conflict.ok()) {
       transport_->fail(conflict);
-      Status failed = conflict.withContext(strFormat("%s failed on rank %d", what.describe().c_str(), rank_));
-      TUTTI_WARN(kColl, "%s", failed.message().c_str());
-      return failed;
+      return conflict.withContext(strFormat("%s failed on rank %d", what.describe().c_str(), rank_));
     }
   }
   if (schedule.scratchCount > 0) {
@@ -330,14 +367,43 @@ Status CommImpl::execute(const OpRequest& r) {
   }
   ExecBuffers buffers{r.input, r.output, scratch_.data()};
   TUTTI_TRACE(kColl, "%s starting: %zu steps", what.describe().c_str(), schedule.steps.size());
-  Status status = tutti::execute(*transport_, schedule, buffers, params, pool_);
-  if (!status.ok()) {
-    Status failed =
-        status.withContext(strFormat("%s failed on rank %d", what.describe().c_str(), rank_));
-    TUTTI_WARN(kColl, "%s", failed.message().c_str());
-    return failed;
+  Status status = tutti::execute(*transport_, schedule, buffers, params, pool_, report);
+  if (status.ok()) return status;
+  return status.withContext(strFormat("%s failed on rank %d", what.describe().c_str(), rank_));
+}
+
+Status CommImpl::failed(const OpRequest& r, const OpDescriber& what, const Status& status,
+                        const ExecReport& report, bool refused) {
+  // The communicator's first failure decides, not this call's symptom of it.
+  const Status root = transport_->health();
+  Status result = status;
+  bool reported = false;
+  if (root.code() == ErrorCode::kTimeout && !hangReported_ && size_ > 1 &&
+      config_.hangReportSec > 0) {
+    // Once per communicator: later calls are refused with the same root cause, and the
+    // others have stopped looking by then.
+    hangReported_ = true;
+    HangPosition mine;
+    mine.collective = r.spec.kind != Collective::kSend && r.spec.kind != Collective::kRecv;
+    mine.seq = r.seq;
+    mine.late = refused;
+    mine.call = what.describe();
+    mine.waitingOn = report.waitingOn;
+    mine.completedSteps = report.completedSteps;
+    mine.totalSteps = report.totalSteps;
+    const HangView view = exchangeHangPositions(*store_, prefix_, rank_, size_, mine,
+                                                Deadline::afterSeconds(config_.hangReportSec));
+    int blame = Status::kNoRank;
+    const std::string summary = summarizeHang(view, &blame);
+    result = Status(status.code(), status.message() + "; " + summary,
+                    blame != Status::kNoRank ? blame : status.peerRank());
+    reported = true;
   }
-  return status;
+  // A refused call repeats a failure already reported; one line per failure is enough.
+  if (!refused || reported) TUTTI_WARN(kColl, "%s", result.message().c_str());
+  if (root.code() == ErrorCode::kTimeout) dumpOnFailure("timeout");
+  if (root.code() == ErrorCode::kAborted) dumpOnFailure("aborted");
+  return result;
 }
 
 Status CommImpl::runBlocking(OpRequest request, const CallOptions& options) {

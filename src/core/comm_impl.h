@@ -7,6 +7,7 @@
 // while async ones are pending).
 
 #include <array>
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -21,6 +22,7 @@
 #include "algorithms/algorithm.h"
 #include "base/config.h"
 #include "bootstrap/auth.h"
+#include "core/flight_recorder.h"
 #include "executor/executor.h"
 #include "transport/call_checker.h"
 #include "transport/link.h"
@@ -46,7 +48,10 @@ struct OpRequest {
   std::optional<std::uint64_t> ownCount;
   std::string algorithm;
   Deadline deadline = Deadline::never();
-  std::uint64_t seq = 0;  // collective sequence number on this communicator
+  Deadline::Clock::time_point issued;  // when the user issued it (the flight recorder)
+  // Collectives: the sequence number on this communicator. Point to point: the next
+  // collective's (how many were issued before it).
+  std::uint64_t seq = 0;
   std::shared_ptr<WorkState> work;
 };
 
@@ -85,6 +90,8 @@ class CommImpl {
   Status verifyCall(const CallShape& call, const std::string& forced) const;
   /// "allreduce #12 (count 1000 float32 sum, ring)": the call as errors name it.
   std::string describe(const OpRequest& request, const char* algorithm) const;
+  /// The call as the flight recorder keeps it.
+  static CallSummary summarize(const OpRequest& request, const char* algorithm);
 
   /// The collective part of Communicator::split: nullptr for kNoColor.
   Result<std::unique_ptr<CommImpl>> split(int color, int key, const CommOptions& options);
@@ -100,7 +107,20 @@ class CommImpl {
   /// waiting for this rank at once rather than at their deadline.
   Status validate(OpRequest& request);
   void prepare(OpRequest& request, const CallOptions& options);
+  /// Runs one operation and records it in the flight recorder; on failure, adds the hang
+  /// report and dumps the recorder when the failure calls for it.
   Status execute(const OpRequest& request);
+  /// execute()'s run itself: the transport's health, the schedule, the executor. Sets
+  /// *refused when the communicator had failed before the call began.
+  Status runSchedule(const OpRequest& request, const AlgorithmInfo& algorithm,
+                     const OpDescriber& what, ExecReport* report, bool* refused);
+  /// What execute() does with a failed call: when the communicator's first failure is a
+  /// timeout, the hang report (once per communicator); the flight recorder's dump on a
+  /// timeout or an abort; the WARN line.
+  Status failed(const OpRequest& request, const OpDescriber& what, const Status& status,
+                const ExecReport& report, bool refused);
+  /// Dumps the flight recorder, the first time a failure asks for it.
+  void dumpOnFailure(const char* reason);
   std::string forcedAlgorithm(const OpRequest& request) const;
   const Schedule& scheduleFor(const CollectiveSpec& spec, const AlgorithmInfo& algorithm);
   void workerLoop();
@@ -109,6 +129,7 @@ class CommImpl {
   const int rank_;
   const int size_;
   const std::string name_;
+  std::string prefix_;  // this communicator's store keys: tutti/<name>/<generation>/
   std::chrono::milliseconds timeout_{0};
   std::int64_t spinNs_ = 0;  // how long waits poll before blocking (TUTTI_SPIN_US)
   std::string transportChoice_;  // "auto", "shm" or "tcp", as asked (children inherit it)
@@ -126,6 +147,12 @@ class CommImpl {
   ExecutorPool pool_;
   std::vector<char> scratch_;  // schedules' scratch space, pooled across calls
   std::uint64_t nextSeq_ = 0;  // touched only by the issuing thread
+
+  // The last operations, for dumps; among the live recorders (SIGUSR1) once created.
+  FlightRecorder recorder_;
+  bool recorderLive_ = false;
+  std::atomic<bool> failureDumped_{false};  // a failure's dump is made once
+  bool hangReported_ = false;  // touched only by the thread running operations
 
   // Schedules by call shape and algorithm (registry entries live forever: their address
   // is their identity); bounded.

@@ -44,12 +44,13 @@ enum StepState : std::uint8_t { kNotStarted = 0, kRunning = 1, kComplete = 2 };
 class Run {
  public:
   Run(Transport& transport, const Schedule& schedule, const ExecBuffers& buffers,
-      const ExecParams& params, ExecutorPool& pool)
+      const ExecParams& params, ExecutorPool& pool, ExecReport* report)
       : transport_(transport),
         schedule_(schedule),
         buffers_(buffers),
         params_(params),
         pool_(pool),
+        report_(report),
         elemSize_(dataTypeSize(params.dtype)) {}
 
   Status run();
@@ -75,6 +76,7 @@ class Run {
   const ExecBuffers& buffers_;
   const ExecParams& params_;
   ExecutorPool& pool_;
+  ExecReport* const report_;  // null: nobody asks where a failed run stood
   const std::size_t elemSize_;
   std::size_t slotCount_ = 0;
   std::size_t active_ = 0;
@@ -276,6 +278,13 @@ Status Run::run() {
     }
   }
   if (failure.ok()) return Status::Ok();
+  if (report_ != nullptr) {
+    // Before cancelling: afterwards no slot is busy and the run would seem to wait for nothing.
+    int onlyPeer = -1;
+    report_->completedSteps = completed_;
+    report_->totalSteps = steps;
+    report_->waitingOn = waitingOn(&onlyPeer);
+  }
   // Fail first, then cancel: cancelling a request a peer may still be reading breaks the
   // transport too, and that symptom must not become the communicator's first failure.
   transport_.fail(failure);
@@ -290,13 +299,13 @@ Status Run::run() {
 }  // namespace
 
 Status execute(Transport& transport, const Schedule& schedule, const ExecBuffers& buffers,
-               const ExecParams& params, ExecutorPool& pool) {
+               const ExecParams& params, ExecutorPool& pool, ExecReport* report) {
   TUTTI_ASSERT_CMP(schedule.size, ==, transport.size());
   TUTTI_ASSERT_CMP(schedule.rank, ==, transport.rank());
   // This thread moves the bytes while it waits (one wake-up per message, not two).
   transport.setDriving(true);
   ScopeExit stopDriving([&] { transport.setDriving(false); });
-  Run run(transport, schedule, buffers, params, pool);
+  Run run(transport, schedule, buffers, params, pool, report);
   return run.run();
 }
 

@@ -75,8 +75,19 @@ struct ExecParams {
   CallStamp stamp;
 };
 
+/// Where a run stood when it failed, for the hang report (core/hang_report.h). Filled only
+/// on failure, so that a call that succeeds formats nothing.
+struct ExecReport {
+  std::size_t completedSteps = 0;
+  std::size_t totalSteps = 0;
+  /// What the run was still waiting for when it stopped: "data from rank 3 (step 2), rank 1
+  /// to accept data (step 5)"; empty when nothing was in flight.
+  std::string waitingOn;
+};
+
 /// Runs `schedule` over `transport`. Blocks until it completes, fails or the deadline passes.
+/// On failure, fills `*report` when it is not null.
 Status execute(Transport& transport, const Schedule& schedule, const ExecBuffers& buffers,
-               const ExecParams& params, ExecutorPool& pool);
+               const ExecParams& params, ExecutorPool& pool, ExecReport* report = nullptr);
 
 }  // namespace tutti

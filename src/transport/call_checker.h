@@ -10,7 +10,7 @@
 // - early:   the first stamp that arrived for a call this rank has not begun yet (written by
 //            whichever thread receives), checked when the rank begins that call.
 // A message is checked on arrival when its call was begun, else when it is begun; both
-// sides publish before they look at the other (store, fence, load), so at least one of
+// sides publish before they look at the other (sequentially consistent store, then load), so at least one of
 // them sees the other's record. Messages of calls more than kWindow behind are not checked
 // at arrival (they still are when matched).
 //

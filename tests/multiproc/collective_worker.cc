@@ -13,11 +13,21 @@
 //                    collective, algorithm); then every rank makes three more calls. Every
 //                    rank must fail with kMismatch stating both calls: it prints
 //                    "EXPECTED-FAILURE ..." for its first failed call and exits 3.
+//   hang <how> <rank> after two warm-up calls (barrier #0, all-reduce #1) every rank prints
+//                    "READY rank r pid p handler=tutti|other"; then the others call
+//                    all-reduce #2 with a 3 s deadline while <rank> does not (how = absent:
+//                    it waits on a pipe nobody writes, for the test to SIGSTOP or kill it) or
+//                    calls something else (how = recv: a receive from rank 0, tag 7, that
+//                    nobody sends, with a 60 s deadline). Every rank in a call prints
+//                    "EXPECTED-FAILURE ..." and exits 3.
+//   idle             after the warm-up calls, prints "READY ..." like hang, then every rank
+//                    waits in a receive from the next rank (tag 99, never sent, 120 s
+//                    deadline): a process blocked inside tutti, for SIGUSR1 dumps.
 // Options, before the mode:
 //   --wait-fifo PATH     read one byte from the FIFO at PATH (120 s at most) before joining,
 //                        so that a test can set the scene (a flood on the store) first
 //   --wrong-secret RANK  rank RANK joins with a secret other than the job's
-// Output lines meant for the tests start with "RESULT" or "EXPECTED-FAILURE".
+// Output lines meant for the tests start with "RESULT", "READY" or "EXPECTED-FAILURE".
 
 #include <fcntl.h>
 #include <poll.h>
@@ -32,6 +42,7 @@
 #include "algorithms/algorithm.h"
 #include "bench/data.h"
 #include "common/collective_check.h"
+#include "core/flight_recorder.h"
 #include "schedule/collective.h"
 #include "base/strings.h"
 #include "tutti/communicator.h"
@@ -148,6 +159,18 @@ int runEvery(Communicator& comm) {
   return 0;
 }
 
+// Prints the failure the test expects ("EXPECTED-FAILURE code=... peer=...: message"), or
+// UNEXPECTED-SUCCESS; returns the exit status.
+int expectFailure(const Communicator& comm, const Status& s) {
+  if (s.ok()) {
+    std::fprintf(stdout, "RESULT UNEXPECTED-SUCCESS rank %d\n", comm.rank());
+    return 1;
+  }
+  std::fprintf(stdout, "EXPECTED-FAILURE code=%s peer=%d: %s\n", errorCodeName(s.code()),
+               s.peerRank(), s.message().c_str());
+  return 3;
+}
+
 int runDie(Communicator& comm, int victim) {
   const std::size_t count = 16u << 20;  // 64 MiB of float32: long enough to die mid-way
   std::vector<float> buf(count, 1.0f);
@@ -158,14 +181,8 @@ int runDie(Communicator& comm, int victim) {
   }
   CallOptions options;
   options.timeout = std::chrono::seconds(60);
-  Status s = comm.allreduce(buf.data(), buf.data(), count, DataType::kFloat32, ReduceOp::kSum, options);
-  if (s.ok()) {
-    std::fprintf(stdout, "RESULT UNEXPECTED-SUCCESS rank %d\n", comm.rank());
-    return 1;
-  }
-  std::fprintf(stdout, "EXPECTED-FAILURE code=%s peer=%d: %s\n", errorCodeName(s.code()),
-               s.peerRank(), s.message().c_str());
-  return 3;
+  return expectFailure(
+      comm, comm.allreduce(buf.data(), buf.data(), count, DataType::kFloat32, ReduceOp::kSum, options));
 }
 
 // The deviating call of rank 1 (odd) or everyone else's (odd == false).
@@ -196,13 +213,51 @@ int runMismatch(Communicator& comm, const std::string& how) {
   if (s.ok()) s = comm.allreduce(buf.data(), buf.data(), 16, DataType::kFloat32, ReduceOp::kSum, options);
   if (s.ok()) s = comm.barrier(options);
   if (s.ok()) s = comm.barrier(options);
-  if (s.ok()) {
-    std::fprintf(stdout, "RESULT UNEXPECTED-SUCCESS rank %d\n", comm.rank());
+  return expectFailure(comm, s);
+}
+
+// The calls before a hang (barrier #0, all-reduce #1), then the line the tests wait for.
+Status warmUpAndReport(Communicator& comm) {
+  Status s = comm.barrier();
+  std::int64_t x = comm.rank();
+  if (s.ok()) s = comm.allreduce(&x, &x, 1, DataType::kInt64, ReduceOp::kSum);
+  if (!s.ok()) return s;
+  std::fprintf(stdout, "READY rank %d pid %d handler=%s\n", comm.rank(), static_cast<int>(getpid()),
+               detail::flightRecorderSignalHandlerInstalled() ? "tutti" : "other");
+  std::fflush(stdout);
+  return Status::Ok();
+}
+
+int runHang(Communicator& comm, const std::string& how, int victim) {
+  if (Status s = warmUpAndReport(comm); !s.ok()) return expectFailure(comm, s);
+  if (comm.rank() == victim && how == "absent") {
+    // Outside any tutti call until the test stops or kills this process (bounded anyway).
+    int fds[2];
+    if (::pipe(fds) != 0) return 1;
+    pollfd p{fds[0], POLLIN, 0};
+    ::poll(&p, 1, 120000);
+    std::fprintf(stdout, "RESULT NOT-KILLED rank %d\n", comm.rank());
     return 1;
   }
-  std::fprintf(stdout, "EXPECTED-FAILURE code=%s peer=%d: %s\n", errorCodeName(s.code()),
-               s.peerRank(), s.message().c_str());
-  return 3;
+  if (comm.rank() == victim) {
+    std::int32_t in[4];
+    CallOptions patient;
+    patient.timeout = std::chrono::seconds(60);
+    return expectFailure(comm, comm.recv(in, 4, DataType::kInt32, 0, 7, patient));
+  }
+  float x = 1;
+  CallOptions quick;
+  quick.timeout = std::chrono::seconds(3);
+  return expectFailure(comm, comm.allreduce(&x, &x, 1, DataType::kFloat32, ReduceOp::kSum, quick));
+}
+
+int runIdle(Communicator& comm) {
+  if (Status s = warmUpAndReport(comm); !s.ok()) return expectFailure(comm, s);
+  std::int32_t in = 0;
+  CallOptions patient;
+  patient.timeout = std::chrono::seconds(120);
+  return expectFailure(comm, comm.recv(&in, 1, DataType::kInt32, (comm.rank() + 1) % comm.size(),
+                                       99, patient));
 }
 
 // Blocks until the FIFO at `path` yields a byte: the test's go-ahead. False on error or
@@ -254,9 +309,11 @@ int main(int argc, char** argv) {
   if (mode == "every") return runEvery(*comm);
   if (mode == "die" && argc > 2) return runDie(*comm, std::atoi(argv[2]));
   if (mode == "mismatch" && argc > 2) return runMismatch(*comm, argv[2]);
+  if (mode == "hang" && argc > 3) return runHang(*comm, argv[2], std::atoi(argv[3]));
+  if (mode == "idle") return runIdle(*comm);
   std::fprintf(stderr,
                "usage: %s [--wait-fifo PATH] [--wrong-secret RANK] check | every | die <rank> | "
-               "mismatch <how>\n",
+               "mismatch <how> | hang <how> <rank> | idle\n",
                program);
   return 2;
 }

@@ -70,22 +70,4 @@ bool writeAll(int fd, std::string_view data) {
   return true;
 }
 
-std::string formatRankList(const std::vector<int>& sortedRanks) {
-  std::string text;
-  std::size_t i = 0;
-  while (i < sortedRanks.size()) {
-    // Extend the run [first, last] while ranks are consecutive.
-    std::size_t j = i;
-    while (j + 1 < sortedRanks.size() && sortedRanks[j + 1] == sortedRanks[j] + 1) ++j;
-    if (!text.empty()) text.push_back(',');
-    if (j == i) {
-      text += strFormat("%d", sortedRanks[i]);
-    } else {
-      text += strFormat("%d-%d", sortedRanks[i], sortedRanks[j]);
-    }
-    i = j + 1;
-  }
-  return text;
-}
-
 }  // namespace tutti::run

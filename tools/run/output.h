@@ -49,7 +49,4 @@ class LinePrefixer {
 /// EPIPE (the reader went away), after which callers drop further output.
 bool writeAll(int fd, std::string_view data);
 
-/// Formats a sorted list of ranks compactly: {0,1,2,5,7,8} -> "0-2,5,7-8".
-std::string formatRankList(const std::vector<int>& sortedRanks);
-
 }  // namespace tutti::run

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 
+#include <atomic>
 #include <functional>
 #include <string>
 #include <thread>
@@ -15,6 +16,7 @@
 
 #include "base/macros.h"
 #include "bootstrap/auth_gate.h"
+#include "bootstrap/bounded_store.h"
 #include "bootstrap/store_protocol.h"
 
 namespace tutti {
@@ -273,6 +275,73 @@ TEST(TcpStore, ClientGivesUpWhenTheServerNeverAnswers) {
   EXPECT_EQ(s.code(), ErrorCode::kTimeout) << s.toString();
   auto a = client->add("k", 1);
   EXPECT_EQ(a.status().code(), ErrorCode::kTimeout) << a.status().toString();
+}
+
+// A store that authenticates every connection and then never answers (a stopped server).
+class SilentServer {
+ public:
+  SilentServer() {
+    auto fd = listenTcp("127.0.0.1", 0);
+    EXPECT_TRUE(fd.ok()) << fd.status().toString();
+    listener_ = std::move(fd).value();
+    address_ = *localAddress(listener_.get());
+    thread_ = std::thread([this] {
+      std::vector<UniqueFd> open;  // authenticated, never answered
+      while (!stop_.load()) {
+        pollfd p{listener_.get(), POLLIN, 0};
+        if (::poll(&p, 1, 10) <= 0) continue;
+        auto accepted = acceptTcp(listener_.get());
+        if (!accepted.ok() || !accepted->valid()) continue;
+        if (serveHandshake(accepted->get(), auth::Key()).ok()) open.push_back(std::move(accepted).value());
+      }
+    });
+  }
+  ~SilentServer() {
+    stop_.store(true);
+    thread_.join();
+  }
+  HostPort address() const { return address_; }
+
+ private:
+  UniqueFd listener_;
+  HostPort address_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+TEST(TcpStore, SetBeforeIsBoundedByItsDeadlineNotTheOperationTimeout) {
+  SilentServer silent;
+  const HostPort address = silent.address();
+  // The operation timeout would keep a plain set() waiting for a minute.
+  auto client = connectClient(address, std::chrono::seconds(60));
+  ASSERT_NE(client, nullptr);
+  Deadline outer = Deadline::after(std::chrono::seconds(30));
+  Status s = detail::setBefore(*client, "k", bytesOf("v"), Deadline::after(std::chrono::milliseconds(50)));
+  EXPECT_EQ(s.code(), ErrorCode::kTimeout) << s.toString();
+  EXPECT_NE(s.message().find("did not answer"), std::string::npos) << s.message();
+  EXPECT_FALSE(outer.expired());
+  // Through a prefix view too: the prefixed key is what the server would have seen.
+  auto view = makePrefixStore("job", client);
+  s = detail::setBefore(*view, "k", bytesOf("v"), Deadline::after(std::chrono::milliseconds(50)));
+  EXPECT_EQ(s.code(), ErrorCode::kTimeout) << s.toString();
+  EXPECT_NE(s.message().find("job/k"), std::string::npos) << s.message();
+  EXPECT_FALSE(outer.expired());
+}
+
+TEST(TcpStore, SetBeforeStoresLikeSet) {
+  auto server = startServer();
+  ASSERT_NE(server, nullptr);
+  auto client = connectClient(server->address());
+  ASSERT_NE(client, nullptr);
+  auto view = makePrefixStore("job", client);
+  ASSERT_TRUE(detail::setBefore(*view, "k", bytesOf("v"), soon()).ok());
+  auto v = client->get("job/k", soon());
+  ASSERT_TRUE(v.ok()) << v.status().toString();
+  EXPECT_EQ(*v, bytesOf("v"));
+  // A store without the bound (the in-memory one never blocks) is simply set.
+  auto memory = makeMemoryStore();
+  ASSERT_TRUE(detail::setBefore(*memory, "k", bytesOf("w"), soon()).ok());
+  EXPECT_EQ(*memory->get("k", soon()), bytesOf("w"));
 }
 
 TEST(TcpStore, StoppingTheServerFailsAPendingWait) {

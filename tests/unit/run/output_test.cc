@@ -121,13 +121,5 @@ TEST(LinePrefixer, BufferNeverExceedsTheBoundWithoutNewlines) {
   EXPECT_EQ(out.find_first_not_of("y\n"), std::string::npos);
 }
 
-TEST(FormatRankList, CompressesConsecutiveRuns) {
-  EXPECT_EQ(formatRankList({}), "");
-  EXPECT_EQ(formatRankList({4}), "4");
-  EXPECT_EQ(formatRankList({0, 1}), "0-1");
-  EXPECT_EQ(formatRankList({0, 1, 2, 5, 7, 8}), "0-2,5,7-8");
-  EXPECT_EQ(formatRankList({1, 3, 5}), "1,3,5");
-}
-
 }  // namespace
 }  // namespace tutti::run
