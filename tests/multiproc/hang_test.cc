@@ -137,14 +137,26 @@ TEST_P(HangProcs, SigusrDumpsTheRecorderOfARankBlockedInACall) {
       << p.out() << p.err();
   EXPECT_TRUE(contains(rankLine(p.out(), 0, "READY"), "handler=tutti")) << p.out();
   EXPECT_TRUE(contains(rankLine(p.out(), 1, "READY"), "handler=tutti")) << p.out();
-  ASSERT_EQ(::kill(readyPid(p.out(), 1), SIGUSR1), 0);
-  auto dumped = [&](const std::string&, const std::string& err) {
+  // READY comes before the receive is issued, so a signal may land before it is recorded:
+  // signal again after each dump until the dump shows it (each dump is one header line).
+  auto countDumps = [](const std::string& err) {
+    std::size_t n = 0;
+    for (std::size_t at = err.find("rank 1 (SIGUSR1)"); at != std::string::npos;
+         at = err.find("rank 1 (SIGUSR1)", at + 1))
+      ++n;
+    return n;
+  };
+  auto showsRecv = [](const std::string& err) {
     return contains(err, "flight recorder 'world' rank 1: op 2: recv from rank 0 (tag 99, count 1 "
                          "int32) issued ");
   };
-  // The receive may already be running when the signal lands, or just about to be: either
-  // way, the dump shows the two calls before it.
-  ASSERT_TRUE(p.readUntil(dumped, deadline)) << p.out() << p.err();
+  for (std::size_t sent = 1; !showsRecv(p.err()); ++sent) {
+    ASSERT_FALSE(deadline.expired()) << p.out() << p.err();
+    ASSERT_EQ(::kill(readyPid(p.out(), 1), SIGUSR1), 0);
+    ASSERT_TRUE(p.readUntil([&](const std::string&, const std::string& err) {
+      return showsRecv(err) || countDumps(err) >= sent;
+    }, deadline)) << p.out() << p.err();
+  }
   p.sendSignal(SIGTERM);  // tutti-run forwards it: the job ends
   ProcessResult r = p.wait(deadline);
   ASSERT_FALSE(r.timedOut) << r.out << r.err;
