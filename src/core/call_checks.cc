@@ -20,13 +20,15 @@ CallCheck onlyHere(Status status) { return CallCheck{std::move(status), true}; }
 
 // True when the buffers relate as the collective's in-place convention says
 // (collective.h): the input at its offset in the output, or the output in the input.
-bool buffersInPlace(const OpRequest& r) {
+// `r.spec.inPlace` is false on entry and on return; it is set only to ask for the layout
+// (a copy of the spec would copy its four arrays on every call).
+bool buffersInPlace(OpRequest& r) {
   const auto* in = static_cast<const char*>(r.input);
   const auto* out = static_cast<const char*>(r.output);
   if (in == nullptr || out == nullptr) return false;
-  CollectiveSpec asInPlace = r.spec;
-  asInPlace.inPlace = true;
-  const BufferLayout aliased = bufferLayout(asInPlace);
+  r.spec.inPlace = true;
+  const BufferLayout aliased = bufferLayout(r.spec);
+  r.spec.inPlace = false;
   const std::size_t elem = dataTypeSize(r.spec.dtype);
   if (aliased.inputInOutputAt && in == out + *aliased.inputInOutputAt * elem) return true;
   return aliased.outputInInputAt && out == in + *aliased.outputInInputAt * elem;

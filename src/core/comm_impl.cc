@@ -123,6 +123,7 @@ Result<std::unique_ptr<CommImpl>> CommImpl::create(InitParams params) {
                          agreeOnUid(*impl->store_, prefix, params.rank, deadline));
 
   TUTTI_RETURN_IF_ERROR(impl->connect(params, *config, prefix, uid, deadline));
+  impl->checker_.setConcurrentArrivals(!impl->transport_->arrivalsOnCallingThreads());
   impl->transport_->setCallChecker(&impl->checker_);
   addLiveRecorder(&impl->recorder_, config->flightRecorderSignal);
   impl->recorderLive_ = true;
@@ -284,14 +285,38 @@ std::string CommImpl::describe(const OpRequest& r, const char* algorithm) const 
   return describeCall(summarize(r, algorithm));
 }
 
-const Schedule& CommImpl::scheduleFor(const CollectiveSpec& spec, const AlgorithmInfo& algorithm) {
+namespace {
+
+// True when `key` (a cache key) describes calls of `spec`'s shape run with `algorithm`,
+// compared field by field so that a hit builds nothing.
+template <typename Key>
+bool sameShape(const Key& key, const CollectiveSpec& spec, const AlgorithmInfo* algorithm) {
+  return std::get<7>(key) == algorithm && std::get<0>(key) == static_cast<int>(spec.kind) &&
+         std::get<1>(key) == spec.count && std::get<2>(key) == static_cast<int>(spec.dtype) &&
+         std::get<3>(key) == static_cast<int>(spec.op) && std::get<4>(key) == spec.inPlace &&
+         std::get<5>(key) == spec.peer && std::get<6>(key) == spec.root &&
+         std::get<8>(key) == spec.counts && std::get<9>(key) == spec.displs &&
+         std::get<10>(key) == spec.recvCounts && std::get<11>(key) == spec.recvDispls;
+}
+
+}  // namespace
+
+const CommImpl::Plan& CommImpl::planFor(const CollectiveSpec& spec,
+                                        const AlgorithmInfo& algorithm) {
+  if (lastPlan_ != nullptr && sameShape(*lastKey_, spec, &algorithm)) return *lastPlan_;
   CacheKey key{static_cast<int>(spec.kind), spec.count, static_cast<int>(spec.dtype),
                static_cast<int>(spec.op), spec.inPlace, spec.peer, spec.root, &algorithm,
                spec.counts, spec.displs, spec.recvCounts, spec.recvDispls};
   auto it = cache_.find(key);
-  if (it != cache_.end()) return it->second;
-  if (cache_.size() >= kMaxCachedSchedules) cache_.clear();
-  return cache_.emplace(key, algorithm.build(spec)).first->second;
+  if (it == cache_.end()) {
+    if (cache_.size() >= kMaxCachedSchedules) cache_.clear();
+    it = cache_.emplace(std::move(key), Plan{algorithm.build(spec), stampFor(spec, algorithm)})
+             .first;
+  }
+  // Map nodes stay put until cleared, and clearing happens only just above.
+  lastKey_ = &it->first;
+  lastPlan_ = &it->second;
+  return it->second;
 }
 
 namespace {
@@ -338,7 +363,8 @@ Status CommImpl::runSchedule(const OpRequest& r, const AlgorithmInfo& algorithm,
                             what.describe().c_str(), name_.c_str(), health.message().c_str()),
                   health.peerRank());
   }
-  const Schedule& schedule = scheduleFor(spec, algorithm);
+  const Plan& plan = planFor(spec, algorithm);
+  const Schedule& schedule = plan.schedule;
   ExecParams params;
   params.dtype = spec.dtype;
   params.op = spec.op;
@@ -350,7 +376,7 @@ Status CommImpl::runSchedule(const OpRequest& r, const AlgorithmInfo& algorithm,
   params.spinNs = spinNs_;
   params.maxInflight = static_cast<std::size_t>(std::max<std::int64_t>(1, config_.maxInflight));
   params.what = &what;
-  params.stamp = stampFor(spec, algorithm);
+  params.stamp = plan.stamp;
   if (!params.stamp.empty()) {
     // Registers the call for mismatch detection; a peer's message for it may already
     // have arrived stamped differently.

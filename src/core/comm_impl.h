@@ -122,7 +122,10 @@ class CommImpl {
   /// Dumps the flight recorder, the first time a failure asks for it.
   void dumpOnFailure(const char* reason);
   std::string forcedAlgorithm(const OpRequest& request) const;
-  const Schedule& scheduleFor(const CollectiveSpec& spec, const AlgorithmInfo& algorithm);
+  struct Plan;
+  /// The schedule and stamp of a call of this shape with `algorithm`: the previous call's,
+  /// a cached one, or built now (and cached).
+  const Plan& planFor(const CollectiveSpec& spec, const AlgorithmInfo& algorithm);
   void workerLoop();
 
   const Config config_;
@@ -159,7 +162,16 @@ class CommImpl {
   using CacheKey = std::tuple<int, std::uint64_t, int, int, bool, int, int, const AlgorithmInfo*,
                               std::vector<std::uint64_t>, std::vector<std::uint64_t>,
                               std::vector<std::uint64_t>, std::vector<std::uint64_t>>;
-  std::map<CacheKey, Schedule> cache_;
+  // A call shape's schedule and the stamp its messages carry (mismatch detection).
+  struct Plan {
+    Schedule schedule;
+    CallStamp stamp;
+  };
+  std::map<CacheKey, Plan> cache_;
+  // The previous call's entry, tried first: loops repeat one call, and a hit skips building
+  // a key (four vector copies) and the map search. Null after the cache is cleared.
+  const CacheKey* lastKey_ = nullptr;
+  const Plan* lastPlan_ = nullptr;
 
   // Ordering of operations between the issuing thread and the worker.
   std::mutex queueMutex_;

@@ -8,28 +8,29 @@ namespace {
 constexpr std::uint64_t kSeqBits = 24;
 constexpr std::uint64_t kSeqMask = (std::uint64_t{1} << kSeqBits) - 1;
 
-// Writes `e` for sequence `seq` when no other thread is writing it (single writer per
-// entry in practice: the issuing thread owns history_, and early_ losers just skip).
-bool write(std::atomic<std::uint64_t>& seqField, std::atomic<std::uint64_t>& what,
-           std::atomic<std::uint64_t>& count, std::atomic<std::int64_t>& peer, std::uint64_t seq,
-           const CallStamp& stamp, int from) {
-  std::uint64_t current = seqField.load(std::memory_order_relaxed);
-  if (current == CallChecker::kBusy ||
-      !seqField.compare_exchange_strong(current, CallChecker::kBusy, std::memory_order_acq_rel))
-    return false;
+}  // namespace
+
+void CallChecker::writeEarly(Entry& e, std::uint64_t seq, const CallStamp& stamp,
+                             int from) const {
+  std::uint64_t current = e.seq.load(std::memory_order_relaxed);
+  if (current == kBusy) return;
+  if (concurrent_) {
+    // Several receiving threads (hybrid: shm's caller and TCP's loop) may race for it;
+    // the loser skips, the winner's stamp is checked.
+    if (!e.seq.compare_exchange_strong(current, kBusy, std::memory_order_acq_rel)) return;
+  } else {
+    e.seq.store(kBusy, std::memory_order_relaxed);
+  }
   // Release stores: a reader whose acquire load sees a new field also sees kBusy (or a
   // later sequence) when it reads the sequence again, so it never takes a torn entry. No
   // standalone fences: ThreadSanitizer cannot check them (and GCC refuses them under it).
-  what.store(stamp.what, std::memory_order_release);
-  count.store(stamp.count, std::memory_order_release);
-  peer.store(from, std::memory_order_release);
-  // Sequentially consistent: the arrival side's half of the store-then-load handshake
-  // with begin() (see the header).
-  seqField.store(seq, std::memory_order_seq_cst);
-  return true;
+  e.what.store(stamp.what, std::memory_order_release);
+  e.count.store(stamp.count, std::memory_order_release);
+  e.peer.store(from, std::memory_order_release);
+  // Sequentially consistent when begin() may run meanwhile: the arrival side's half of the
+  // store-then-load handshake (see the header).
+  e.seq.store(seq, concurrent_ ? std::memory_order_seq_cst : std::memory_order_release);
 }
-
-}  // namespace
 
 bool CallChecker::read(const Entry& e, std::uint64_t seq, CallStamp* stamp, int* peer) {
   // Sequentially consistent first load: the reading half of the handshake between
@@ -70,7 +71,7 @@ Status CallChecker::begin(std::uint64_t seq, const CallStamp& stamp) {
   // Publish (sequentially consistent), then look at what arrived early (a sequentially
   // consistent load, in read()); onArrival does the converse with the early entry and this
   // one, so in the single order of those operations one of the two sees the other.
-  mine.seq.store(seq, std::memory_order_seq_cst);
+  mine.seq.store(seq, concurrent_ ? std::memory_order_seq_cst : std::memory_order_release);
   const Entry& early = early_[seq % kWindow];
   CallStamp theirs;
   int peer = -1;
@@ -101,7 +102,7 @@ Status CallChecker::onArrival(int peer, Tag tag, const CallStamp& stamp) {
   if (read(early, seq, &prior, &priorPeer)) {
     if (stampsConflict(stamp, prior)) return conflict(peer, seq, stamp, priorPeer, prior);
   } else {
-    write(early.seq, early.what, early.count, early.peer, seq, stamp, peer);
+    writeEarly(early, seq, stamp, peer);
   }
   // Published; now see whether the call was begun meanwhile (begin() may have missed it).
   return checkHistory(peer, seq, stamp);

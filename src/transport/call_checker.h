@@ -15,6 +15,14 @@
 // at arrival (they still are when matched).
 //
 // Lock-free; the arrival side never blocks the issuing thread.
+//
+// The handshake costs a full fence on each side (a locked instruction on x86, tens of ns
+// when stores to the peers' shared lines are still pending). It is only needed when
+// arrivals are checked on another thread than the one that begins calls (TCP's loop
+// thread). A transport whose arrivals are only ever processed by the threads that run the
+// calls (shm: by the caller, while it waits) says so, and the checker then uses plain
+// release/acquire order: one thread at a time, handed over through the communicator's queue
+// lock, sees everything in program order.
 
 #include <array>
 #include <atomic>
@@ -38,6 +46,11 @@ class CallChecker {
 
   CallChecker(int rank, Describer describe) : rank_(rank), describe_(describe) {}
 
+  /// False when every onArrival() runs on a thread that is running this communicator's
+  /// calls (never concurrently with begin()); the checker then skips the fences and the
+  /// compare-and-swap. True (the default) is always correct. Set before the first call.
+  void setConcurrentArrivals(bool concurrent) { concurrent_ = concurrent; }
+
   /// Called by the issuing thread before the first message of collective call `seq`.
   /// kMismatch stating both calls when a peer's message for `seq` arrived earlier with
   /// another stamp.
@@ -60,6 +73,8 @@ class CallChecker {
 
   // Reads `e` if it holds sequence `seq`; false when it holds another or is being written.
   static bool read(const Entry& e, std::uint64_t seq, CallStamp* stamp, int* peer);
+  // Writes the early entry `e` for `seq`, unless another thread is writing it.
+  void writeEarly(Entry& e, std::uint64_t seq, const CallStamp& stamp, int from) const;
   Status conflict(int peer, std::uint64_t seq, const CallStamp& theirs, int otherRank,
                   const CallStamp& other) const;
   // Checks an arrival for `seq` against the history; OK when the call is not in it.
@@ -69,6 +84,7 @@ class CallChecker {
 
   const int rank_;
   const Describer describe_;
+  bool concurrent_ = true;
   /// 1 + the sequence number of the latest call begun (0: none yet).
   std::atomic<std::uint64_t> begun_{0};
   std::array<Entry, kWindow> history_;

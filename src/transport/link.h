@@ -118,6 +118,10 @@ class Transport {
   }
   /// The checker set, or null. Any thread.
   CallChecker* callChecker() const { return checker_.load(std::memory_order_acquire); }
+  /// True when this transport checks arrivals (CallChecker::onArrival) only on the threads
+  /// that run the communicator's calls, never on a thread of its own; the checker can then
+  /// skip its cross-thread handshake (CallChecker::setConcurrentArrivals).
+  virtual bool arrivalsOnCallingThreads() const { return false; }
 
   virtual int rank() const = 0;
   virtual int size() const = 0;

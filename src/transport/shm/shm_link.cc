@@ -262,13 +262,6 @@ void ShmLink::recycleLocked(std::deque<std::unique_ptr<Unexpected>>::iterator it
 }
 
 bool ShmLink::startMessageLocked(const SlotHeader& h, DoneList& done) {
-  if (CallChecker* checker = owner_->callChecker(); checker != nullptr) {
-    Status conflict = checker->onArrival(peer_, h.tag, h.stamp);
-    if (!conflict.ok()) {
-      owner_->failLocked(conflict, done);
-      return false;
-    }
-  }
   auto it = std::find_if(posted_.begin(), posted_.end(),
                     [&](const TransferRequest* r) { return r->tag == h.tag; });
   if (it != posted_.end()) {
@@ -293,6 +286,16 @@ bool ShmLink::startMessageLocked(const SlotHeader& h, DoneList& done) {
     streamUnexpected_ = nullptr;
     streaming_ = true;
     return true;
+  }
+  // Unexpected: nobody may ever receive it (another call here), so the checker looks at it
+  // now. A message that matched a receive was checked against that receive's stamp above,
+  // which is this rank's call for the same sequence number; the checker would repeat it.
+  if (CallChecker* checker = owner_->callChecker(); checker != nullptr) {
+    Status conflict = checker->onArrival(peer_, h.tag, h.stamp);
+    if (!conflict.ok()) {
+      owner_->failLocked(conflict, done);
+      return false;
+    }
   }
   std::unique_ptr<Unexpected> u = takeUnexpectedLocked(h.msgBytes);
   u->tag = h.tag;

@@ -299,16 +299,6 @@ Status TcpLink::failureToReportLocked() {
 }
 
 void TcpLink::startPayloadLocked(const FrameHeader& header, DoneList& done) {
-  if (CallChecker* checker = owner_->callChecker(); checker != nullptr) {
-    Status conflict = checker->onArrival(peer_, header.tag, header.stamp);
-    if (!conflict.ok()) {
-      // Dropped unread; the transport fails with the conflict once the lock is released.
-      if (callConflict_.ok()) callConflict_ = std::move(conflict);
-      discardLeft_ = header.length;
-      readState_ = discardLeft_ > 0 ? ReadState::kDiscard : ReadState::kHeader;
-      return;
-    }
-  }
   auto it = std::find_if(posted_.begin(), posted_.end(),
                          [&](TransferRequest* r) { return r->tag == header.tag; });
   if (it != posted_.end()) {
@@ -339,6 +329,19 @@ void TcpLink::startPayloadLocked(const FrameHeader& header, DoneList& done) {
     readTarget_ = request;
     readState_ = ReadState::kPayloadToRequest;
     return;
+  }
+  // Unexpected: nobody may ever receive it (another call here), so the checker looks at it
+  // now. A message that matched a receive was checked against that receive's stamp above,
+  // which is this rank's call for the same sequence number; the checker would repeat it.
+  if (CallChecker* checker = owner_->callChecker(); checker != nullptr) {
+    Status conflict = checker->onArrival(peer_, header.tag, header.stamp);
+    if (!conflict.ok()) {
+      // Dropped unread; the transport fails with the conflict once the lock is released.
+      if (callConflict_.ok()) callConflict_ = std::move(conflict);
+      discardLeft_ = header.length;
+      readState_ = discardLeft_ > 0 ? ReadState::kDiscard : ReadState::kHeader;
+      return;
+    }
   }
   if (unexpectedBytes_ + header.length > maxUnexpectedBytes_ && header.length > 0) {
     // Back-pressure: stop reading this socket until a matching receive is posted.

@@ -22,8 +22,17 @@ constexpr CallStamp kB{0x8000000000000009ull, 1000};
 
 Tag tagOf(std::uint64_t seq, std::uint32_t index = 0) { return collectiveTagBase(0, seq) + index; }
 
-TEST(CallChecker, AgreeingArrivalsPassBeforeAndAfterBegin) {
+// One thread plays both sides, so both modes must give the same answers: with the
+// cross-thread handshake (TCP, hybrid) and without it (shm, arrivals on the calling thread).
+class CallCheckerModes : public ::testing::TestWithParam<bool> {};
+INSTANTIATE_TEST_SUITE_P(, CallCheckerModes, ::testing::Values(true, false),
+                         [](const ::testing::TestParamInfo<bool>& param) {
+                           return param.param ? "ConcurrentArrivals" : "ArrivalsOnCallingThread";
+                         });
+
+TEST_P(CallCheckerModes, AgreeingArrivalsPassBeforeAndAfterBegin) {
   CallChecker checker(0, &describeForTest);
+  checker.setConcurrentArrivals(GetParam());
   EXPECT_TRUE(checker.onArrival(1, tagOf(0), kA).ok());  // early
   EXPECT_TRUE(checker.onArrival(2, tagOf(0), kA).ok());  // early, second peer
   EXPECT_TRUE(checker.begin(0, kA).ok());
@@ -32,8 +41,9 @@ TEST(CallChecker, AgreeingArrivalsPassBeforeAndAfterBegin) {
   EXPECT_TRUE(checker.onArrival(1, tagOf(1), kB).ok());
 }
 
-TEST(CallChecker, ArrivalAfterBeginStatesBothCalls) {
+TEST_P(CallCheckerModes, ArrivalAfterBeginStatesBothCalls) {
   CallChecker checker(0, &describeForTest);
+  checker.setConcurrentArrivals(GetParam());
   ASSERT_TRUE(checker.begin(0, kA).ok());
   Status s = checker.onArrival(3, tagOf(0), kB);
   ASSERT_EQ(s.code(), ErrorCode::kMismatch);
@@ -42,8 +52,9 @@ TEST(CallChecker, ArrivalAfterBeginStatesBothCalls) {
                              describeForTest(kA, 0));
 }
 
-TEST(CallChecker, EarlyArrivalIsCheckedWhenTheCallBegins) {
+TEST_P(CallCheckerModes, EarlyArrivalIsCheckedWhenTheCallBegins) {
   CallChecker checker(2, &describeForTest);
+  checker.setConcurrentArrivals(GetParam());
   ASSERT_TRUE(checker.begin(0, kA).ok());
   ASSERT_TRUE(checker.onArrival(1, tagOf(1), kB).ok());  // rank 1 is one call ahead
   Status s = checker.begin(1, kA);
@@ -53,8 +64,9 @@ TEST(CallChecker, EarlyArrivalIsCheckedWhenTheCallBegins) {
                              describeForTest(kA, 1));
 }
 
-TEST(CallChecker, TwoPeersDisagreeingEarlyAreCaught) {
+TEST_P(CallCheckerModes, TwoPeersDisagreeingEarlyAreCaught) {
   CallChecker checker(0, &describeForTest);
+  checker.setConcurrentArrivals(GetParam());
   ASSERT_TRUE(checker.onArrival(1, tagOf(0), kA).ok());
   Status s = checker.onArrival(2, tagOf(0), kB);
   ASSERT_EQ(s.code(), ErrorCode::kMismatch);
@@ -62,15 +74,17 @@ TEST(CallChecker, TwoPeersDisagreeingEarlyAreCaught) {
   EXPECT_NE(s.message().find("while rank 1 called " + describeForTest(kA, 0)), std::string::npos);
 }
 
-TEST(CallChecker, PointToPointAndUnstampedMessagesAreNotChecked) {
+TEST_P(CallCheckerModes, PointToPointAndUnstampedMessagesAreNotChecked) {
   CallChecker checker(0, &describeForTest);
+  checker.setConcurrentArrivals(GetParam());
   ASSERT_TRUE(checker.begin(0, kA).ok());
   EXPECT_TRUE(checker.onArrival(1, p2pTag(0, 0), kB).ok());
   EXPECT_TRUE(checker.onArrival(1, tagOf(0), CallStamp{}).ok());
 }
 
-TEST(CallChecker, CallsOutsideTheWindowAreLeftToMatching) {
+TEST_P(CallCheckerModes, CallsOutsideTheWindowAreLeftToMatching) {
   CallChecker checker(0, &describeForTest);
+  checker.setConcurrentArrivals(GetParam());
   for (std::uint64_t seq = 0; seq < CallChecker::kWindow + 3; ++seq)
     ASSERT_TRUE(checker.begin(seq, kA).ok());
   // Sequence 1 was overwritten by a later call: nothing to compare with.
@@ -79,9 +93,10 @@ TEST(CallChecker, CallsOutsideTheWindowAreLeftToMatching) {
   EXPECT_EQ(checker.onArrival(1, tagOf(CallChecker::kWindow + 2), kB).code(), ErrorCode::kMismatch);
 }
 
-TEST(CallChecker, SequenceNumbersWrapInTags) {
+TEST_P(CallCheckerModes, SequenceNumbersWrapInTags) {
   // Tags carry 24 bits of the sequence; the checker widens them around its latest call.
   CallChecker checker(0, &describeForTest);
+  checker.setConcurrentArrivals(GetParam());
   const std::uint64_t base = (std::uint64_t{1} << 24) - 2;
   for (std::uint64_t seq = base; seq < base + 5; ++seq) ASSERT_TRUE(checker.begin(seq, kA).ok());
   // base + 4 = 2^24 + 2: its tag says 2.

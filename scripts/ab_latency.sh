@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Alternates builds of tutti on one small-message measurement and prints, per build, the
+# median latency and the median of its per-round ratio to the first build. Runs alternate
+# (round 1: A B C, round 2: A B C, ...) because this machine's speed drifts between runs;
+# the per-round ratio cancels the drift that a comparison of two separate series keeps.
+#
+#   scripts/ab_latency.sh [-r ROUNDS] [-n RANKS] [-b BYTES] [-c COLLECTIVE] [-t TRANSPORT] BINDIR...
+#
+# BINDIR holds tutti-run and tutti-bench of one build (e.g. build/bin). As root the ranks run
+# SCHED_FIFO (chrt -f 10), so that a compile elsewhere on the machine does not preempt them
+# in the middle of a run; the runs are short and bounded by `timeout`.
+set -euo pipefail
+
+rounds=60 ranks=2 bytes=8 coll=allreduce transport=shm iters=50000
+while getopts "r:n:b:c:t:i:" opt; do
+  case $opt in
+    r) rounds=$OPTARG ;; n) ranks=$OPTARG ;; b) bytes=$OPTARG ;; c) coll=$OPTARG ;;
+    t) transport=$OPTARG ;; i) iters=$OPTARG ;;
+    *) echo "usage: $0 [-r rounds] [-n ranks] [-b bytes] [-c collective] [-t transport] [-i iters] BINDIR..." >&2; exit 2 ;;
+  esac
+done
+shift $((OPTIND - 1))
+[ $# -ge 1 ] || { echo "$0: name at least one build's bin directory" >&2; exit 2; }
+
+prio=()
+if [ "$(id -u)" = 0 ] && command -v chrt >/dev/null; then prio=(chrt -f 10); fi
+
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+for round in $(seq 1 "$rounds"); do
+  i=0
+  for bin in "$@"; do
+    # Out-of-place time, in microseconds, of the one size measured (tutti-bench's 7th column
+    # after the rank prefix).
+    t=$(TUTTI_TRANSPORT=$transport timeout 120 "${prio[@]}" "$bin/tutti-run" -n "$ranks" \
+          "$bin/tutti-bench" "$coll" -b "$bytes" -e "$bytes" -n "$iters" -w 5000 -c 0 2>/dev/null |
+        awk -v b="$bytes" '$2 == b && NF > 10 {print $7; exit}')
+    [ -n "$t" ] || { echo "$0: $bin gave no result in round $round" >&2; exit 1; }
+    echo "$round $i $t" >> "$out"
+    i=$((i + 1))
+  done
+done
+
+median() { sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+printf "%-40s %12s %18s\n" build median_us ratio_to_first
+i=0
+for bin in "$@"; do
+  med=$(awk -v i=$i '$2 == i {print $3}' "$out" | median)
+  ratio=$(awk -v i=$i '$2 == 0 {a[$1] = $3} $2 == i {b[$1] = $3}
+                       END {for (r in b) print b[r] / a[r]}' "$out" | median)
+  printf "%-40s %12s %18.4f\n" "$bin" "$med" "$ratio"
+  i=$((i + 1))
+done
+echo "($rounds alternating rounds, $ranks ranks over $transport, $coll of $bytes bytes, $iters iterations each)"
