@@ -1,19 +1,24 @@
 // Fault injection through the real tutti-run (issue 5): a rank killed at a random moment in
 // any collective over any transport must become an error naming it on every surviving rank,
 // and the job must end well within the deadline; random bytes sent to every port a running
-// job listens on must leave it finishing with 0 wrong elements.
+// job listens on must leave it finishing with 0 wrong elements; bytes that do not parse,
+// written into an established connection between two ranks, must fail the job on every
+// rank, naming the rank they seem to come from.
 //
 // The victim and the moment are random (the seed is in every failure message); what is
 // asserted holds at any moment. scripts/fault_inject.sh runs hundreds of such trials.
 
 #include <dirent.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstring>
 #include <fstream>
+#include <map>
 #include <random>
 #include <regex>
 #include <set>
@@ -113,9 +118,9 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::ValuesIn(kTransports)),
     collectiveName);
 
-// The TCP ports process `pid` listens on (IPv4 and IPv6), from /proc.
-std::set<int> listeningPorts(pid_t pid) {
-  std::set<std::string> inodes;
+// Process `pid`'s sockets: descriptor by socket inode, from /proc.
+std::map<std::string, int> socketFds(pid_t pid) {
+  std::map<std::string, int> fds;
   const std::string fdDir = strFormat("/proc/%d/fd", static_cast<int>(pid));
   if (DIR* dir = ::opendir(fdDir.c_str())) {
     while (dirent* e = ::readdir(dir)) {
@@ -125,11 +130,28 @@ std::set<int> listeningPorts(pid_t pid) {
       if (n <= 0) continue;
       target[n] = '\0';
       std::string t(target);
-      if (t.rfind("socket:[", 0) == 0) inodes.insert(t.substr(8, t.size() - 9));
+      if (t.rfind("socket:[", 0) == 0) fds[t.substr(8, t.size() - 9)] = std::atoi(e->d_name);
     }
     ::closedir(dir);
   }
-  std::set<int> ports;
+  return fds;
+}
+
+// One TCP socket of a process: its descriptor there, ports and state (/proc/net/tcp codes:
+// 01 established, 0A listening).
+struct TcpSocket {
+  int fd;
+  int localPort;
+  int remotePort;
+  std::string state;
+};
+
+std::vector<TcpSocket> tcpSockets(pid_t pid) {
+  const std::map<std::string, int> fds = socketFds(pid);
+  std::vector<TcpSocket> sockets;
+  auto port = [](const std::string& address) {
+    return std::stoi(address.substr(address.find(':') + 1), nullptr, 16);
+  };
   for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
     std::ifstream in(table);
     std::string line;
@@ -138,10 +160,18 @@ std::set<int> listeningPorts(pid_t pid) {
       std::istringstream fields(line);
       std::string sl, local, remote, state, queues, timer, retr, uid, timeout, inode;
       fields >> sl >> local >> remote >> state >> queues >> timer >> retr >> uid >> timeout >> inode;
-      if (state != "0A" || inodes.count(inode) == 0) continue;  // 0A: LISTEN
-      ports.insert(std::stoi(local.substr(local.find(':') + 1), nullptr, 16));
+      auto it = fds.find(inode);
+      if (it != fds.end()) sockets.push_back({it->second, port(local), port(remote), state});
     }
   }
+  return sockets;
+}
+
+// The TCP ports process `pid` listens on (IPv4 and IPv6).
+std::set<int> listeningPorts(pid_t pid) {
+  std::set<int> ports;
+  for (const TcpSocket& s : tcpSockets(pid))
+    if (s.state == "0A") ports.insert(s.localPort);
   return ports;
 }
 
@@ -184,6 +214,67 @@ TEST_P(GarbageToListeners, JobFinishesWithZeroWrong) {
   EXPECT_EQ(r.exitCode(), 0) << "seed " << seed << ", " << sent << " connections to "
                              << ports.size() << " ports\n" << r.out << r.err;
   EXPECT_NE(r.out.find("Out of bounds values : 0 OK"), std::string::npos) << r.out;
+}
+
+// Bytes that do not parse, written into an established connection from one rank to another
+// while the job runs 8-byte all-reduces (one small frame at a time, so the bytes land between
+// two frames): the receiving rank must fail with a protocol error naming the sender, the
+// abort protocol must carry it to every rank, and the job must end within the deadline.
+// The test takes a copy of the sender's socket with pidfd_getfd (as its parent; root or
+// ptrace rights), the way a stray process or a bug would reach the stream.
+TEST(GarbageInAPeerStream, EveryRankNamesTheSenderAndTheJobEnds) {
+  const unsigned seed = std::random_device{}();
+  std::mt19937 rng(seed);
+  const int sender = static_cast<int>(rng() % kRanks);
+  auto job = Subprocess::start(launch(kRanks, "tcp",
+                                      {"--verbose", "--grace", "30", "-x", "TUTTI_TIMEOUT=20"},
+                                      {binPath("tutti-bench"), "allreduce", "-b", "8", "-e", "8",
+                                       "-n", "100000000", "-w", "1", "-c", "0"}));
+  ASSERT_TRUE(job.ok()) << job.status().toString();
+  Subprocess& p = **job;
+  std::vector<pid_t> pids;
+  ASSERT_TRUE(p.readUntil(
+      [&](const std::string& out, const std::string& err) {
+        pids = rankPids(err);
+        return allKnown(pids) && out.find("#wrong") != std::string::npos;
+      },
+      Deadline::afterSeconds(120)))
+      << p.out() << p.err();
+  // The sender's connections to other ranks: established, and not to the store (tutti-run
+  // serves it, so its ports are tutti-run's listening ports).
+  const std::set<int> storePorts = listeningPorts(p.pid());
+  int target = -1;
+  for (const TcpSocket& s : tcpSockets(pids[static_cast<std::size_t>(sender)])) {
+    if (s.state == "01" && storePorts.count(s.remotePort) == 0) target = s.fd;
+  }
+  ASSERT_GE(target, 0) << "seed " << seed << ": rank " << sender << " has no peer connection";
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pids[static_cast<std::size_t>(sender)], 0));
+  ASSERT_GE(pidfd, 0) << std::strerror(errno);
+  const int copy = static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd, target, 0));
+  ::close(pidfd);
+  ASSERT_GE(copy, 0) << "pidfd_getfd: " << std::strerror(errno);
+  // A whole frame header's worth of a byte no valid header starts with.
+  std::vector<std::uint8_t> junk(64, 0xA5);
+  const auto injectedAt = std::chrono::steady_clock::now();
+  const Status wrote = writeFull(copy, junk.data(), junk.size(), Deadline::afterSeconds(5));
+  ::close(copy);
+  ASSERT_TRUE(wrote.ok()) << wrote.toString();
+  ProcessResult r = p.wait(Deadline::afterSeconds(120));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - injectedAt).count();
+  ASSERT_FALSE(r.timedOut) << r.out << r.err;
+  EXPECT_NE(r.exitCode(), 0);
+  EXPECT_LT(seconds, 40.0) << "found by a timeout rather than by the receiver";
+  const std::string all = r.out + r.err;
+  for (int rank = 0; rank < kRanks; ++rank) {
+    // "[r] tutti-bench: rank r: <error>: ... bad frame from rank <sender>: ..."
+    std::regex named(strFormat("\\[%d\\] tutti-bench: rank %d: .*bad frame from rank %d\\b.*",
+                               rank, rank, sender));
+    bool found = false;
+    for (const std::string& l : splitLines(all)) found = found || std::regex_match(l, named);
+    EXPECT_TRUE(found) << "seed " << seed << ": rank " << rank
+                       << " did not report the bad frame from rank " << sender << "\n" << all;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, GarbageToListeners, ::testing::ValuesIn(kTransports),
