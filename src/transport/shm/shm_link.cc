@@ -36,7 +36,7 @@ std::string ShmLink::describePeer() const { return strFormat("rank %d", peer_); 
 void ShmLink::completeLocked(TransferRequest* request, Status status, DoneList& done) {
   request->status_ = std::move(status);
   request->state.store(TransferRequest::kDone, std::memory_order_release);
-  done.push_back(request);
+  done.add(request);
 }
 
 // ---- sending ------------------------------------------------------------------------------

@@ -17,9 +17,21 @@ namespace tutti::shm {
 
 class ShmTransport;
 
+/// What a locked pass completed, signalled with one notify once the mutex is released.
+/// Only the count is kept: each request's state already says it is done, and a list would
+/// allocate on every post.
+class DoneList {
+ public:
+  void add(TransferRequest*) { ++count_; }
+  bool empty() const { return count_ == 0; }
+  void clear() { count_ = 0; }
+
+ private:
+  std::size_t count_ = 0;
+};
+
 class ShmLink final : public Link {
  public:
-  using DoneList = std::vector<TransferRequest*>;
 
   /// `peerSegment` is the peer's segment (this rank's outbound ring lives there), `own`
   /// this rank's (the inbound ring and the acks of this rank's rendezvous sends).

@@ -195,6 +195,12 @@ bool ShmTransport::rendezvousTo(int peer) const {
 }
 
 Status ShmTransport::health() const {
+  // Asked on every turn of the executor's loop: healthy is answered without the mutex.
+  // failed_ is set (under the mutex) before health_, so a reader that sees it unset has
+  // nothing to read, and one that sees it set reads health_ under the mutex.
+  if (!failed_.load(std::memory_order_acquire) &&
+      own_.control().abortState.load(std::memory_order_acquire) != 2)
+    return Status();
   std::lock_guard<std::mutex> lock(mutex_);
   // A peer's abort counts before this rank's next progress pass adopts it.
   if (!failed_ && own_.control().abortState.load(std::memory_order_acquire) == 2)
@@ -300,7 +306,7 @@ void ShmTransport::writeAbortTo(int peer, const Status& status) {
 
 void ShmTransport::failLocked(const Status& status, DoneList& done) {
   if (failed_) return;
-  failed_ = true;
+  failed_.store(true, std::memory_order_release);
   health_ = status;
   // A peer's abort that arrived first is the root cause; this failure may be its symptom
   // (a read from a rank that already left because of it).
@@ -330,7 +336,11 @@ bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::i
   int yields = 0;
   Control& c = own_.control();
   DoneList done;
+  std::uint32_t bell = 0;
   auto pass = [&] {
+    // Read before the pass: whatever a peer publishes after the pass looked changes it.
+    // Sequentially consistent: ordered after the sleeping flag's store before the sleep.
+    bell = c.doorbell.load(std::memory_order_seq_cst);
     bool moved;
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -339,14 +349,24 @@ bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::i
     finish(done);
     return moved;
   };
+  bool look = true;  // a pass is due
   while (true) {
-    const bool moved = pass();
-    if (progress_.snapshot() != seen) return true;
-    if (moved) continue;
+    if (look) {
+      const bool moved = pass();
+      if (progress_.snapshot() != seen) return true;
+      if (moved) continue;
+    }
     if (spinNs > 0 && (++spins % 64 != 0 || nowNs() < spinUntil)) {
       cpuRelax();
+      // Peers ring the doorbell after everything they publish (data, room, acks, leaving,
+      // an abort), and other threads' completions move progress_: until one changes, a
+      // pass would find nothing, so the spin reads two words instead of taking the mutex
+      // and scanning every link. Every 64th turn passes anyway (it looks for dead peers).
+      look = c.doorbell.load(std::memory_order_acquire) != bell ||
+             progress_.snapshot() != seen || spins % 64 == 0;
       continue;
     }
+    look = true;
     // Then a few yields: with more ranks than cores the rank this one waits for is often
     // runnable on this very core, and yielding hands it the core at once, where a futex
     // sleep costs two context switches and a wake-up. Bounded, so an idle rank still ends
@@ -358,7 +378,6 @@ bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::i
     }
     // Sleep on the doorbell. A peer publishes, then rings; reading the bell before the
     // last look means a ring after that look changes it and the wait returns at once.
-    const std::uint32_t bell = c.doorbell.load(std::memory_order_seq_cst);
     c.sleeping.store(1, std::memory_order_seq_cst);
     const bool movedLate = pass();
     if (movedLate || progress_.snapshot() != seen) {

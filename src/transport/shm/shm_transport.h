@@ -20,6 +20,7 @@
 // its doorbell, so every rank fails at once naming the rank at fault. One mutex guards the
 // transport's state; completions are signalled after it is released.
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -34,6 +35,7 @@
 namespace tutti::shm {
 
 class ShmLink;
+class DoneList;
 
 class ShmTransport final : public Transport, public ProgressHook {
  public:
@@ -89,7 +91,6 @@ class ShmTransport final : public Transport, public ProgressHook {
 
  private:
   friend class ShmLink;
-  using DoneList = std::vector<TransferRequest*>;
 
   ShmTransport(const Options& options);
   Status setUp(Store& store, const std::string& keyPrefix);
@@ -124,7 +125,8 @@ class ShmTransport final : public Transport, public ProgressHook {
   std::vector<std::unique_ptr<ShmLink>> links_;
   mutable std::mutex mutex_;
   Status health_;
-  bool failed_ = false;
+  // Written under mutex_ (before health_); read without it by health()'s fast path.
+  std::atomic<bool> failed_{false};
   bool shutDown_ = false;
   WaitSignal progress_;
   std::int64_t lastPeerCheckNs_ = 0;
