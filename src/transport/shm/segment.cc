@@ -157,6 +157,13 @@ void Segment::ring() const {
   if (c.sleeping.load(std::memory_order_seq_cst) != 0) sharedFutexWake(&c.doorbell);
 }
 
+void Segment::wakeIfSleeping() const {
+  Control& c = control();
+  if (c.sleeping.load(std::memory_order_seq_cst) == 0) return;
+  c.doorbell.fetch_add(1, std::memory_order_seq_cst);
+  sharedFutexWake(&c.doorbell);
+}
+
 std::string hostKey() {
   std::string boot;
   std::ifstream in("/proc/sys/kernel/random/boot_id");

@@ -134,6 +134,12 @@ class Segment {
 
   /// Rings the doorbell: wakes the owner if it sleeps. Call after publishing.
   void ring() const;
+  /// Wakes the owner only if it sleeps: for what its spin watches itself without the
+  /// doorbell (ring heads and tails). The publication must be a sequentially consistent
+  /// store; the owner stores its sleeping flag the same way before its last look, so either
+  /// that look sees the publication or this sees the flag. Saves the doorbell's cache line
+  /// a round trip per message while the owner spins.
+  void wakeIfSleeping() const;
 
  private:
   Segment(const Layout& layout, char* base, int fd) : layout_(layout), base_(base), fd_(fd) {}

@@ -64,7 +64,7 @@ bool ShmLink::sendRendezvousLocked(TransferRequest* request) {
   std::size_t id = 0;
   while (id < kRndvSlots && rndvInflight_[id] != nullptr) ++id;
   if (id == kRndvSlots) return false;  // wait for acks
-  if (outHead_ - out_.tail->load(std::memory_order_acquire) >= out_.count) return false;
+  if (outHead_ - out_.tail->load(std::memory_order_seq_cst) >= out_.count) return false;
   SlotHeader* h = out_.header(outHead_);
   h->tag = request->tag;
   h->msgBytes = request->bytes;
@@ -78,14 +78,14 @@ bool ShmLink::sendRendezvousLocked(TransferRequest* request) {
   rndvInflight_[id] = request;
   ++rndvCount_;
   rndvSeqs_[id] = h->rndvSeq;
-  out_.head->store(++outHead_, std::memory_order_release);
+  out_.head->store(++outHead_, std::memory_order_seq_cst);  // see wakeIfSleeping
   return true;
 }
 
 // Returns true once the whole message is in the ring.
 bool ShmLink::sendEagerLocked(TransferRequest* request) {
   while (true) {
-    if (outHead_ - out_.tail->load(std::memory_order_acquire) >= out_.count) return false;
+    if (outHead_ - out_.tail->load(std::memory_order_seq_cst) >= out_.count) return false;
     const std::size_t chunk = std::min<std::size_t>(slotBytes_, request->bytes - request->progress);
     SlotHeader* h = out_.header(outHead_);
     h->tag = request->tag;
@@ -95,7 +95,7 @@ bool ShmLink::sendEagerLocked(TransferRequest* request) {
     h->kind = SlotKind::kData;
     if (request->progress == 0) h->stamp = request->stamp;
     if (chunk > 0) std::memcpy(out_.payload(outHead_), request->data + request->progress, chunk);
-    out_.head->store(++outHead_, std::memory_order_release);
+    out_.head->store(++outHead_, std::memory_order_seq_cst);  // see wakeIfSleeping
     request->progress += chunk;
     if (request->progress >= request->bytes) return true;
   }
@@ -126,7 +126,7 @@ bool ShmLink::pumpSendsLocked(DoneList& done) {
     sendQueue_.pop_front();
     completeLocked(request, Status::Ok(), done);  // the bytes are in the ring
   }
-  if (moved) peerSegment_->ring();
+  if (moved) peerSegment_->wakeIfSleeping();  // its spin watches the ring's head
   return moved;
 }
 
@@ -323,7 +323,7 @@ bool ShmLink::startMessageLocked(const SlotHeader& h, DoneList& done) {
 
 bool ShmLink::drainLocked(DoneList& done) {
   bool moved = false;
-  while (!owner_->failed_ && inTail_ < in_.head->load(std::memory_order_acquire)) {
+  while (!owner_->failed_ && inTail_ < in_.head->load(std::memory_order_seq_cst)) {
     const SlotHeader h = *in_.header(inTail_);
     if (h.kind != SlotKind::kData && h.kind != SlotKind::kRndv) {
       owner_->failLocked(Status(ErrorCode::kProtocolError,
@@ -371,10 +371,10 @@ bool ShmLink::drainLocked(DoneList& done) {
         streamUnexpected_->received = h.offset + h.chunkBytes;
       }
     }
-    in_.tail->store(++inTail_, std::memory_order_release);
+    in_.tail->store(++inTail_, std::memory_order_seq_cst);  // see wakeIfSleeping
     moved = true;
   }
-  if (moved) peerSegment_->ring();  // the sender may be waiting for room
+  if (moved) peerSegment_->wakeIfSleeping();  // the sender may be waiting for room
   return moved;
 }
 

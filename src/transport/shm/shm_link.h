@@ -52,6 +52,10 @@ class ShmLink final : public Link {
   bool needsPeerLocked() const;
   /// True while sends are queued or being read.
   bool sendsPendingLocked() const;
+  /// The inbound ring's head and the outbound ring's tail, as the peer last published
+  /// them: the waiter's spin watches these without the mutex (they only grow).
+  std::uint64_t inHead() const { return in_.head->load(std::memory_order_acquire); }
+  std::uint64_t outTail() const { return out_.tail->load(std::memory_order_acquire); }
   /// Completes every pending request with `status` and forgets them.
   void failAllLocked(const Status& status, DoneList& done);
 

@@ -11,6 +11,8 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <tuple>
+#include <utility>
 
 #include "base/assert.h"
 #include "base/log.h"
@@ -336,15 +338,32 @@ bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::i
   int yields = 0;
   Control& c = own_.control();
   DoneList done;
+  // What the spin watches, read before each pass: whatever a peer publishes after the pass
+  // looked changes one of them. Peers bump the doorbell for rare events (acks, leaving,
+  // aborts) and the ring heads and tails for messages and room (wakeIfSleeping).
   std::uint32_t bell = 0;
+  std::uint64_t heads = 0, tails = 0;
+  bool sending = false;  // sends wait for room: the tails matter
+  auto watched = [&] {
+    std::uint64_t h = 0, t = 0;
+    for (int r : local_) {
+      const ShmLink& l = *links_[static_cast<std::size_t>(r)];
+      h += l.inHead();
+      if (sending) t += l.outTail();
+    }
+    return std::pair<std::uint64_t, std::uint64_t>(h, t);
+  };
   auto pass = [&] {
-    // Read before the pass: whatever a peer publishes after the pass looked changes it.
     // Sequentially consistent: ordered after the sleeping flag's store before the sleep.
     bell = c.doorbell.load(std::memory_order_seq_cst);
+    sending = true;
+    std::tie(heads, tails) = watched();
     bool moved;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       moved = progressLocked(done);
+      sending = false;
+      for (int r : local_) sending = sending || links_[static_cast<std::size_t>(r)]->sendsPendingLocked();
     }
     finish(done);
     return moved;
@@ -358,12 +377,15 @@ bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::i
     }
     if (spinNs > 0 && (++spins % 64 != 0 || nowNs() < spinUntil)) {
       cpuRelax();
-      // Peers ring the doorbell after everything they publish (data, room, acks, leaving,
-      // an abort), and other threads' completions move progress_: until one changes, a
-      // pass would find nothing, so the spin reads two words instead of taking the mutex
+      // Until a peer publishes (above) or another thread completes a request (progress_),
+      // a pass would find nothing: the spin reads a few words instead of taking the mutex
       // and scanning every link. Every 64th turn passes anyway (it looks for dead peers).
       look = c.doorbell.load(std::memory_order_acquire) != bell ||
              progress_.snapshot() != seen || spins % 64 == 0;
+      if (!look) {
+        const auto [h, t] = watched();
+        look = h != heads || (sending && t != tails);
+      }
       continue;
     }
     look = true;
