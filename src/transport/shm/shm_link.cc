@@ -23,6 +23,7 @@ ShmLink::ShmLink(ShmTransport* owner, int peer, const Segment* own, const Segmen
       slotBytes_(owner->layout_.slotBytes) {
   // A transport is built fresh for every communicator: both counters start at zero.
   outHead_ = out_.head->load(std::memory_order_acquire);
+  outTail_ = out_.tail->load(std::memory_order_acquire);
   inTail_ = in_.tail->load(std::memory_order_acquire);
 }
 
@@ -60,11 +61,19 @@ void ShmLink::postSend(TransferRequest* request, Tag tag, const void* data, std:
   owner_->finish(done);
 }
 
+bool ShmLink::roomLocked() {
+  if (outHead_ - outTail_ < out_.count) return true;
+  // Read only when the last value read says the ring is full: reading it pulls its cache
+  // line over from the receiver, which writes it for every slot it frees.
+  outTail_ = out_.tail->load(std::memory_order_seq_cst);  // see wakeIfSleeping
+  return outHead_ - outTail_ < out_.count;
+}
+
 bool ShmLink::sendRendezvousLocked(TransferRequest* request) {
   std::size_t id = 0;
   while (id < kRndvSlots && rndvInflight_[id] != nullptr) ++id;
   if (id == kRndvSlots) return false;  // wait for acks
-  if (outHead_ - out_.tail->load(std::memory_order_seq_cst) >= out_.count) return false;
+  if (!roomLocked()) return false;
   SlotHeader* h = out_.header(outHead_);
   h->tag = request->tag;
   h->msgBytes = request->bytes;
@@ -85,7 +94,7 @@ bool ShmLink::sendRendezvousLocked(TransferRequest* request) {
 // Returns true once the whole message is in the ring.
 bool ShmLink::sendEagerLocked(TransferRequest* request) {
   while (true) {
-    if (outHead_ - out_.tail->load(std::memory_order_seq_cst) >= out_.count) return false;
+    if (!roomLocked()) return false;
     const std::size_t chunk = std::min<std::size_t>(slotBytes_, request->bytes - request->progress);
     SlotHeader* h = out_.header(outHead_);
     h->tag = request->tag;

@@ -85,6 +85,8 @@ class ShmLink final : public Link {
   std::unique_ptr<Unexpected> takeUnexpectedLocked(std::uint64_t bytes);
   /// Removes `it` from unexpected_, keeping its buffer for reuse.
   void recycleLocked(std::deque<std::unique_ptr<Unexpected>>::iterator it);
+  /// True when the outbound ring has a free slot.
+  bool roomLocked();
   bool sendRendezvousLocked(TransferRequest* request);
   bool sendEagerLocked(TransferRequest* request);
   std::string describe(Tag tag) const;
@@ -101,6 +103,7 @@ class ShmLink final : public Link {
   // send side
   std::deque<TransferRequest*> sendQueue_;
   std::uint64_t outHead_ = 0;
+  std::uint64_t outTail_ = 0;  // the ring's tail as last read (it only grows)
   std::array<TransferRequest*, kRndvSlots> rndvInflight_{};
   std::array<std::uint64_t, kRndvSlots> rndvSeqs_{};
   std::uint64_t rndvSeq_ = 0;
