@@ -331,9 +331,18 @@ void ShmTransport::fail(const Status& status) {
 }
 
 bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::int64_t spinNs) {
-  const std::int64_t start = nowNs();
-  const std::int64_t spinUntil = spinNs > 0 ? start + spinNs : 0;
-  const std::int64_t yieldUntil = start + spinNs + kYieldNs;
+  // The clock is first read once the wait has lasted a while (64 turns of the spin, or the
+  // first yield): most waits for a small message end before that, and a read costs 20-100 ns
+  // here. The budgets count from that first read.
+  std::int64_t spinUntil = 0, yieldUntil = 0;
+  bool clockStarted = false;
+  auto startClock = [&] {
+    if (clockStarted) return;
+    clockStarted = true;
+    const std::int64_t start = nowNs();
+    spinUntil = spinNs > 0 ? start + spinNs : 0;
+    yieldUntil = start + std::max<std::int64_t>(spinNs, 0) + kYieldNs;
+  };
   std::uint64_t spins = 0;
   int yields = 0;
   Control& c = own_.control();
@@ -375,7 +384,8 @@ bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::i
       if (progress_.snapshot() != seen) return true;
       if (moved) continue;
     }
-    if (spinNs > 0 && (++spins % 64 != 0 || nowNs() < spinUntil)) {
+    if (spinNs > 0 && ++spins % 64 == 0) startClock();
+    if (spinNs > 0 && (spins % 64 != 0 || nowNs() < spinUntil)) {
       cpuRelax();
       // Until a peer publishes (above) or another thread completes a request (progress_),
       // a pass would find nothing: the spin reads a few words instead of taking the mutex
@@ -389,6 +399,7 @@ bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::i
       continue;
     }
     look = true;
+    startClock();
     // Then a few yields: with more ranks than cores the rank this one waits for is often
     // runnable on this very core, and yielding hands it the core at once, where a futex
     // sleep costs two context switches and a wake-up. Bounded, so an idle rank still ends
