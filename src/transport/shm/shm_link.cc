@@ -22,8 +22,8 @@ ShmLink::ShmLink(ShmTransport* owner, int peer, const Segment* own, const Segmen
       in_(own->ringFrom(peer)),
       slotBytes_(owner->layout_.slotBytes) {
   // A transport is built fresh for every communicator: both counters start at zero.
-  outHead_ = out_.head->load(std::memory_order_acquire);
   outTail_ = out_.tail->load(std::memory_order_acquire);
+  outHead_ = outTail_;
   inTail_ = in_.tail->load(std::memory_order_acquire);
 }
 
@@ -87,7 +87,7 @@ bool ShmLink::sendRendezvousLocked(TransferRequest* request) {
   rndvInflight_[id] = request;
   ++rndvCount_;
   rndvSeqs_[id] = h->rndvSeq;
-  out_.head->store(++outHead_, std::memory_order_seq_cst);  // see wakeIfSleeping
+  h->seq.store(++outHead_, std::memory_order_seq_cst);  // publishes; see wakeIfSleeping
   return true;
 }
 
@@ -99,12 +99,17 @@ bool ShmLink::sendEagerLocked(TransferRequest* request) {
     SlotHeader* h = out_.header(outHead_);
     h->tag = request->tag;
     h->msgBytes = request->bytes;
-    h->offset = request->progress;
     h->chunkBytes = static_cast<std::uint32_t>(chunk);
     h->kind = SlotKind::kData;
     if (request->progress == 0) h->stamp = request->stamp;
-    if (chunk > 0) std::memcpy(out_.payload(outHead_), request->data + request->progress, chunk);
-    out_.head->store(++outHead_, std::memory_order_seq_cst);  // see wakeIfSleeping
+    if (request->bytes <= kInlineBytes) {
+      // The whole message in the header's first line: the second is left alone.
+      if (chunk > 0) std::memcpy(h->inlineData, request->data, chunk);
+    } else {
+      h->offset = request->progress;
+      std::memcpy(out_.payload(outHead_), request->data + request->progress, chunk);
+    }
+    h->seq.store(++outHead_, std::memory_order_seq_cst);  // publishes; see wakeIfSleeping
     request->progress += chunk;
     if (request->progress >= request->bytes) return true;
   }
@@ -135,7 +140,7 @@ bool ShmLink::pumpSendsLocked(DoneList& done) {
     sendQueue_.pop_front();
     completeLocked(request, Status::Ok(), done);  // the bytes are in the ring
   }
-  if (moved) peerSegment_->wakeIfSleeping();  // its spin watches the ring's head
+  if (moved) peerSegment_->wakeIfSleeping();  // its spin watches the slots
   return moved;
 }
 
@@ -270,7 +275,7 @@ void ShmLink::recycleLocked(std::deque<std::unique_ptr<Unexpected>>::iterator it
   spare_.push_back(std::move(u));
 }
 
-bool ShmLink::startMessageLocked(const SlotHeader& h, DoneList& done) {
+bool ShmLink::startMessageLocked(const SlotView& h, DoneList& done) {
   auto it = std::find_if(posted_.begin(), posted_.end(),
                     [&](const TransferRequest* r) { return r->tag == h.tag; });
   if (it != posted_.end()) {
@@ -332,8 +337,8 @@ bool ShmLink::startMessageLocked(const SlotHeader& h, DoneList& done) {
 
 bool ShmLink::drainLocked(DoneList& done) {
   bool moved = false;
-  while (!owner_->failed_ && inTail_ < in_.head->load(std::memory_order_seq_cst)) {
-    const SlotHeader h = *in_.header(inTail_);
+  while (!owner_->failed_ && in_.published(inTail_)) {
+    const SlotView h = in_.read(inTail_);
     if (h.kind != SlotKind::kData && h.kind != SlotKind::kRndv) {
       owner_->failLocked(Status(ErrorCode::kProtocolError,
                                 strFormat("rank %d's ring holds a slot of unknown kind %u", peer_,
@@ -353,7 +358,7 @@ bool ShmLink::drainLocked(DoneList& done) {
                            done);
         break;
       }
-      const char* src = in_.payload(inTail_);
+      const char* src = h.data;
       if (streamTo_ != nullptr && h.chunkBytes > 0) {
         std::memcpy(streamTo_->data + h.offset, src, h.chunkBytes);
       } else if (streamUnexpected_ != nullptr && h.chunkBytes > 0) {

@@ -52,9 +52,14 @@ class ShmLink final : public Link {
   bool needsPeerLocked() const;
   /// True while sends are queued or being read.
   bool sendsPendingLocked() const;
-  /// The inbound ring's head and the outbound ring's tail, as the peer last published
-  /// them: the waiter's spin watches these without the mutex (they only grow).
-  std::uint64_t inHead() const { return in_.head->load(std::memory_order_acquire); }
+  /// The inbound ring's tail, plus one when the slot there is published: it grows when a
+  /// message arrives and stays put while nothing does (a consumed message moves the tail
+  /// past the slot that made it count). The waiter's spin watches it without the mutex.
+  std::uint64_t arrivals() const {
+    const std::uint64_t tail = in_.tail->load(std::memory_order_acquire);
+    return tail + (in_.published(tail) ? 1 : 0);
+  }
+  /// The outbound ring's tail as the peer last published it (it only grows).
   std::uint64_t outTail() const { return out_.tail->load(std::memory_order_acquire); }
   /// Completes every pending request with `status` and forgets them.
   void failAllLocked(const Status& status, DoneList& done);
@@ -76,7 +81,7 @@ class ShmLink final : public Link {
   void completeLocked(TransferRequest* request, Status status, DoneList& done);
   /// Starts a message whose first slot is `h`: to a posted receive or an unexpected buffer.
   /// False when it must wait (unexpected space exhausted) or the transport failed.
-  bool startMessageLocked(const SlotHeader& h, DoneList& done);
+  bool startMessageLocked(const SlotView& h, DoneList& done);
   /// Reads a rendezvous message into `request`, acks it, completes the request.
   void readRendezvousLocked(TransferRequest* request, std::uint64_t remoteAddr,
                             std::uint64_t rndvId, std::uint64_t rndvSeq, DoneList& done);

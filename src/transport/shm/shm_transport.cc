@@ -349,15 +349,15 @@ bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::i
   DoneList done;
   // What the spin watches, read before each pass: whatever a peer publishes after the pass
   // looked changes one of them. Peers bump the doorbell for rare events (acks, leaving,
-  // aborts) and the ring heads and tails for messages and room (wakeIfSleeping).
+  // aborts) and publish slots and move tails for messages and room (wakeIfSleeping).
   std::uint32_t bell = 0;
-  std::uint64_t heads = 0, tails = 0;
+  std::uint64_t arrived = 0, tails = 0;
   bool sending = false;  // sends wait for room: the tails matter
   auto watched = [&] {
     std::uint64_t h = 0, t = 0;
     for (int r : local_) {
       const ShmLink& l = *links_[static_cast<std::size_t>(r)];
-      h += l.inHead();
+      h += l.arrivals();
       if (sending) t += l.outTail();
     }
     return std::pair<std::uint64_t, std::uint64_t>(h, t);
@@ -366,7 +366,7 @@ bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::i
     // Sequentially consistent: ordered after the sleeping flag's store before the sleep.
     bell = c.doorbell.load(std::memory_order_seq_cst);
     sending = true;
-    std::tie(heads, tails) = watched();
+    std::tie(arrived, tails) = watched();
     bool moved;
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -394,7 +394,7 @@ bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::i
              progress_.snapshot() != seen || spins % 64 == 0;
       if (!look) {
         const auto [h, t] = watched();
-        look = h != heads || (sending && t != tails);
+        look = h != arrived || (sending && t != tails);
       }
       continue;
     }
