@@ -85,7 +85,8 @@ struct alignas(kCacheLine) Control {
   std::int32_t size;
   std::uint32_t slots;
   std::uint32_t slotBytes;
-  /// Bumped by anyone who gives this rank something to do; the owner sleeps on it.
+  /// Bumped by anyone who gives this rank something to do (messages and room only while
+  /// it sleeps: Segment::wakeIfSleeping); the owner sleeps on it.
   alignas(kCacheLine) std::atomic<std::uint32_t> doorbell;
   /// Non-zero while the owner is (about to be) asleep on the doorbell.
   alignas(kCacheLine) std::atomic<std::uint32_t> sleeping;

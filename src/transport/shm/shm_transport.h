@@ -11,9 +11,11 @@
 //
 // There is no progress thread. Posting a request moves what it can at once; the thread
 // that waits (waitForProgress) moves the rest, polling for the spin budget and then
-// sleeping on its segment's doorbell, which every peer rings after giving it work (data,
-// freed slots, acks, an abort). So a rank blocked in a collective uses no CPU after the
-// spin, and more ranks than cores still progress.
+// sleeping on its segment's doorbell. Peers ring the doorbell for acks, leaving and aborts
+// always, and for messages and freed slots only while the owner sleeps: a spinning owner
+// watches its rings' slots and tails itself, so a small message costs the receiver one
+// cache line. A rank blocked in a collective uses no CPU after the spin, and more ranks
+// than cores still progress.
 //
 // Failures: the first failure (a timeout, a mismatch, a peer found dead through its pidfd,
 // a peer that left while still needed) is written into every peer's abort record and rings
