@@ -377,6 +377,15 @@ bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::i
     finish(done);
     return moved;
   };
+  // Until a peer publishes (above) or another thread completes a request (progress_), a
+  // pass would find nothing: the spin and the yields read a few words instead of taking
+  // the mutex and scanning every link.
+  auto changed = [&] {
+    if (c.doorbell.load(std::memory_order_acquire) != bell || progress_.snapshot() != seen)
+      return true;
+    const auto [h, t] = watched();
+    return h != arrived || (sending && t != tails);
+  };
   bool look = true;  // a pass is due
   while (true) {
     if (look) {
@@ -387,18 +396,9 @@ bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::i
     if (spinNs > 0 && ++spins % 64 == 0) startClock();
     if (spinNs > 0 && (spins % 64 != 0 || nowNs() < spinUntil)) {
       cpuRelax();
-      // Until a peer publishes (above) or another thread completes a request (progress_),
-      // a pass would find nothing: the spin reads a few words instead of taking the mutex
-      // and scanning every link. Every 64th turn passes anyway (it looks for dead peers).
-      look = c.doorbell.load(std::memory_order_acquire) != bell ||
-             progress_.snapshot() != seen || spins % 64 == 0;
-      if (!look) {
-        const auto [h, t] = watched();
-        look = h != arrived || (sending && t != tails);
-      }
+      look = spins % 64 == 0 || changed();  // every 64th turn passes (it finds dead peers)
       continue;
     }
-    look = true;
     startClock();
     // Then a few yields: with more ranks than cores the rank this one waits for is often
     // runnable on this very core, and yielding hands it the core at once, where a futex
@@ -407,8 +407,10 @@ bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::i
     if (yields < kMaxYields && nowNs() < yieldUntil) {
       ++yields;
       sched_yield();
+      look = changed();
       continue;
     }
+    look = true;
     // Sleep on the doorbell. A peer publishes, then rings; reading the bell before the
     // last look means a ring after that look changes it and the wait returns at once.
     c.sleeping.store(1, std::memory_order_seq_cst);
