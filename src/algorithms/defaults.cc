@@ -39,8 +39,8 @@ constexpr Rule kRules[] = {
     // A few hundred bytes in 3-4 ranks: one round of direct sends (4 ranks on 2 cores over
     // shared memory, 8 bytes: 0.81 and 0.94 of recursive doubling's time, alternating runs
     // of scripts/ab_latency.sh; over TCP 0.97). Fewer rounds means fewer dependent
-    // wake-ups when ranks share cores; at 8 ranks the n - 1 messages cost more (1.17), and
-    // at 2 recursive doubling is already one exchange with fewer steps.
+    // wake-ups when ranks share cores; at 8 ranks the n - 1 messages cost more
+    // (1.10-1.17), and at 2 recursive doubling is already one exchange with fewer steps.
     {Collective::kAllReduce, 256, 4, "direct", 3},
     {Collective::kAllReduce, 4096, kAnyRanks, "recursive_doubling"},
     {Collective::kAllReduce, 128 << 10, kAnyRanks, "reduce_bcast"},

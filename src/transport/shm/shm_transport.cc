@@ -11,8 +11,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <tuple>
-#include <utility>
 
 #include "base/assert.h"
 #include "base/log.h"
@@ -330,6 +328,43 @@ void ShmTransport::fail(const Status& status) {
   finish(done);
 }
 
+void ShmTransport::mark(Marks& marks) const {
+  // Sequentially consistent: ordered after the sleeping flag's store before a sleep.
+  marks.bell = own_.control().doorbell.load(std::memory_order_seq_cst);
+  marks.arrived = 0;
+  marks.tails = 0;
+  for (int r : local_) {
+    const ShmLink& l = *links_[static_cast<std::size_t>(r)];
+    marks.arrived += l.arrivals();
+    if (marks.sending) marks.tails += l.outTail();
+  }
+}
+
+bool ShmTransport::changedSince(const Marks& marks, std::uint32_t seen) const {
+  if (own_.control().doorbell.load(std::memory_order_acquire) != marks.bell ||
+      progress_.snapshot() != seen)
+    return true;
+  Marks now;
+  now.sending = marks.sending;
+  mark(now);
+  return now.arrived != marks.arrived || (marks.sending && now.tails != marks.tails);
+}
+
+bool ShmTransport::markAndPass(Marks& marks, DoneList& done) {
+  marks.sending = true;  // the tails are read whether or not they will matter
+  mark(marks);
+  bool moved;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    moved = progressLocked(done);
+    marks.sending = false;
+    for (int r : local_)
+      marks.sending = marks.sending || links_[static_cast<std::size_t>(r)]->sendsPendingLocked();
+  }
+  finish(done);
+  return moved;
+}
+
 bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::int64_t spinNs) {
   // The clock is first read once the wait has lasted a while (64 turns of the spin, or the
   // first yield): most waits for a small message end before that, and a read costs 20-100 ns
@@ -347,45 +382,9 @@ bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::i
   int yields = 0;
   Control& c = own_.control();
   DoneList done;
-  // What the spin watches, read before each pass: whatever a peer publishes after the pass
-  // looked changes one of them. Peers bump the doorbell for rare events (acks, leaving,
-  // aborts) and publish slots and move tails for messages and room (wakeIfSleeping).
-  std::uint32_t bell = 0;
-  std::uint64_t arrived = 0, tails = 0;
-  bool sending = false;  // sends wait for room: the tails matter
-  auto watched = [&] {
-    std::uint64_t h = 0, t = 0;
-    for (int r : local_) {
-      const ShmLink& l = *links_[static_cast<std::size_t>(r)];
-      h += l.arrivals();
-      if (sending) t += l.outTail();
-    }
-    return std::pair<std::uint64_t, std::uint64_t>(h, t);
-  };
-  auto pass = [&] {
-    // Sequentially consistent: ordered after the sleeping flag's store before the sleep.
-    bell = c.doorbell.load(std::memory_order_seq_cst);
-    sending = true;
-    std::tie(arrived, tails) = watched();
-    bool moved;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      moved = progressLocked(done);
-      sending = false;
-      for (int r : local_) sending = sending || links_[static_cast<std::size_t>(r)]->sendsPendingLocked();
-    }
-    finish(done);
-    return moved;
-  };
-  // Until a peer publishes (above) or another thread completes a request (progress_), a
-  // pass would find nothing: the spin and the yields read a few words instead of taking
-  // the mutex and scanning every link.
-  auto changed = [&] {
-    if (c.doorbell.load(std::memory_order_acquire) != bell || progress_.snapshot() != seen)
-      return true;
-    const auto [h, t] = watched();
-    return h != arrived || (sending && t != tails);
-  };
+  Marks marks;
+  auto pass = [&] { return markAndPass(marks, done); };
+  auto changed = [&] { return changedSince(marks, seen); };
   bool look = true;  // a pass is due
   while (true) {
     if (look) {
@@ -427,7 +426,7 @@ bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::i
     const std::int64_t remaining =
         deadline.isNever() ? kPeerCheckNs
                            : std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.remaining()).count();
-    sharedFutexWait(&c.doorbell, bell, std::clamp<std::int64_t>(remaining, 0, kPeerCheckNs));
+    sharedFutexWait(&c.doorbell, marks.bell, std::clamp<std::int64_t>(remaining, 0, kPeerCheckNs));
     c.sleeping.store(0, std::memory_order_relaxed);
     {
       std::lock_guard<std::mutex> lock(mutex_);

@@ -110,6 +110,24 @@ class ShmTransport final : public Transport, public ProgressHook {
   Status deathOf(int peer) const;
   void failLocked(const Status& status, DoneList& done);
   void finish(DoneList& done);
+
+  /// What a waiter saw just before its last pass over the links: whatever a peer publishes
+  /// after that pass looked changes one of these words. Peers bump the doorbell for rare
+  /// events (acks, leaving, aborts) and publish slots and move tails for messages and room
+  /// (Segment::wakeIfSleeping); other threads' completions move progress_.
+  struct Marks {
+    std::uint32_t bell = 0;
+    std::uint64_t arrived = 0;  // sum of the links' arrivals()
+    std::uint64_t tails = 0;    // sum of the outbound tails, read while `sending`
+    bool sending = true;        // sends wait for room: the tails matter
+  };
+  /// Reads the words of `marks` (no mutex).
+  void mark(Marks& marks) const;
+  /// True when a pass could find something that the one after `marks` did not: the spin
+  /// and the yields read a few words instead of taking the mutex and scanning every link.
+  bool changedSince(const Marks& marks, std::uint32_t seen) const;
+  /// mark(), then one pass over every link (takes the mutex). True when anything moved.
+  bool markAndPass(Marks& marks, DoneList& done);
   void writeAbortTo(int peer, const Status& status);
   /// The failure a peer wrote into this rank's abort record (which must be complete).
   Status abortRecord() const;
