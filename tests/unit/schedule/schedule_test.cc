@@ -120,12 +120,12 @@ TEST(Registry, SelectsDefaultsAndExplainsBadNames) {
   auto ring = selectAlgorithm(spec, "");
   ASSERT_TRUE(ring.ok());
   EXPECT_STREQ((*ring)->name, "ring");
-  spec.count = 2;  // 8 bytes in 4 ranks: one round of direct sends
+  spec.count = 2;  // 8 bytes: log n rounds of tiny messages
   auto small = selectAlgorithm(spec, "");
   ASSERT_TRUE(small.ok());
-  EXPECT_STREQ((*small)->name, "direct");
-  spec.size = 8;  // ... in 8 ranks and in 2: log n rounds of tiny messages
-  EXPECT_STREQ((*selectAlgorithm(spec, ""))->name, "recursive_doubling");
+  EXPECT_STREQ((*small)->name, "recursive_doubling");
+  spec.size = 3;  // ... but one round of direct sends where a third rank would fold in
+  EXPECT_STREQ((*selectAlgorithm(spec, ""))->name, "direct");
   spec.size = 2;
   EXPECT_STREQ((*selectAlgorithm(spec, ""))->name, "recursive_doubling");
   spec.size = 4;
