@@ -23,6 +23,7 @@ struct Rule {
   std::uint64_t maxBytes;  // rule applies to calls of at most this many bytes per rank
   int maxRanks;            // ... in worlds of at most this many ranks
   const char* algorithm;
+  int minRanks = 1;        // ... and at least this many
 };
 
 // Order matters: the first applicable rule wins. Evidence: bench/algorithms_tcp.sh on this
@@ -35,6 +36,12 @@ constexpr Rule kRules[] = {
     // 275 us, reduce_bcast 339, ring 1126), reduce + broadcast in the middle (64 KiB:
     // 186/526 us vs ring 346/1075), bandwidth-optimal ones for large (4 MiB, 4 ranks: ring
     // 10.8 ms; 8 ranks: Rabenseifner 19.9 ms vs ring 27.0).
+    // A few hundred bytes in 3 ranks: one round of direct sends, where recursive doubling
+    // folds the third rank in and out (8 bytes, alternating runs of scripts/ab_latency.sh:
+    // 0.81 and 0.87 of recursive doubling's time over shared memory, 0.78 over TCP). At 4
+    // ranks on 2 cores direct was slower (1.03-1.06 over shared memory), at 8 more so
+    // (1.10-1.17), and at 2 recursive doubling is one exchange with fewer steps.
+    {Collective::kAllReduce, 256, 3, "direct", 3},
     {Collective::kAllReduce, 4096, kAnyRanks, "recursive_doubling"},
     {Collective::kAllReduce, 128 << 10, kAnyRanks, "reduce_bcast"},
     {Collective::kAllReduce, kAny, 4, "ring"},
@@ -105,7 +112,9 @@ const AlgorithmInfo* defaultAlgorithm(const CollectiveSpec& spec) {
   }
   const std::uint64_t bytes = bytesOf(spec);
   for (const Rule& rule : kRules) {
-    if (rule.kind != spec.kind || bytes > rule.maxBytes || spec.size > rule.maxRanks) continue;
+    if (rule.kind != spec.kind || bytes > rule.maxBytes || spec.size > rule.maxRanks ||
+        spec.size < rule.minRanks)
+      continue;
     if (const AlgorithmInfo* info = findApplicable(spec, rule.algorithm)) return info;
   }
   for (const AlgorithmInfo& info : algorithmRegistry()) {

@@ -251,7 +251,6 @@ void CommImpl::prepare(OpRequest& r, const CallOptions& options) {
   r.deadline = Deadline::after(timeout);
   // The issue time without a second clock read (20-100 ns here): after() added exactly this.
   r.issued = r.deadline.at() - std::chrono::duration_cast<Deadline::Clock::duration>(timeout);
-  r.algorithm = options.algorithm;
   r.spec.segmentCount =
       std::max<std::uint64_t>(1, config_.segmentBytes / dataTypeSize(r.spec.dtype));
   // Point to point takes no sequence number; it keeps the next one, so that the hang report
@@ -260,9 +259,9 @@ void CommImpl::prepare(OpRequest& r, const CallOptions& options) {
   r.seq = p2p ? nextSeq_ : nextSeq_++;
 }
 
-std::string CommImpl::forcedAlgorithm(const OpRequest& r) const {
-  if (!r.algorithm.empty()) return r.algorithm;
-  return algorithmOverrides_[static_cast<std::size_t>(r.spec.kind)];
+std::string_view CommImpl::forcedAlgorithm(std::string_view requested, Collective kind) const {
+  if (!requested.empty()) return requested;
+  return algorithmOverrides_[static_cast<std::size_t>(kind)];
 }
 
 CallSummary CommImpl::summarize(const OpRequest& r, const char* algorithm) {
@@ -339,8 +338,8 @@ class CallDescriber final : public OpDescriber {
 
 }  // namespace
 
-Status CommImpl::execute(const OpRequest& r) {
-  auto algorithm = selectAlgorithm(r.spec, forcedAlgorithm(r));
+Status CommImpl::execute(const OpRequest& r, std::string_view requested) {
+  auto algorithm = selectAlgorithm(r.spec, forcedAlgorithm(requested, r.spec.kind));
   if (!algorithm.ok()) return algorithm.status();
   const CallDescriber what(*this, r, (*algorithm)->name);
   const FlightRecorder::Handle op = recorder_.begin(summarize(r, (*algorithm)->name), r.issued);
@@ -441,6 +440,7 @@ Status CommImpl::runBlocking(OpRequest request, const CallOptions& options) {
       // Async operations are pending: run behind them to keep issue order.
       auto work = std::make_shared<WorkState>(spinNs_);
       request.work = work;
+      request.algorithm = options.algorithm;
       queue_.push_back(std::move(request));
       lock.unlock();
       queueCv_.notify_all();
@@ -448,12 +448,15 @@ Status CommImpl::runBlocking(OpRequest request, const CallOptions& options) {
     }
     inlineBusy_ = true;
   }
-  Status status = execute(request);
+  Status status = execute(request, options.algorithm);
+  bool worker = false;
   {
     std::lock_guard<std::mutex> lock(queueMutex_);
     inlineBusy_ = false;
+    worker = worker_.joinable();
   }
-  queueCv_.notify_all();
+  // Only the worker waits for inlineBusy_ (the destructor joins it, so without one nobody).
+  if (worker) queueCv_.notify_all();
   return status;
 }
 
@@ -466,6 +469,7 @@ Work CommImpl::submit(OpRequest request, const CallOptions& options) {
   }
   prepare(request, options);
   request.work = work;
+  request.algorithm = options.algorithm;
   {
     std::lock_guard<std::mutex> lock(queueMutex_);
     queue_.push_back(std::move(request));
@@ -485,7 +489,7 @@ void CommImpl::workerLoop() {
     queue_.pop_front();
     workerBusy_ = true;
     lock.unlock();
-    Status status = execute(request);
+    Status status = execute(request, request.algorithm);
     request.work->complete(std::move(status));
     lock.lock();
     workerBusy_ = false;
@@ -536,8 +540,7 @@ Result<std::string> CommImpl::algorithmFor(Collective kind, std::size_t count, D
   OpRequest r;
   r.spec = representativeSpec(call, rank_, size_, config_.segmentBytes);
   TUTTI_RETURN_IF_ERROR(validateSpec(r.spec));
-  r.algorithm = forced;
-  auto algorithm = selectAlgorithm(r.spec, forcedAlgorithm(r));
+  auto algorithm = selectAlgorithm(r.spec, forcedAlgorithm(forced, r.spec.kind));
   if (!algorithm.ok()) return algorithm.status();
   return std::string((*algorithm)->name);
 }
@@ -572,10 +575,7 @@ Status CommImpl::verifyCall(const CallShape& call, const std::string& forced) co
       }
     }
     TUTTI_RETURN_IF_ERROR(validateSpec(spec));
-    OpRequest r;
-    r.spec = spec;
-    r.algorithm = forced;
-    auto algorithm = selectAlgorithm(spec, forcedAlgorithm(r));
+    auto algorithm = selectAlgorithm(spec, forcedAlgorithm(forced, spec.kind));
     if (!algorithm.ok()) return algorithm.status();
     // Every rank must pick the same algorithm for the same call, or they would not meet.
     if (name != nullptr && !p2p && std::string_view(name) != (*algorithm)->name) {

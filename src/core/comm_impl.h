@@ -46,6 +46,8 @@ struct OpRequest {
   /// allgatherv and gatherv: the send count this rank states; scatterv: its receive count
   /// (each must equal this rank's entry in the shared counts array).
   std::optional<std::uint64_t> ownCount;
+  /// The algorithm the call's options force, kept for a call that runs later (queued or
+  /// async); a blocking call run at once reads it from its options instead.
   std::string algorithm;
   Deadline deadline = Deadline::never();
   Deadline::Clock::time_point issued;  // when the user issued it (the flight recorder)
@@ -108,8 +110,9 @@ class CommImpl {
   Status validate(OpRequest& request);
   void prepare(OpRequest& request, const CallOptions& options);
   /// Runs one operation and records it in the flight recorder; on failure, adds the hang
-  /// report and dumps the recorder when the failure calls for it.
-  Status execute(const OpRequest& request);
+  /// report and dumps the recorder when the failure calls for it. `requested`: the
+  /// algorithm the call's options force (empty: none).
+  Status execute(const OpRequest& request, std::string_view requested);
   /// execute()'s run itself: the transport's health, the schedule, the executor. Sets
   /// *refused when the communicator had failed before the call began.
   Status runSchedule(const OpRequest& request, const AlgorithmInfo& algorithm,
@@ -121,7 +124,8 @@ class CommImpl {
                 const ExecReport& report, bool refused);
   /// Dumps the flight recorder, the first time a failure asks for it.
   void dumpOnFailure(const char* reason);
-  std::string forcedAlgorithm(const OpRequest& request) const;
+  /// The algorithm a call of `kind` must run: `requested`, else TUTTI_ALGO's, else empty.
+  std::string_view forcedAlgorithm(std::string_view requested, Collective kind) const;
   struct Plan;
   /// The schedule and stamp of a call of this shape with `algorithm`: the previous call's,
   /// a cached one, or built now (and cached).

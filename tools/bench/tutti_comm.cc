@@ -1,69 +1,65 @@
 #include "bench/tutti_comm.h"
 
 namespace tutti::bench {
-namespace {
 
-CallOptions withAlgorithm(const std::string& algorithm) {
-  CallOptions options;
-  options.algorithm = algorithm;
-  return options;
+const CallOptions& TuttiComm::optionsFor(const std::string& algorithm) {
+  if (options_.algorithm != algorithm) options_.algorithm = algorithm;
+  return options_;
 }
-
-}  // namespace
 
 int TuttiComm::rank() const { return comm_.rank(); }
 
 int TuttiComm::size() const { return comm_.size(); }
 
 Status TuttiComm::barrier(const std::string& algorithm) {
-  return comm_.barrier(withAlgorithm(algorithm));
+  return comm_.barrier(optionsFor(algorithm));
 }
 
 Status TuttiComm::allreduce(const void* send, void* recv, std::size_t count, DataType dtype,
                             ReduceOp op, const std::string& algorithm) {
-  return comm_.allreduce(send, recv, count, dtype, op, withAlgorithm(algorithm));
+  return comm_.allreduce(send, recv, count, dtype, op, optionsFor(algorithm));
 }
 
 Status TuttiComm::broadcast(const void* send, void* recv, std::size_t count, DataType dtype,
                             int root, const std::string& algorithm) {
-  return comm_.broadcast(send, recv, count, dtype, root, withAlgorithm(algorithm));
+  return comm_.broadcast(send, recv, count, dtype, root, optionsFor(algorithm));
 }
 
 Status TuttiComm::reduce(const void* send, void* recv, std::size_t count, DataType dtype,
                          ReduceOp op, int root, const std::string& algorithm) {
-  return comm_.reduce(send, recv, count, dtype, op, root, withAlgorithm(algorithm));
+  return comm_.reduce(send, recv, count, dtype, op, root, optionsFor(algorithm));
 }
 
 Status TuttiComm::allgather(const void* send, void* recv, std::size_t count, DataType dtype,
                             const std::string& algorithm) {
-  return comm_.allgather(send, recv, count, dtype, withAlgorithm(algorithm));
+  return comm_.allgather(send, recv, count, dtype, optionsFor(algorithm));
 }
 
 Status TuttiComm::reduceScatter(const void* send, void* recv, std::size_t count, DataType dtype,
                                 ReduceOp op, const std::string& algorithm) {
-  return comm_.reduceScatter(send, recv, count, dtype, op, withAlgorithm(algorithm));
+  return comm_.reduceScatter(send, recv, count, dtype, op, optionsFor(algorithm));
 }
 
 Status TuttiComm::gather(const void* send, void* recv, std::size_t count, DataType dtype,
                          int root, const std::string& algorithm) {
-  return comm_.gather(send, recv, count, dtype, root, withAlgorithm(algorithm));
+  return comm_.gather(send, recv, count, dtype, root, optionsFor(algorithm));
 }
 
 Status TuttiComm::scatter(const void* send, void* recv, std::size_t count, DataType dtype,
                           int root, const std::string& algorithm) {
-  return comm_.scatter(send, recv, count, dtype, root, withAlgorithm(algorithm));
+  return comm_.scatter(send, recv, count, dtype, root, optionsFor(algorithm));
 }
 
 Status TuttiComm::alltoall(const void* send, void* recv, std::size_t count, DataType dtype,
                            const std::string& algorithm) {
-  return comm_.alltoall(send, recv, count, dtype, withAlgorithm(algorithm));
+  return comm_.alltoall(send, recv, count, dtype, optionsFor(algorithm));
 }
 
 // nccl-tests runs the pair inside one group; here the send is issued first, asynchronously,
 // so that a ring of ranks all sending before receiving cannot deadlock.
 Status TuttiComm::sendRecv(const void* send, void* recv, std::size_t count, DataType dtype,
                            int sendPeer, int recvPeer, const std::string& algorithm) {
-  const CallOptions options = withAlgorithm(algorithm);
+  const CallOptions& options = optionsFor(algorithm);
   Work sent = comm_.sendAsync(send, count, dtype, sendPeer, /*tag=*/0, options);
   Status received = comm_.recv(recv, count, dtype, recvPeer, /*tag=*/0, options);
   // Waited on even when the receive failed: the buffer must not be released under it.

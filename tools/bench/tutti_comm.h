@@ -39,7 +39,12 @@ class TuttiComm final : public BenchComm {
   Status verifyCall(const CallShape& call, const std::string& forced) const override;
 
  private:
+  /// The options of a call forcing `algorithm`, kept from call to call: building them for
+  /// every timed call would time a string copy (and its allocation) no caller pays.
+  const CallOptions& optionsFor(const std::string& algorithm);
+
   Communicator& comm_;
+  CallOptions options_;
 };
 
 }  // namespace tutti::bench

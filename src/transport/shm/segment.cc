@@ -40,8 +40,8 @@ Layout Layout::make(int size, std::uint32_t slots, std::uint32_t slotBytes) {
   l.acksAt = at;
   at = roundUp(at + n * kRndvSlots * sizeof(std::atomic<std::uint64_t>), kCacheLine);
   l.channelsAt = at;
-  // head and tail on lines of their own: one is written by the sender, one by the receiver.
-  l.channelBytes = 2 * kCacheLine + static_cast<std::size_t>(slots) * l.slotStride();
+  // The tail on a line of its own: the receiver writes it, the sender reads it rarely.
+  l.channelBytes = kCacheLine + static_cast<std::size_t>(slots) * l.slotStride();
   l.totalBytes = roundUp(at + n * l.channelBytes, 4096);
   return l;
 }
@@ -143,18 +143,44 @@ std::atomic<std::uint64_t>& Segment::ack(int peer, std::size_t id) const {
 Ring Segment::ringFrom(int sender) const {
   char* channel = base_ + layout_.channelsAt + static_cast<std::size_t>(sender) * layout_.channelBytes;
   Ring ring;
-  ring.head = reinterpret_cast<std::atomic<std::uint64_t>*>(channel);
-  ring.tail = reinterpret_cast<std::atomic<std::uint64_t>*>(channel + kCacheLine);
-  ring.slots = channel + 2 * kCacheLine;
+  ring.tail = reinterpret_cast<std::atomic<std::uint64_t>*>(channel);
+  ring.slots = channel + kCacheLine;
   ring.count = layout_.slots;
   ring.stride = layout_.slotStride();
   return ring;
+}
+
+SlotView Ring::read(std::uint64_t index) const {
+  const SlotHeader* h = header(index);
+  SlotView v;
+  v.tag = h->tag;
+  v.msgBytes = h->msgBytes;
+  v.chunkBytes = h->chunkBytes;
+  v.kind = h->kind;
+  v.rndvId = h->rndvId;
+  v.stamp = h->stamp;
+  if (v.kind == SlotKind::kData && v.msgBytes <= kInlineBytes) {
+    v.data = h->inlineData;  // the whole message, in the line just polled
+    return v;
+  }
+  v.offset = h->offset;
+  v.remoteAddr = h->remoteAddr;
+  v.rndvSeq = h->rndvSeq;
+  v.data = payload(index);
+  return v;
 }
 
 void Segment::ring() const {
   Control& c = control();
   c.doorbell.fetch_add(1, std::memory_order_seq_cst);
   if (c.sleeping.load(std::memory_order_seq_cst) != 0) sharedFutexWake(&c.doorbell);
+}
+
+void Segment::wakeIfSleeping() const {
+  Control& c = control();
+  if (c.sleeping.load(std::memory_order_seq_cst) == 0) return;
+  c.doorbell.fetch_add(1, std::memory_order_seq_cst);
+  sharedFutexWake(&c.doorbell);
 }
 
 std::string hostKey() {

@@ -7,8 +7,10 @@
 //                 written once by whichever rank fails first), per-peer "left" flags and
 //                 whether this rank can read each peer's memory with process_vm_readv
 //   [ Acks    ]   acks[p][k]: rank p finished reading rendezvous send k of this rank
-//   [ Inbound ]   one ring per peer p: head (advanced by p), tail (advanced by this rank),
-//                 then `slots` slots of a 64-byte header and `slotBytes` of payload
+//   [ Inbound ]   one ring per peer p: tail (advanced by this rank), then `slots` slots of a
+//                 128-byte header and `slotBytes` of payload. A slot is published by its
+//                 sequence number, stored last; a message of up to kInlineBytes travels in
+//                 the header's first cache line, so the receiver polls and reads one line.
 //
 // Being a memfd, the segment has no name in /dev/shm: it disappears with the last mapping,
 // however its processes end. Peers open it through /proc/<pid>/fd/<fd> while the owner
@@ -36,19 +38,44 @@ enum class SlotKind : std::uint16_t {
   kRndv = 2,  ///< a whole message left in the sender's memory, to be read with CMA
 };
 
-/// Header of one ring slot (the payload follows it).
-struct SlotHeader {
+/// Messages of at most this many bytes travel inside the slot header's first cache line.
+inline constexpr std::size_t kInlineBytes = 16;
+
+/// Header of one ring slot (the payload follows it). The first cache line holds all that
+/// a message of up to kInlineBytes needs; the second is written and read only for larger
+/// pieces and rendezvous.
+struct alignas(kCacheLine) SlotHeader {
+  /// Index + 1 of the ring position the slot holds, stored last by the sender (sequentially
+  /// consistent, see Segment::wakeIfSleeping): the slot is readable once it matches.
+  std::atomic<std::uint64_t> seq;
   std::uint64_t tag;
   std::uint64_t msgBytes;    // length of the whole message
-  std::uint64_t offset;      // kData: where this piece starts in the message
   std::uint32_t chunkBytes;  // kData: bytes of payload in this slot
   SlotKind kind;
   std::uint16_t rndvId;      // kRndv: index into the sender's ack table for this peer
+  CallStamp stamp;           // the call the message belongs to (first piece and kRndv)
+  char inlineData[kInlineBytes];  // kData of at most kInlineBytes: the whole message
+  alignas(kCacheLine) std::uint64_t offset;  // kData: where this piece starts in the message
   std::uint64_t remoteAddr;  // kRndv: the message in the sender's address space
   std::uint64_t rndvSeq;     // kRndv: the value the ack must carry
-  CallStamp stamp;           // the call the message belongs to (first piece and kRndv)
 };
-static_assert(sizeof(SlotHeader) == kCacheLine);
+static_assert(sizeof(SlotHeader) == 2 * kCacheLine);
+static_assert(offsetof(SlotHeader, offset) == kCacheLine);
+
+/// A slot's fields as the receiver copied them out (they are checked, then used; the
+/// second cache line is read only when the piece needs it).
+struct SlotView {
+  std::uint64_t tag = 0;
+  std::uint64_t msgBytes = 0;
+  std::uint64_t offset = 0;
+  std::uint32_t chunkBytes = 0;
+  SlotKind kind = SlotKind::kData;
+  std::uint16_t rndvId = 0;
+  std::uint64_t remoteAddr = 0;
+  std::uint64_t rndvSeq = 0;
+  CallStamp stamp;
+  const char* data = nullptr;  // kData: the piece's bytes (inline or the payload)
+};
 
 /// The control block at the start of every segment.
 struct alignas(kCacheLine) Control {
@@ -58,7 +85,8 @@ struct alignas(kCacheLine) Control {
   std::int32_t size;
   std::uint32_t slots;
   std::uint32_t slotBytes;
-  /// Bumped by anyone who gives this rank something to do; the owner sleeps on it.
+  /// Bumped by anyone who gives this rank something to do (messages and room only while
+  /// it sleeps: Segment::wakeIfSleeping); the owner sleeps on it.
   alignas(kCacheLine) std::atomic<std::uint32_t> doorbell;
   /// Non-zero while the owner is (about to be) asleep on the doorbell.
   alignas(kCacheLine) std::atomic<std::uint32_t> sleeping;
@@ -86,10 +114,9 @@ struct Layout {
   std::size_t slotStride() const { return sizeof(SlotHeader) + slotBytes; }
 };
 
-/// One ring, as seen through a mapping: the sender advances head, the receiver tail; both
-/// count slots since the start.
+/// One ring, as seen through a mapping: the sender publishes slots by their sequence
+/// numbers, the receiver advances the tail; both count slots since the start.
 struct Ring {
-  std::atomic<std::uint64_t>* head = nullptr;
   std::atomic<std::uint64_t>* tail = nullptr;
   char* slots = nullptr;
   std::uint32_t count = 0;
@@ -101,6 +128,12 @@ struct Ring {
   char* payload(std::uint64_t index) const {
     return reinterpret_cast<char*>(header(index)) + sizeof(SlotHeader);
   }
+  /// True once the sender has published position `index`.
+  bool published(std::uint64_t index) const {
+    return header(index)->seq.load(std::memory_order_seq_cst) == index + 1;
+  }
+  /// Copies out the published slot at `index`.
+  SlotView read(std::uint64_t index) const;
 };
 
 /// A mapping of one rank's segment (its own or a peer's).
@@ -134,6 +167,12 @@ class Segment {
 
   /// Rings the doorbell: wakes the owner if it sleeps. Call after publishing.
   void ring() const;
+  /// Wakes the owner only if it sleeps: for what its spin watches itself without the
+  /// doorbell (published slots, ring tails). The publication must be a sequentially consistent
+  /// store; the owner stores its sleeping flag the same way before its last look, so either
+  /// that look sees the publication or this sees the flag. Saves the doorbell's cache line
+  /// a round trip per message while the owner spins.
+  void wakeIfSleeping() const;
 
  private:
   Segment(const Layout& layout, char* base, int fd) : layout_(layout), base_(base), fd_(fd) {}

@@ -22,7 +22,8 @@ ShmLink::ShmLink(ShmTransport* owner, int peer, const Segment* own, const Segmen
       in_(own->ringFrom(peer)),
       slotBytes_(owner->layout_.slotBytes) {
   // A transport is built fresh for every communicator: both counters start at zero.
-  outHead_ = out_.head->load(std::memory_order_acquire);
+  outTail_ = out_.tail->load(std::memory_order_acquire);
+  outHead_ = outTail_;
   inTail_ = in_.tail->load(std::memory_order_acquire);
 }
 
@@ -36,7 +37,7 @@ std::string ShmLink::describePeer() const { return strFormat("rank %d", peer_); 
 void ShmLink::completeLocked(TransferRequest* request, Status status, DoneList& done) {
   request->status_ = std::move(status);
   request->state.store(TransferRequest::kDone, std::memory_order_release);
-  done.push_back(request);
+  done.add(request);
 }
 
 // ---- sending ------------------------------------------------------------------------------
@@ -60,11 +61,19 @@ void ShmLink::postSend(TransferRequest* request, Tag tag, const void* data, std:
   owner_->finish(done);
 }
 
+bool ShmLink::roomLocked() {
+  if (outHead_ - outTail_ < out_.count) return true;
+  // Read only when the last value read says the ring is full: reading it pulls its cache
+  // line over from the receiver, which writes it for every slot it frees.
+  outTail_ = out_.tail->load(std::memory_order_seq_cst);  // see wakeIfSleeping
+  return outHead_ - outTail_ < out_.count;
+}
+
 bool ShmLink::sendRendezvousLocked(TransferRequest* request) {
   std::size_t id = 0;
   while (id < kRndvSlots && rndvInflight_[id] != nullptr) ++id;
   if (id == kRndvSlots) return false;  // wait for acks
-  if (outHead_ - out_.tail->load(std::memory_order_acquire) >= out_.count) return false;
+  if (!roomLocked()) return false;
   SlotHeader* h = out_.header(outHead_);
   h->tag = request->tag;
   h->msgBytes = request->bytes;
@@ -78,24 +87,29 @@ bool ShmLink::sendRendezvousLocked(TransferRequest* request) {
   rndvInflight_[id] = request;
   ++rndvCount_;
   rndvSeqs_[id] = h->rndvSeq;
-  out_.head->store(++outHead_, std::memory_order_release);
+  h->seq.store(++outHead_, std::memory_order_seq_cst);  // publishes; see wakeIfSleeping
   return true;
 }
 
 // Returns true once the whole message is in the ring.
 bool ShmLink::sendEagerLocked(TransferRequest* request) {
   while (true) {
-    if (outHead_ - out_.tail->load(std::memory_order_acquire) >= out_.count) return false;
+    if (!roomLocked()) return false;
     const std::size_t chunk = std::min<std::size_t>(slotBytes_, request->bytes - request->progress);
     SlotHeader* h = out_.header(outHead_);
     h->tag = request->tag;
     h->msgBytes = request->bytes;
-    h->offset = request->progress;
     h->chunkBytes = static_cast<std::uint32_t>(chunk);
     h->kind = SlotKind::kData;
     if (request->progress == 0) h->stamp = request->stamp;
-    if (chunk > 0) std::memcpy(out_.payload(outHead_), request->data + request->progress, chunk);
-    out_.head->store(++outHead_, std::memory_order_release);
+    if (request->bytes <= kInlineBytes) {
+      // The whole message in the header's first line: the second is left alone.
+      if (chunk > 0) std::memcpy(h->inlineData, request->data, chunk);
+    } else {
+      h->offset = request->progress;
+      std::memcpy(out_.payload(outHead_), request->data + request->progress, chunk);
+    }
+    h->seq.store(++outHead_, std::memory_order_seq_cst);  // publishes; see wakeIfSleeping
     request->progress += chunk;
     if (request->progress >= request->bytes) return true;
   }
@@ -126,7 +140,7 @@ bool ShmLink::pumpSendsLocked(DoneList& done) {
     sendQueue_.pop_front();
     completeLocked(request, Status::Ok(), done);  // the bytes are in the ring
   }
-  if (moved) peerSegment_->ring();
+  if (moved) peerSegment_->wakeIfSleeping();  // its spin watches the slots
   return moved;
 }
 
@@ -261,7 +275,7 @@ void ShmLink::recycleLocked(std::deque<std::unique_ptr<Unexpected>>::iterator it
   spare_.push_back(std::move(u));
 }
 
-bool ShmLink::startMessageLocked(const SlotHeader& h, DoneList& done) {
+bool ShmLink::startMessageLocked(const SlotView& h, DoneList& done) {
   auto it = std::find_if(posted_.begin(), posted_.end(),
                     [&](const TransferRequest* r) { return r->tag == h.tag; });
   if (it != posted_.end()) {
@@ -323,8 +337,8 @@ bool ShmLink::startMessageLocked(const SlotHeader& h, DoneList& done) {
 
 bool ShmLink::drainLocked(DoneList& done) {
   bool moved = false;
-  while (!owner_->failed_ && inTail_ < in_.head->load(std::memory_order_acquire)) {
-    const SlotHeader h = *in_.header(inTail_);
+  while (!owner_->failed_ && in_.published(inTail_)) {
+    const SlotView h = in_.read(inTail_);
     if (h.kind != SlotKind::kData && h.kind != SlotKind::kRndv) {
       owner_->failLocked(Status(ErrorCode::kProtocolError,
                                 strFormat("rank %d's ring holds a slot of unknown kind %u", peer_,
@@ -344,7 +358,7 @@ bool ShmLink::drainLocked(DoneList& done) {
                            done);
         break;
       }
-      const char* src = in_.payload(inTail_);
+      const char* src = h.data;
       if (streamTo_ != nullptr && h.chunkBytes > 0) {
         std::memcpy(streamTo_->data + h.offset, src, h.chunkBytes);
       } else if (streamUnexpected_ != nullptr && h.chunkBytes > 0) {
@@ -371,10 +385,10 @@ bool ShmLink::drainLocked(DoneList& done) {
         streamUnexpected_->received = h.offset + h.chunkBytes;
       }
     }
-    in_.tail->store(++inTail_, std::memory_order_release);
+    in_.tail->store(++inTail_, std::memory_order_seq_cst);  // see wakeIfSleeping
     moved = true;
   }
-  if (moved) peerSegment_->ring();  // the sender may be waiting for room
+  if (moved) peerSegment_->wakeIfSleeping();  // the sender may be waiting for room
   return moved;
 }
 

@@ -17,9 +17,21 @@ namespace tutti::shm {
 
 class ShmTransport;
 
+/// What a locked pass completed, signalled with one notify once the mutex is released.
+/// Only the count is kept: each request's state already says it is done, and a list would
+/// allocate on every post.
+class DoneList {
+ public:
+  void add(TransferRequest*) { ++count_; }
+  bool empty() const { return count_ == 0; }
+  void clear() { count_ = 0; }
+
+ private:
+  std::size_t count_ = 0;
+};
+
 class ShmLink final : public Link {
  public:
-  using DoneList = std::vector<TransferRequest*>;
 
   /// `peerSegment` is the peer's segment (this rank's outbound ring lives there), `own`
   /// this rank's (the inbound ring and the acks of this rank's rendezvous sends).
@@ -40,6 +52,15 @@ class ShmLink final : public Link {
   bool needsPeerLocked() const;
   /// True while sends are queued or being read.
   bool sendsPendingLocked() const;
+  /// The inbound ring's tail, plus one when the slot there is published: it grows when a
+  /// message arrives and stays put while nothing does (a consumed message moves the tail
+  /// past the slot that made it count). The waiter's spin watches it without the mutex.
+  std::uint64_t arrivals() const {
+    const std::uint64_t tail = in_.tail->load(std::memory_order_acquire);
+    return tail + (in_.published(tail) ? 1 : 0);
+  }
+  /// The outbound ring's tail as the peer last published it (it only grows).
+  std::uint64_t outTail() const { return out_.tail->load(std::memory_order_acquire); }
   /// Completes every pending request with `status` and forgets them.
   void failAllLocked(const Status& status, DoneList& done);
 
@@ -60,7 +81,7 @@ class ShmLink final : public Link {
   void completeLocked(TransferRequest* request, Status status, DoneList& done);
   /// Starts a message whose first slot is `h`: to a posted receive or an unexpected buffer.
   /// False when it must wait (unexpected space exhausted) or the transport failed.
-  bool startMessageLocked(const SlotHeader& h, DoneList& done);
+  bool startMessageLocked(const SlotView& h, DoneList& done);
   /// Reads a rendezvous message into `request`, acks it, completes the request.
   void readRendezvousLocked(TransferRequest* request, std::uint64_t remoteAddr,
                             std::uint64_t rndvId, std::uint64_t rndvSeq, DoneList& done);
@@ -69,6 +90,8 @@ class ShmLink final : public Link {
   std::unique_ptr<Unexpected> takeUnexpectedLocked(std::uint64_t bytes);
   /// Removes `it` from unexpected_, keeping its buffer for reuse.
   void recycleLocked(std::deque<std::unique_ptr<Unexpected>>::iterator it);
+  /// True when the outbound ring has a free slot.
+  bool roomLocked();
   bool sendRendezvousLocked(TransferRequest* request);
   bool sendEagerLocked(TransferRequest* request);
   std::string describe(Tag tag) const;
@@ -85,6 +108,7 @@ class ShmLink final : public Link {
   // send side
   std::deque<TransferRequest*> sendQueue_;
   std::uint64_t outHead_ = 0;
+  std::uint64_t outTail_ = 0;  // the ring's tail as last read (it only grows)
   std::array<TransferRequest*, kRndvSlots> rndvInflight_{};
   std::array<std::uint64_t, kRndvSlots> rndvSeqs_{};
   std::uint64_t rndvSeq_ = 0;

@@ -195,6 +195,12 @@ bool ShmTransport::rendezvousTo(int peer) const {
 }
 
 Status ShmTransport::health() const {
+  // Asked on every turn of the executor's loop: healthy is answered without the mutex.
+  // failed_ is set (under the mutex) before health_, so a reader that sees it unset has
+  // nothing to read, and one that sees it set reads health_ under the mutex.
+  if (!failed_.load(std::memory_order_acquire) &&
+      own_.control().abortState.load(std::memory_order_acquire) != 2)
+    return Status();
   std::lock_guard<std::mutex> lock(mutex_);
   // A peer's abort counts before this rank's next progress pass adopts it.
   if (!failed_ && own_.control().abortState.load(std::memory_order_acquire) == 2)
@@ -300,7 +306,7 @@ void ShmTransport::writeAbortTo(int peer, const Status& status) {
 
 void ShmTransport::failLocked(const Status& status, DoneList& done) {
   if (failed_) return;
-  failed_ = true;
+  failed_.store(true, std::memory_order_release);
   health_ = status;
   // A peer's abort that arrived first is the root cause; this failure may be its symptom
   // (a read from a rank that already left because of it).
@@ -322,31 +328,77 @@ void ShmTransport::fail(const Status& status) {
   finish(done);
 }
 
+void ShmTransport::mark(Marks& marks) const {
+  // Sequentially consistent: ordered after the sleeping flag's store before a sleep.
+  marks.bell = own_.control().doorbell.load(std::memory_order_seq_cst);
+  marks.arrived = 0;
+  marks.tails = 0;
+  for (int r : local_) {
+    const ShmLink& l = *links_[static_cast<std::size_t>(r)];
+    marks.arrived += l.arrivals();
+    if (marks.sending) marks.tails += l.outTail();
+  }
+}
+
+bool ShmTransport::changedSince(const Marks& marks, std::uint32_t seen) const {
+  if (own_.control().doorbell.load(std::memory_order_acquire) != marks.bell ||
+      progress_.snapshot() != seen)
+    return true;
+  Marks now;
+  now.sending = marks.sending;
+  mark(now);
+  return now.arrived != marks.arrived || (marks.sending && now.tails != marks.tails);
+}
+
+bool ShmTransport::markAndPass(Marks& marks, DoneList& done) {
+  marks.sending = true;  // the tails are read whether or not they will matter
+  mark(marks);
+  bool moved;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    moved = progressLocked(done);
+    marks.sending = false;
+    for (int r : local_)
+      marks.sending = marks.sending || links_[static_cast<std::size_t>(r)]->sendsPendingLocked();
+  }
+  finish(done);
+  return moved;
+}
+
 bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::int64_t spinNs) {
-  const std::int64_t start = nowNs();
-  const std::int64_t spinUntil = spinNs > 0 ? start + spinNs : 0;
-  const std::int64_t yieldUntil = start + spinNs + kYieldNs;
+  // The clock is first read once the wait has lasted a while (64 turns of the spin, or the
+  // first yield): most waits for a small message end before that, and a read costs 20-100 ns
+  // here. The budgets count from that first read.
+  std::int64_t spinUntil = 0, yieldUntil = 0;
+  bool clockStarted = false;
+  auto startClock = [&] {
+    if (clockStarted) return;
+    clockStarted = true;
+    const std::int64_t start = nowNs();
+    spinUntil = spinNs > 0 ? start + spinNs : 0;
+    yieldUntil = start + std::max<std::int64_t>(spinNs, 0) + kYieldNs;
+  };
   std::uint64_t spins = 0;
   int yields = 0;
   Control& c = own_.control();
   DoneList done;
-  auto pass = [&] {
-    bool moved;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      moved = progressLocked(done);
-    }
-    finish(done);
-    return moved;
-  };
+  Marks marks;
+  auto pass = [&] { return markAndPass(marks, done); };
+  auto changed = [&] { return changedSince(marks, seen); };
+  bool look = true;  // a pass is due
   while (true) {
-    const bool moved = pass();
-    if (progress_.snapshot() != seen) return true;
-    if (moved) continue;
-    if (spinNs > 0 && (++spins % 64 != 0 || nowNs() < spinUntil)) {
+    if (look) {
+      const bool moved = pass();
+      if (progress_.snapshot() != seen) return true;
+      if (moved) continue;
+    }
+    if (spinNs > 0 && ++spins % 64 == 0) startClock();
+    if (spinNs > 0 && (spins % 64 != 0 || nowNs() < spinUntil)) {
       cpuRelax();
+      look = spins % 64 == 0 || changed();  // every 64th turn passes (it finds dead peers)
       continue;
     }
+    startClock();
     // Then a few yields: with more ranks than cores the rank this one waits for is often
     // runnable on this very core, and yielding hands it the core at once, where a futex
     // sleep costs two context switches and a wake-up. Bounded, so an idle rank still ends
@@ -354,11 +406,12 @@ bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::i
     if (yields < kMaxYields && nowNs() < yieldUntil) {
       ++yields;
       sched_yield();
+      look = changed();
       continue;
     }
+    look = true;
     // Sleep on the doorbell. A peer publishes, then rings; reading the bell before the
     // last look means a ring after that look changes it and the wait returns at once.
-    const std::uint32_t bell = c.doorbell.load(std::memory_order_seq_cst);
     c.sleeping.store(1, std::memory_order_seq_cst);
     const bool movedLate = pass();
     if (movedLate || progress_.snapshot() != seen) {
@@ -373,7 +426,7 @@ bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::i
     const std::int64_t remaining =
         deadline.isNever() ? kPeerCheckNs
                            : std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.remaining()).count();
-    sharedFutexWait(&c.doorbell, bell, std::clamp<std::int64_t>(remaining, 0, kPeerCheckNs));
+    sharedFutexWait(&c.doorbell, marks.bell, std::clamp<std::int64_t>(remaining, 0, kPeerCheckNs));
     c.sleeping.store(0, std::memory_order_relaxed);
     {
       std::lock_guard<std::mutex> lock(mutex_);

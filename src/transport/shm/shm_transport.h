@@ -11,15 +11,18 @@
 //
 // There is no progress thread. Posting a request moves what it can at once; the thread
 // that waits (waitForProgress) moves the rest, polling for the spin budget and then
-// sleeping on its segment's doorbell, which every peer rings after giving it work (data,
-// freed slots, acks, an abort). So a rank blocked in a collective uses no CPU after the
-// spin, and more ranks than cores still progress.
+// sleeping on its segment's doorbell. Peers ring the doorbell for acks, leaving and aborts
+// always, and for messages and freed slots only while the owner sleeps: a spinning owner
+// watches its rings' slots and tails itself, so a small message costs the receiver one
+// cache line. A rank blocked in a collective uses no CPU after the spin, and more ranks
+// than cores still progress.
 //
 // Failures: the first failure (a timeout, a mismatch, a peer found dead through its pidfd,
 // a peer that left while still needed) is written into every peer's abort record and rings
 // its doorbell, so every rank fails at once naming the rank at fault. One mutex guards the
 // transport's state; completions are signalled after it is released.
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -34,6 +37,7 @@
 namespace tutti::shm {
 
 class ShmLink;
+class DoneList;
 
 class ShmTransport final : public Transport, public ProgressHook {
  public:
@@ -89,7 +93,6 @@ class ShmTransport final : public Transport, public ProgressHook {
 
  private:
   friend class ShmLink;
-  using DoneList = std::vector<TransferRequest*>;
 
   ShmTransport(const Options& options);
   Status setUp(Store& store, const std::string& keyPrefix);
@@ -107,6 +110,24 @@ class ShmTransport final : public Transport, public ProgressHook {
   Status deathOf(int peer) const;
   void failLocked(const Status& status, DoneList& done);
   void finish(DoneList& done);
+
+  /// What a waiter saw just before its last pass over the links: whatever a peer publishes
+  /// after that pass looked changes one of these words. Peers bump the doorbell for rare
+  /// events (acks, leaving, aborts) and publish slots and move tails for messages and room
+  /// (Segment::wakeIfSleeping); other threads' completions move progress_.
+  struct Marks {
+    std::uint32_t bell = 0;
+    std::uint64_t arrived = 0;  // sum of the links' arrivals()
+    std::uint64_t tails = 0;    // sum of the outbound tails, read while `sending`
+    bool sending = true;        // sends wait for room: the tails matter
+  };
+  /// Reads the words of `marks` (no mutex).
+  void mark(Marks& marks) const;
+  /// True when a pass could find something that the one after `marks` did not: the spin
+  /// and the yields read a few words instead of taking the mutex and scanning every link.
+  bool changedSince(const Marks& marks, std::uint32_t seen) const;
+  /// mark(), then one pass over every link (takes the mutex). True when anything moved.
+  bool markAndPass(Marks& marks, DoneList& done);
   void writeAbortTo(int peer, const Status& status);
   /// The failure a peer wrote into this rank's abort record (which must be complete).
   Status abortRecord() const;
@@ -124,7 +145,8 @@ class ShmTransport final : public Transport, public ProgressHook {
   std::vector<std::unique_ptr<ShmLink>> links_;
   mutable std::mutex mutex_;
   Status health_;
-  bool failed_ = false;
+  // Written under mutex_ (before health_); read without it by health()'s fast path.
+  std::atomic<bool> failed_{false};
   bool shutDown_ = false;
   WaitSignal progress_;
   std::int64_t lastPeerCheckNs_ = 0;

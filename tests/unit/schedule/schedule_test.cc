@@ -124,6 +124,11 @@ TEST(Registry, SelectsDefaultsAndExplainsBadNames) {
   auto small = selectAlgorithm(spec, "");
   ASSERT_TRUE(small.ok());
   EXPECT_STREQ((*small)->name, "recursive_doubling");
+  spec.size = 3;  // ... but one round of direct sends where a third rank would fold in
+  EXPECT_STREQ((*selectAlgorithm(spec, ""))->name, "direct");
+  spec.size = 2;
+  EXPECT_STREQ((*selectAlgorithm(spec, ""))->name, "recursive_doubling");
+  spec.size = 4;
   spec.size = 16;
   spec.count = 1 << 20;  // large in a bigger world: Rabenseifner
   EXPECT_STREQ((*selectAlgorithm(spec, ""))->name, "rabenseifner");
