@@ -30,6 +30,16 @@ void BM_BeginThenArrival(benchmark::State& state) {
 }
 BENCHMARK(BM_BeginThenArrival)->ArgName("concurrent")->Arg(0)->Arg(1);
 
+// What the issuing thread adds to every call when the peers' messages match posted
+// receives (they are then checked on match, not by the checker).
+void BM_BeginOnly(benchmark::State& state) {
+  tutti::CallChecker checker(0, &describe);
+  checker.setConcurrentArrivals(state.range(0) != 0);
+  std::uint64_t seq = 0;
+  for (auto _ : state) benchmark::DoNotOptimize(checker.begin(seq++, kStamp));
+}
+BENCHMARK(BM_BeginOnly)->ArgName("concurrent")->Arg(0)->Arg(1);
+
 // The peer is ahead: its message arrives before this rank begins the call.
 void BM_EarlyArrivalThenBegin(benchmark::State& state) {
   tutti::CallChecker checker(0, &describe);

@@ -376,15 +376,9 @@ Status CommImpl::runSchedule(const OpRequest& r, const AlgorithmInfo& algorithm,
   params.maxInflight = static_cast<std::size_t>(std::max<std::int64_t>(1, config_.maxInflight));
   params.what = &what;
   params.stamp = plan.stamp;
-  if (!params.stamp.empty()) {
-    // Registers the call for mismatch detection; a peer's message for it may already
-    // have arrived stamped differently.
-    Status conflict = checker_.begin(r.seq, params.stamp);
-    if (!conflict.ok()) {
-      transport_->fail(conflict);
-      return conflict.withContext(strFormat("%s failed on rank %d", what.describe().c_str(), rank_));
-    }
-  }
+  // The run registers the call for mismatch detection once its first messages are out.
+  params.checker = &checker_;
+  params.seq = r.seq;
   if (schedule.scratchCount > 0) {
     // Pooled: grows to the largest need once, then every call reuses it.
     std::size_t bytes = schedule.scratchCount * dataTypeSize(spec.dtype);

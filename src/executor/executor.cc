@@ -8,6 +8,7 @@
 #include "base/log.h"
 #include "base/strings.h"
 #include "reduce/reduce.h"
+#include "transport/call_checker.h"
 
 namespace tutti {
 
@@ -246,6 +247,7 @@ Status Run::run() {
 
   StepId next = 0;
   Status failure;
+  bool begun = params_.checker == nullptr || params_.stamp.empty();
   while (completed_ < steps) {
     auto seen = transport_.progressSignal().snapshot();
     bool progressed = false;
@@ -255,6 +257,11 @@ Status Run::run() {
       while (pool_.slot(free).busy) ++free;  // exists: active_ < slotCount_
       failure = start(pool_.slot(free), next++);
       progressed = true;
+    }
+    if (!begun && failure.ok()) {
+      // Messages of this call that arrived meanwhile were kept as early; begin() checks them.
+      begun = true;
+      failure = params_.checker->begin(params_.seq, params_.stamp);
     }
     for (std::size_t i = 0; i < slotCount_ && failure.ok(); ++i) {
       if (pool_.slot(i).busy) failure = advance(pool_.slot(i), &progressed);

@@ -73,6 +73,11 @@ struct ExecParams {
   /// Carried by every message of the call and checked against the peers' (mismatch
   /// detection); empty for point to point.
   CallStamp stamp;
+  /// When set (and the stamp is not empty), the run registers call `seq` with it
+  /// (CallChecker::begin) once its first steps are issued: off the critical path, since the
+  /// first messages are then already on their way to the peers. A conflict fails the run.
+  CallChecker* checker = nullptr;
+  std::uint64_t seq = 0;
 };
 
 /// Where a run stood when it failed, for the hang report (core/hang_report.h). Filled only

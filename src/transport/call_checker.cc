@@ -29,7 +29,10 @@ void CallChecker::writeEarly(Entry& e, std::uint64_t seq, const CallStamp& stamp
   e.peer.store(from, std::memory_order_release);
   // Sequentially consistent when begin() may run meanwhile: the arrival side's half of the
   // store-then-load handshake (see the header).
-  e.seq.store(seq, concurrent_ ? std::memory_order_seq_cst : std::memory_order_release);
+  // (Two stores, not one with a computed order: GCC treats an order that is not a constant
+  // as sequentially consistent.)
+  if (concurrent_) e.seq.store(seq, std::memory_order_seq_cst);
+  else e.seq.store(seq, std::memory_order_release);
 }
 
 bool CallChecker::read(const Entry& e, std::uint64_t seq, CallStamp* stamp, int* peer) {
@@ -71,7 +74,8 @@ Status CallChecker::begin(std::uint64_t seq, const CallStamp& stamp) {
   // Publish (sequentially consistent), then look at what arrived early (a sequentially
   // consistent load, in read()); onArrival does the converse with the early entry and this
   // one, so in the single order of those operations one of the two sees the other.
-  mine.seq.store(seq, concurrent_ ? std::memory_order_seq_cst : std::memory_order_release);
+  if (concurrent_) mine.seq.store(seq, std::memory_order_seq_cst);
+  else mine.seq.store(seq, std::memory_order_release);  // see writeEarly
   const Entry& early = early_[seq % kWindow];
   CallStamp theirs;
   int peer = -1;
