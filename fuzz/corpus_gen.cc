@@ -223,6 +223,10 @@ void addTcpLink(Corpus* corpus) {
   seeds["link-abort"] = linkSeed(
       {{1, 4}, {2, 4}}, {frame(FrameType::kAbort, 3, bytesOf("rank 2 timed out in allreduce #4"),
                                static_cast<std::uint32_t>(tutti::ErrorCode::kTimeout))});
+  // An abort without a reason.
+  seeds["link-abort-empty"] =
+      linkSeed({{1, 4}}, {frame(FrameType::kAbort, 0, {},
+                                static_cast<std::uint32_t>(tutti::ErrorCode::kInternal))});
   seeds["link-hello"] = linkSeed({{1, 4}}, {frame(FrameType::kHello, 0, seeds["hello-payload"])});
   Bytes cut = frame(FrameType::kData, 1, bytesOf("12345678"));
   cut.resize(cut.size() - 5);
