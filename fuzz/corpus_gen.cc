@@ -178,6 +178,68 @@ class Choices {
   Bytes bytes_;
 };
 
+// tcp_wire seeds that drive the link (first byte odd): the receives rank 0 posts (count;
+// tag, size, stamped and the stamp's two bytes), then what rank 1 sends.
+struct LinkReceive {
+  std::uint8_t tag;
+  std::uint8_t size;
+  bool stamped = false;
+  std::uint8_t what = 0;
+  std::uint8_t count = 0;
+};
+
+Bytes linkSeed(const std::vector<LinkReceive>& receives, const std::vector<Bytes>& frames) {
+  Choices c;
+  c.u8(1).u8(static_cast<std::uint8_t>(receives.size()));
+  for (const LinkReceive& r : receives) {
+    c.u8(r.tag).u8(r.size).flag(r.stamped);
+    if (r.stamped) c.u8(r.what).u8(r.count);
+  }
+  for (const Bytes& f : frames) c.raw(f);
+  return c.bytes();
+}
+
+tutti::CallStamp linkStamp(std::uint8_t what, std::uint8_t count) {
+  return tutti::CallStamp{(std::uint64_t{1} << 63) | what, count};
+}
+
+void addTcpLink(Corpus* corpus) {
+  using tutti::tcp::FrameType;
+  auto& seeds = (*corpus)["tcp_wire"];
+  const Bytes close = frame(FrameType::kClose, 0, {});
+  // Three messages received, the third with its call's stamp, then a goodbye.
+  seeds["link-messages"] =
+      linkSeed({{1, 8}, {2, 0}, {1, 4, true, 5, 9}},
+               {frame(FrameType::kData, 1, bytesOf("12345678")), frame(FrameType::kData, 2, {}),
+                frame(FrameType::kData, 1, bytesOf("abcd"), 0, linkStamp(5, 9)), close});
+  // A message nobody waits for, then the peer dies.
+  seeds["link-unexpected-then-death"] =
+      linkSeed({{1, 4}}, {frame(FrameType::kData, 3, Bytes(16, 'u'))});
+  seeds["link-size-mismatch"] =
+      linkSeed({{1, 4}}, {frame(FrameType::kData, 1, bytesOf("12345678")), close});
+  seeds["link-call-mismatch"] =
+      linkSeed({{2, 4, true, 7, 1}},
+               {frame(FrameType::kData, 2, bytesOf("wxyz"), 0, linkStamp(8, 1)), close});
+  seeds["link-abort"] = linkSeed(
+      {{1, 4}, {2, 4}}, {frame(FrameType::kAbort, 3, bytesOf("rank 2 timed out in allreduce #4"),
+                               static_cast<std::uint32_t>(tutti::ErrorCode::kTimeout))});
+  // An abort without a reason.
+  seeds["link-abort-empty"] =
+      linkSeed({{1, 4}}, {frame(FrameType::kAbort, 0, {},
+                                static_cast<std::uint32_t>(tutti::ErrorCode::kInternal))});
+  seeds["link-hello"] = linkSeed({{1, 4}}, {frame(FrameType::kHello, 0, seeds["hello-payload"])});
+  Bytes cut = frame(FrameType::kData, 1, bytesOf("12345678"));
+  cut.resize(cut.size() - 5);
+  seeds["link-cut-payload"] = linkSeed({{1, 8}}, {cut});
+  // Unexpected messages past the link's 4096-byte cap: it stops reading.
+  seeds["link-back-pressure"] = linkSeed({{1, 4}}, {frame(FrameType::kData, 3, Bytes(3000, 'a')),
+                                                    frame(FrameType::kData, 3, Bytes(2000, 'b')),
+                                                    frame(FrameType::kData, 1, bytesOf("late"))});
+  seeds["link-stranger"] = linkSeed(
+      {{1, 4}},
+      {bytesOf("GET / HTTP/1.1\r\nHost: tutti\r\nAccept: */*\r\nUser-Agent: curl\r\n\r\n")});
+}
+
 void addStoreServer(Corpus* corpus) {
   using tutti::storeproto::kNoTimeout;
   using tutti::storeproto::Message;
@@ -338,6 +400,7 @@ void addHandshake(Corpus* corpus) {
 Corpus makeCorpus() {
   Corpus corpus;
   addTcpWire(&corpus);
+  addTcpLink(&corpus);
   addStoreProtocol(&corpus);
   addStoreServer(&corpus);
   addHandshake(&corpus);

@@ -400,6 +400,10 @@ void TcpLink::finishAbortLocked(DoneList& done) {
   for (char& c : abortText_) {
     if (c < 32 || c > 126) c = '?';  // the text came off the wire: keep logs printable
   }
+  // An error must say what happened, even when the peer gave no reason.
+  if (abortText_.empty())
+    abortText_ =
+        strFormat("%s aborted the communicator without giving a reason", peerName_.c_str());
   int blamed = abortHeader_.tag > 0 && abortHeader_.tag <= static_cast<Tag>(owner_->size())
                    ? static_cast<int>(abortHeader_.tag - 1)
                    : peer_;

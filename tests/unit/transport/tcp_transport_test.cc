@@ -265,6 +265,19 @@ TEST(TcpTransportFaults, AbortFrameNamesTheCulpritRankWithinTheWorld) {
   EXPECT_EQ(s.peerRank(), 0);
 }
 
+// An abort without text (found by fuzz/tcp_wire_fuzzer.cc) must still give an error that
+// says what happened, not an empty message.
+TEST(TcpTransportFaults, AbortFrameWithoutTextSaysWhoAborted) {
+  RawPeer p = transportWithRawPeer();
+  auto header = encodeHeader(
+      FrameHeader{FrameType::kAbort, 0, 0, static_cast<std::uint32_t>(ErrorCode::kInternal), {}});
+  ASSERT_TRUE(writeFull(p.raw.get(), header.data(), header.size(), Deadline::afterSeconds(5)).ok());
+  Status s = waitForFailure(*p.transport);
+  EXPECT_EQ(s.code(), ErrorCode::kInternal);
+  EXPECT_EQ(s.message(), "rank 1 (test) aborted the communicator without giving a reason");
+  EXPECT_EQ(s.peerRank(), 1);
+}
+
 TEST(TcpTransportFaults, FailureIsBroadcastAsAnAbortFrame) {
   RawPeer p = transportWithRawPeer();
   p.transport->fail(Status(ErrorCode::kTimeout, "allreduce #3 timed out waiting for rank 1", 1));
