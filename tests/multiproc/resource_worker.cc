@@ -11,9 +11,12 @@
 //                             them may exceed it; the shared memory must be memfds, never
 //                             files in /dev/shm (<shm> 1: segments must be mapped while a
 //                             communicator of several ranks lives).
-//   killed <victim>           creates the world over shared memory, shows its segments are
+//   killed <victim> <dir>     creates the world over shared memory, shows its segments are
 //                             memfds, and <victim> kills itself (SIGKILL) after a barrier;
-//                             the others' next barrier must fail naming it.
+//                             the others' next barrier must fail naming it. The victim dies
+//                             only once every other rank has left the first barrier (each
+//                             creates <dir>/passed.<rank>): a rank that sees the death while
+//                             still in the first barrier may rightly fail that one instead.
 // Output lines meant for the tests start with "RESULT", "SEGMENTS" or "SURVIVOR".
 
 #include <dirent.h>
@@ -145,7 +148,19 @@ int runCycles(int cycles, int abortEvery, bool wantShm) {
   return 0;
 }
 
-int runKilled(int victim) {
+// Waits (bounded) until every rank but `self` has created <dir>/passed.<rank>.
+bool othersPassed(const std::string& dir, int size, int self) {
+  for (int tries = 0; tries < 60000; ++tries) {
+    int present = 0;
+    for (int r = 0; r < size; ++r)
+      present += r != self && access((dir + "/passed." + std::to_string(r)).c_str(), F_OK) == 0;
+    if (present == size - 1) return true;
+    usleep(1000);
+  }
+  return false;
+}
+
+int runKilled(int victim, const std::string& dir) {
   auto comm = Communicator::fromEnv();
   if (!comm.ok()) {
     std::printf("RESULT FAILED create: %s\n", comm.status().toString().c_str());
@@ -159,9 +174,14 @@ int runKilled(int victim) {
     return 1;
   }
   if (comm->rank() == victim) {
+    if (!othersPassed(dir, comm->size(), victim)) {
+      std::printf("RESULT FAILED: the other ranks did not report leaving the first barrier\n");
+      return 1;
+    }
     std::fflush(stdout);
     raise(SIGKILL);
   }
+  std::ofstream(dir + "/passed." + std::to_string(comm->rank())) << "passed\n";
   CallOptions options;
   options.timeout = std::chrono::seconds(60);
   s = comm->barrier(options);
@@ -177,7 +197,8 @@ int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "cycles" && argc > 4)
     return runCycles(std::atoi(argv[2]), std::atoi(argv[3]), std::string(argv[4]) == "1");
-  if (mode == "killed" && argc > 2) return runKilled(std::atoi(argv[2]));
-  std::fprintf(stderr, "usage: %s cycles <n> <abort-every> <shm> | killed <victim>\n", argv[0]);
+  if (mode == "killed" && argc > 3) return runKilled(std::atoi(argv[2]), argv[3]);
+  std::fprintf(stderr, "usage: %s cycles <n> <abort-every> <shm> | killed <victim> <dir>\n",
+               argv[0]);
   return 2;
 }

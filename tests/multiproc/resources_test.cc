@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <regex>
 #include <set>
@@ -72,11 +73,15 @@ TEST(ShmSegmentProcs, KilledRankLeavesNothingInDevShm) {
   const int n = 3;
   const int victim = 1;
   const std::set<std::string> before = tuttiFilesInDevShm();
+  // Where the survivors say they left the first barrier (the victim waits for it).
+  std::string dir = testing::TempDir() + "tutti_killed_XXXXXX";
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
   ProcessResult r = runProcess({binPath("tutti-run"), "-n", std::to_string(n), "--timeout", "100",
                                 "--grace", "60", "-x", "TUTTI_TRANSPORT=shm",
                                 testProgramPath("tutti_resource_worker"), "killed",
-                                std::to_string(victim)},
+                                std::to_string(victim), dir},
                                kOuterBoundSeconds);
+  std::filesystem::remove_all(dir);
   ASSERT_FALSE(r.timedOut) << r.out << r.err;
   EXPECT_NE(r.exitCode(), 0) << r.out << r.err;  // tutti-run reports the killed rank
   // Every rank, the victim included, mapped all n segments, as memfds, none from /dev/shm.
