@@ -68,23 +68,18 @@ report() {
 
 declare -A running=()  # pid -> target
 failed=0
-for t in "${targets[@]}"; do
-  while [ ${#running[@]} -ge $parallel ]; do
-    pid=0
-    status=0
-    wait -n -p pid "${!running[@]}" || status=$?
-    report "${running[$pid]}" "$status" || failed=1
-    unset "running[$pid]"
-  done
-  run_target "$t" &
-  running[$!]=$t
-done
-while [ ${#running[@]} -gt 0 ]; do
-  pid=0
-  status=0
+# Waits for one running target to finish and reports it.
+reap_one() {
+  local pid=0 status=0
   wait -n -p pid "${!running[@]}" || status=$?
   report "${running[$pid]}" "$status" || failed=1
   unset "running[$pid]"
+}
+for t in "${targets[@]}"; do
+  while [ ${#running[@]} -ge $parallel ]; do reap_one; done
+  run_target "$t" &
+  running[$!]=$t
 done
+while [ ${#running[@]} -gt 0 ]; do reap_one; done
 [ $failed -eq 0 ] || exit 1
 echo "fuzz: ${#targets[@]} targets, no failure"

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <random>
 #include <regex>
 #include <set>
@@ -55,6 +56,37 @@ bool allKnown(const std::vector<pid_t>& pids) {
   return true;
 }
 
+// A tutti-bench job under `tutti-run --verbose`, once it runs: every rank's pid is known
+// and rank 0 has printed the table's header.
+struct RunningJob {
+  std::unique_ptr<Subprocess> process;
+  std::vector<pid_t> pids;  // by rank
+};
+
+// Starts tutti-bench `benchArgs` on kRanks ranks over `transport` and waits (up to 120 s)
+// until it runs; a failure says what went wrong, with the job's output so far.
+::testing::AssertionResult startRunning(const std::string& transport,
+                                        std::vector<std::string> launcherArgs,
+                                        const std::vector<std::string>& benchArgs,
+                                        RunningJob& job) {
+  launcherArgs.insert(launcherArgs.begin(), "--verbose");
+  std::vector<std::string> program{binPath("tutti-bench")};
+  program.insert(program.end(), benchArgs.begin(), benchArgs.end());
+  auto started = Subprocess::start(launch(kRanks, transport, launcherArgs, program));
+  if (!started.ok()) return ::testing::AssertionFailure() << started.status().toString();
+  job.process = std::move(*started);
+  const bool running = job.process->readUntil(
+      [&](const std::string& out, const std::string& err) {
+        job.pids = rankPids(err);
+        return allKnown(job.pids) && out.find("#wrong") != std::string::npos;
+      },
+      Deadline::afterSeconds(120));
+  if (!running)
+    return ::testing::AssertionFailure() << "the job did not start running\n"
+                                         << job.process->out() << job.process->err();
+  return ::testing::AssertionSuccess();
+}
+
 std::string collectiveName(const ::testing::TestParamInfo<std::tuple<std::string, std::string>>& p) {
   return std::get<0>(p.param) + "_" + std::get<1>(p.param);
 }
@@ -69,21 +101,14 @@ TEST_P(KillAnyRank, EverySurvivorNamesTheVictimAndTheJobEndsInTime) {
   const int delayMs = static_cast<int>(rng() % 400);
   const std::string trial = strFormat("seed %u: victim rank %d after %d ms", seed, victim, delayMs);
 
-  auto job = Subprocess::start(launch(kRanks, transport,
-                                      {"--verbose", "--grace", "30", "-x", "TUTTI_TIMEOUT=20"},
-                                      {binPath("tutti-bench"), collective, "-b", "64K", "-e", "64K",
-                                       "-n", "10000000", "-w", "1", "-c", "0"}));
-  ASSERT_TRUE(job.ok()) << job.status().toString();
-  Subprocess& p = **job;
-  std::vector<pid_t> pids;
-  // Running: every pid known and rank 0 printed the table's header.
-  ASSERT_TRUE(p.readUntil(
-      [&](const std::string& out, const std::string& err) {
-        pids = rankPids(err);
-        return allKnown(pids) && out.find("#wrong") != std::string::npos;
-      },
-      Deadline::afterSeconds(120)))
-      << trial << "\n" << p.out() << p.err();
+  RunningJob job;
+  ASSERT_TRUE(startRunning(transport, {"--grace", "30", "-x", "TUTTI_TIMEOUT=20"},
+                           {collective, "-b", "64K", "-e", "64K", "-n", "10000000", "-w", "1",
+                            "-c", "0"},
+                           job))
+      << trial;
+  Subprocess& p = *job.process;
+  const std::vector<pid_t>& pids = job.pids;
   // The random moment: any point of the run is as good as another for what is asserted.
   std::this_thread::sleep_for(std::chrono::milliseconds(delayMs));
   const auto killedAt = std::chrono::steady_clock::now();
@@ -180,21 +205,14 @@ class GarbageToListeners : public ::testing::TestWithParam<std::string> {};
 TEST_P(GarbageToListeners, JobFinishesWithZeroWrong) {
   const unsigned seed = std::random_device{}();
   std::mt19937 rng(seed);
-  auto job = Subprocess::start(launch(kRanks, GetParam(), {"--verbose", "--timeout", "200"},
-                                      {binPath("tutti-bench"), "allreduce", "-b", "1K", "-e", "4M",
-                                       "-f", "4", "-n", "50", "-w", "2", "-c", "2"}));
-  ASSERT_TRUE(job.ok()) << job.status().toString();
-  Subprocess& p = **job;
-  std::vector<pid_t> pids;
-  ASSERT_TRUE(p.readUntil(
-      [&](const std::string& out, const std::string& err) {
-        pids = rankPids(err);
-        return allKnown(pids) && out.find("#wrong") != std::string::npos;
-      },
-      Deadline::afterSeconds(120)))
-      << p.out() << p.err();
+  RunningJob job;
+  ASSERT_TRUE(startRunning(GetParam(), {"--timeout", "200"},
+                           {"allreduce", "-b", "1K", "-e", "4M", "-f", "4", "-n", "50", "-w", "2",
+                            "-c", "2"},
+                           job));
+  Subprocess& p = *job.process;
   std::set<int> ports = listeningPorts(p.pid());
-  for (pid_t pid : pids)
+  for (pid_t pid : job.pids)
     for (int port : listeningPorts(pid)) ports.insert(port);
   ASSERT_FALSE(ports.empty()) << "the job listens nowhere? (tutti-run serves the store)";
   int sent = 0;
@@ -226,20 +244,13 @@ TEST(GarbageInAPeerStream, EveryRankNamesTheSenderAndTheJobEnds) {
   const unsigned seed = std::random_device{}();
   std::mt19937 rng(seed);
   const int sender = static_cast<int>(rng() % kRanks);
-  auto job = Subprocess::start(launch(kRanks, "tcp",
-                                      {"--verbose", "--grace", "30", "-x", "TUTTI_TIMEOUT=20"},
-                                      {binPath("tutti-bench"), "allreduce", "-b", "8", "-e", "8",
-                                       "-n", "100000000", "-w", "1", "-c", "0"}));
-  ASSERT_TRUE(job.ok()) << job.status().toString();
-  Subprocess& p = **job;
-  std::vector<pid_t> pids;
-  ASSERT_TRUE(p.readUntil(
-      [&](const std::string& out, const std::string& err) {
-        pids = rankPids(err);
-        return allKnown(pids) && out.find("#wrong") != std::string::npos;
-      },
-      Deadline::afterSeconds(120)))
-      << p.out() << p.err();
+  RunningJob job;
+  ASSERT_TRUE(startRunning("tcp", {"--grace", "30", "-x", "TUTTI_TIMEOUT=20"},
+                           {"allreduce", "-b", "8", "-e", "8", "-n", "100000000", "-w", "1", "-c",
+                            "0"},
+                           job));
+  Subprocess& p = *job.process;
+  const std::vector<pid_t>& pids = job.pids;
   // The sender's connections to other ranks: established, and not to the store (tutti-run
   // serves it, so its ports are tutti-run's listening ports).
   const std::set<int> storePorts = listeningPorts(p.pid());
