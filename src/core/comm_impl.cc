@@ -231,7 +231,9 @@ void CommImpl::dumpOnFailure(const char* reason) {
 }
 
 Status CommImpl::validate(OpRequest& r) {
+  if (checkCache_.reuse(r, rank_, size_)) return Status::Ok();
   const CallCheck check = checkCall(r, rank_, size_);
+  if (check.status.ok()) checkCache_.remember(r);
   if (check.status.ok() || !check.onlyHere) return check.status;
   // The peers taking part passed good arguments and would wait for this rank; failing the
   // communicator tells them now (the abort protocol), naming this rank and the reason.
@@ -338,8 +340,38 @@ class CallDescriber final : public OpDescriber {
 
 }  // namespace
 
+bool CommImpl::LastChoice::matches(const CollectiveSpec& spec, std::string_view asked) const {
+  return algorithm != nullptr && spec.kind == kind && spec.count == count &&
+         spec.dtype == dtype && spec.op == op && spec.root == root && spec.peer == peer &&
+         spec.inPlace == inPlace && spec.segmentCount == segmentCount &&
+         spec.counts.empty() && spec.displs.empty() && spec.recvCounts.empty() &&
+         spec.recvDispls.empty() && asked == forced;
+}
+
+Result<const AlgorithmInfo*> CommImpl::chooseAlgorithm(const CollectiveSpec& spec,
+                                                       std::string_view forced) {
+  // selectAlgorithm() is pure: a call repeating the previous one's shape gets its answer.
+  if (lastChoice_.matches(spec, forced)) return lastChoice_.algorithm;
+  auto algorithm = selectAlgorithm(spec, forced);
+  if (!algorithm.ok()) return algorithm;
+  LastChoice& c = lastChoice_;
+  const bool arrays = !spec.counts.empty() || !spec.displs.empty() ||
+                      !spec.recvCounts.empty() || !spec.recvDispls.empty();
+  c.algorithm = arrays ? nullptr : *algorithm;  // v-collectives: not kept
+  c.kind = spec.kind;
+  c.count = spec.count;
+  c.dtype = spec.dtype;
+  c.op = spec.op;
+  c.root = spec.root;
+  c.peer = spec.peer;
+  c.inPlace = spec.inPlace;
+  c.segmentCount = spec.segmentCount;
+  c.forced.assign(forced.data(), forced.size());
+  return algorithm;
+}
+
 Status CommImpl::execute(const OpRequest& r, std::string_view requested) {
-  auto algorithm = selectAlgorithm(r.spec, forcedAlgorithm(requested, r.spec.kind));
+  auto algorithm = chooseAlgorithm(r.spec, forcedAlgorithm(requested, r.spec.kind));
   if (!algorithm.ok()) return algorithm.status();
   const CallDescriber what(*this, r, (*algorithm)->name);
   const FlightRecorder::Handle op = recorder_.begin(summarize(r, (*algorithm)->name), r.issued);
@@ -428,6 +460,9 @@ Status CommImpl::failed(const OpRequest& r, const OpDescriber& what, const Statu
 Status CommImpl::runBlocking(OpRequest request, const CallOptions& options) {
   TUTTI_RETURN_IF_ERROR(validate(request));
   prepare(request, options);
+  // Without a worker (no async call was issued yet) no other thread runs operations, and
+  // the queue's lock only orders this thread with itself: skipped.
+  if (!workerStarted_) return execute(request, options.algorithm);
   {
     std::unique_lock<std::mutex> lock(queueMutex_);
     if (!queue_.empty() || workerBusy_) {
@@ -467,7 +502,10 @@ Work CommImpl::submit(OpRequest request, const CallOptions& options) {
   {
     std::lock_guard<std::mutex> lock(queueMutex_);
     queue_.push_back(std::move(request));
-    if (!worker_.joinable()) worker_ = std::thread([this] { workerLoop(); });
+    if (!worker_.joinable()) {
+      worker_ = std::thread([this] { workerLoop(); });
+      workerStarted_ = true;
+    }
   }
   queueCv_.notify_all();
   return Work(work);

@@ -127,6 +127,38 @@ TEST(Allreduce, ForcedAlgorithmByNameAndBadNameIsAClearError) {
   EXPECT_EQ(joinFailures(failures), "");
 }
 
+// The communicator answers a call that repeats the previous one's shape from what it chose
+// then (argument checks, algorithm): each call must still run the algorithm it forces.
+TEST(Allreduce, RepeatedShapeRunsEachCallsOwnForcedAlgorithm) {
+  auto failures = runRanks(2, [&](int rank, Communicator& comm) -> std::string {
+    std::string out;
+    const char* cycle[] = {"ring", "bogus", "ring", "", "recursive_doubling", "bogus", ""};
+    for (const char* name : cycle) {
+      CallOptions options;
+      options.algorithm = name;
+      const std::string bad = checkAllreduce(comm, 64, DataType::kFloat32, ReduceOp::kSum,
+                                             false, options);
+      const bool refused = bad.find("no algorithm 'bogus'") != std::string::npos;
+      if (std::string(name) == "bogus" ? !refused : !bad.empty())
+        out += std::string("forcing '") + name + "': " + (bad.empty() ? "ran" : bad) + "\n";
+    }
+    // Same shape, different algorithms on the two ranks: a remembered choice would let both
+    // run ring and agree; each runs its own, and the stamps say they differ.
+    CallOptions ring;
+    ring.algorithm = "ring";
+    out += checkAllreduce(comm, 64, DataType::kFloat32, ReduceOp::kSum, false, ring);
+    CallOptions mine;
+    mine.algorithm = rank == 0 ? "ring" : "recursive_doubling";
+    const std::string last = checkAllreduce(comm, 64, DataType::kFloat32, ReduceOp::kSum,
+                                            false, mine);
+    if (last.find("ring") == std::string::npos ||
+        last.find("recursive_doubling") == std::string::npos)
+      out += "different forced algorithms on the same shape gave: " + (last.empty() ? "ok" : last);
+    return out;
+  });
+  EXPECT_EQ(joinFailures(failures), "");
+}
+
 TEST(Allreduce, BadArgumentsAreErrorsNotCrashes) {
   auto failures = runRanks(2, [&](int, Communicator& comm) -> std::string {
     std::string out;
