@@ -291,7 +291,11 @@ bool ShmLink::startMessageLocked(const SlotView& h, DoneList& done) {
       return true;
     }
     if (!checkSizeLocked(request, h.msgBytes, done)) return false;
-    posted_.erase(it);
+    // Usually the oldest receive: popping it is cheaper than a general erase.
+    if (it == posted_.begin())
+      posted_.pop_front();
+    else
+      posted_.erase(it);
     if (h.kind == SlotKind::kRndv) {
       readRendezvousLocked(request, h.remoteAddr, h.rndvId, h.rndvSeq, done);
       return !owner_->failed_;
