@@ -45,7 +45,7 @@ void ShmLink::completeLocked(TransferRequest* request, Status status, DoneList& 
 void ShmLink::postSend(TransferRequest* request, Tag tag, const void* data, std::size_t bytes) {
   DoneList done;
   {
-    std::lock_guard<std::mutex> lock(owner_->mutex_);
+    std::lock_guard<SpinLock> lock(owner_->mutex_);
     request->tag = tag;
     request->data = const_cast<char*>(static_cast<const char*>(data));
     request->bytes = bytes;
@@ -208,7 +208,7 @@ void ShmLink::readRendezvousLocked(TransferRequest* request, std::uint64_t remot
 void ShmLink::postRecv(TransferRequest* request, Tag tag, void* data, std::size_t bytes) {
   DoneList done;
   {
-    std::lock_guard<std::mutex> lock(owner_->mutex_);
+    std::lock_guard<SpinLock> lock(owner_->mutex_);
     request->tag = tag;
     request->data = static_cast<char*>(data);
     request->bytes = bytes;
@@ -401,7 +401,7 @@ bool ShmLink::drainLocked(DoneList& done) {
 void ShmLink::cancel(TransferRequest* request) {
   DoneList done;
   {
-    std::lock_guard<std::mutex> lock(owner_->mutex_);
+    std::lock_guard<SpinLock> lock(owner_->mutex_);
     if (request->done()) return;
     auto posted = std::find(posted_.begin(), posted_.end(), request);
     if (posted != posted_.end()) posted_.erase(posted);
