@@ -317,6 +317,11 @@ std::string CommImpl::describe(const OpRequest& r, const char* algorithm) const 
 
 namespace {
 
+// Equal arrays; two empty ones (every collective but the v-ones) without a call.
+bool sameArray(const std::vector<std::uint64_t>& a, const std::vector<std::uint64_t>& b) {
+  return a.size() == b.size() && (a.empty() || a == b);
+}
+
 // True when `key` (a cache key) describes calls of `spec`'s shape run with `algorithm`,
 // compared field by field so that a hit builds nothing.
 template <typename Key>
@@ -325,8 +330,9 @@ bool sameShape(const Key& key, const CollectiveSpec& spec, const AlgorithmInfo* 
          std::get<1>(key) == spec.count && std::get<2>(key) == static_cast<int>(spec.dtype) &&
          std::get<3>(key) == static_cast<int>(spec.op) && std::get<4>(key) == spec.inPlace &&
          std::get<5>(key) == spec.peer && std::get<6>(key) == spec.root &&
-         std::get<8>(key) == spec.counts && std::get<9>(key) == spec.displs &&
-         std::get<10>(key) == spec.recvCounts && std::get<11>(key) == spec.recvDispls;
+         sameArray(std::get<8>(key), spec.counts) && sameArray(std::get<9>(key), spec.displs) &&
+         sameArray(std::get<10>(key), spec.recvCounts) &&
+         sameArray(std::get<11>(key), spec.recvDispls);
 }
 
 }  // namespace
@@ -486,7 +492,7 @@ Status CommImpl::failed(const OpRequest& r, const OpDescriber& what, const Statu
   return result;
 }
 
-Status CommImpl::runBlocking(OpRequest request, const CallOptions& options) {
+Status CommImpl::runBlocking(OpRequest&& request, const CallOptions& options) {
   TUTTI_RETURN_IF_ERROR(validate(request));
   prepare(request, options);
   // Without a worker (no async call was issued yet) no other thread runs operations, and

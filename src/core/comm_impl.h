@@ -85,7 +85,7 @@ class CommImpl {
   void abort();
 
   /// Checks arguments, then runs the operation (blocking) or queues it (async).
-  Status runBlocking(OpRequest request, const CallOptions& options);
+  Status runBlocking(OpRequest&& request, const CallOptions& options);
   Work submit(OpRequest request, const CallOptions& options);
 
   Result<std::string> algorithmFor(Collective kind, std::size_t count, DataType dtype,
