@@ -6,7 +6,8 @@
 #
 #   scripts/ab_latency.sh [-r ROUNDS] [-n RANKS] [-b BYTES] [-c COLLECTIVE] [-t TRANSPORT] BINDIR...
 #
-# BINDIR holds tutti-run and tutti-bench of one build (e.g. build/bin). As root the ranks run
+# BINDIR holds tutti-run and tutti-bench of one build (e.g. build/bin); BINDIR@ARG,ARG... also
+# passes those arguments to that build's tutti-run (build/bin@--cpu-bind=block). As root the ranks run
 # SCHED_FIFO (chrt -f 10), so that a compile elsewhere on the machine does not preempt them
 # in the middle of a run; the runs are short and bounded by `timeout`.
 set -euo pipefail
@@ -29,10 +30,13 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 for round in $(seq 1 "$rounds"); do
   i=0
-  for bin in "$@"; do
+  for build in "$@"; do
+    bin=${build%%@*}
+    runargs=()
+    [ "$bin" = "$build" ] || IFS=, read -r -a runargs <<< "${build#*@}"
     # Out-of-place time, in microseconds, of the one size measured (tutti-bench's 7th column
     # after the rank prefix).
-    t=$(TUTTI_TRANSPORT=$transport timeout 120 "${prio[@]}" "$bin/tutti-run" -n "$ranks" \
+    t=$(TUTTI_TRANSPORT=$transport timeout 120 "${prio[@]}" "$bin/tutti-run" "${runargs[@]}" -n "$ranks" \
           "$bin/tutti-bench" "$coll" -b "$bytes" -e "$bytes" -n "$iters" -w 5000 -c 0 2>/dev/null |
         awk -v b="$bytes" '$2 == b && NF > 10 {print $7; exit}')
     [ -n "$t" ] || { echo "$0: $bin gave no result in round $round" >&2; exit 1; }

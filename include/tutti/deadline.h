@@ -24,6 +24,9 @@ class Deadline {
     if (seconds > 1e9) return never();
     return after(std::chrono::duration<double>(seconds));
   }
+  /// The deadline at time point `at` of Clock (for a caller that has read the clock
+  /// already, or a cheaper clock on the same time base).
+  static Deadline at(Clock::time_point at) { return Deadline(at); }
   /// No deadline; only for waits that are bounded by other means (documented at the call).
   static Deadline never() { return Deadline(Clock::time_point::max()); }
 

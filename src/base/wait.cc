@@ -1,6 +1,7 @@
 #include "base/wait.h"
 
 #include <linux/futex.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -23,6 +24,20 @@ bool futexWait(std::atomic<std::uint32_t>* word, std::uint32_t expected, Deadlin
                     expected, &ts, nullptr, 0);
   (void)rc;  // EAGAIN (value changed), EINTR, ETIMEDOUT: the caller re-checks in all cases
   return !deadline.expired();
+}
+
+void SpinLock::lockContended() {
+  // Poll (reading, not writing, so the holder keeps the line) a few times, then hand the
+  // core over between tries: the holder may be waiting for it.
+  for (int spins = 0;; ++spins) {
+    if (!locked_.load(std::memory_order_relaxed) &&
+        !locked_.exchange(true, std::memory_order_acquire))
+      return;
+    if (spins < 64)
+      cpuRelax();
+    else
+      sched_yield();
+  }
 }
 
 void futexWakeAll(std::atomic<std::uint32_t>* word) {

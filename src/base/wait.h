@@ -24,6 +24,26 @@ inline void cpuRelax() {
 #endif
 }
 
+/// A lock for short critical sections that one thread takes nearly always (a transport's
+/// state, driven by the thread running the calls; abort() from another thread is rare).
+/// Free, lock() is one atomic exchange and unlock() a plain release store, where a mutex
+/// pays a locked instruction for each and a call into the C library. Taken, lock() polls
+/// briefly and then yields the core on each try, so a holder that was preempted (more
+/// ranks than cores) gets it back; it never sleeps, and so suits only sections that do not
+/// block. Satisfies BasicLockable (std::lock_guard).
+class SpinLock {
+ public:
+  void lock() {
+    if (!locked_.exchange(true, std::memory_order_acquire)) return;
+    lockContended();
+  }
+  void unlock() { locked_.store(false, std::memory_order_release); }
+
+ private:
+  void lockContended();
+  std::atomic<bool> locked_{false};
+};
+
 /// A sequence counter that waiters watch for change. Producers call notify() after they
 /// publish a state change; a consumer takes a snapshot(), re-checks its condition, and
 /// calls waitChange(snapshot, ...) if it still needs to wait. No wake-up is lost: a

@@ -129,4 +129,42 @@ CallCheck checkCall(OpRequest& r, int rank, int size) {
   return CallCheck{};
 }
 
+namespace {
+
+// Calls whose verdict depends only on the scalar fields CallCheckCache compares.
+bool cacheable(const OpRequest& r) {
+  const CollectiveSpec& s = r.spec;
+  return !r.ownCount && s.counts.empty() && s.displs.empty() && s.recvCounts.empty() &&
+         s.recvDispls.empty();
+}
+
+}  // namespace
+
+bool CallCheckCache::reuse(OpRequest& r, int rank, int size) const {
+  CollectiveSpec& s = r.spec;
+  if (!valid_ || s.kind != kind_ || s.count != count_ || s.dtype != dtype_ || s.op != op_ ||
+      s.root != root_ || s.peer != peer_ || r.tag != tag_ || r.input != input_ ||
+      r.output != output_ || !cacheable(r))
+    return false;
+  s.rank = rank;
+  s.size = size;
+  s.inPlace = inPlace_;
+  return true;
+}
+
+void CallCheckCache::remember(const OpRequest& r) {
+  valid_ = cacheable(r);
+  const CollectiveSpec& s = r.spec;
+  kind_ = s.kind;
+  count_ = s.count;
+  dtype_ = s.dtype;
+  op_ = s.op;
+  root_ = s.root;
+  peer_ = s.peer;
+  tag_ = r.tag;
+  input_ = r.input;
+  output_ = r.output;
+  inPlace_ = s.inPlace;
+}
+
 }  // namespace tutti::detail

@@ -1,6 +1,7 @@
 #include "core/comm_impl.h"
 
 #include <sched.h>
+#include <time.h>
 
 #include <algorithm>
 #include <random>
@@ -63,6 +64,33 @@ std::int64_t spinBudgetNs(std::int64_t configuredUs, int localSize) {
   CPU_ZERO(&set);
   int cores = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
   return localSize > cores ? 0 : kDefaultSpinUs * 1000;
+}
+
+// A call reads the clock once, for its issue time and deadline; steady_clock's read costs
+// 40 ns on this kind of virtual machine, the coarse monotonic clock's (the same time base,
+// updated once per tick) 13. CoarseNow::at is at most one tick (1-4 ms) before the real now,
+// so a deadline that adds `tick` is never early, and at most a tick late: no timeout a
+// caller can set notices. Without a coarse clock (or with one coarser than 10 ms), the
+// precise one, and no tick.
+struct CoarseNow {
+  Deadline::Clock::time_point at;
+  Deadline::Clock::duration tick{0};
+};
+
+CoarseNow coarseNow() {
+  static const Deadline::Clock::duration tick = [] {
+    timespec res{};
+    if (clock_getres(CLOCK_MONOTONIC_COARSE, &res) != 0) return Deadline::Clock::duration(-1);
+    return std::chrono::duration_cast<Deadline::Clock::duration>(
+        std::chrono::seconds(res.tv_sec) + std::chrono::nanoseconds(res.tv_nsec));
+  }();
+  timespec now{};
+  if (tick.count() < 0 || tick > std::chrono::milliseconds(10) ||
+      clock_gettime(CLOCK_MONOTONIC_COARSE, &now) != 0)
+    return CoarseNow{Deadline::Clock::now()};
+  return CoarseNow{Deadline::Clock::time_point(std::chrono::duration_cast<Deadline::Clock::duration>(
+                       std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec))),
+                   tick};
 }
 
 }  // namespace
@@ -231,7 +259,9 @@ void CommImpl::dumpOnFailure(const char* reason) {
 }
 
 Status CommImpl::validate(OpRequest& r) {
+  if (checkCache_.reuse(r, rank_, size_)) return Status::Ok();
   const CallCheck check = checkCall(r, rank_, size_);
+  if (check.status.ok()) checkCache_.remember(r);
   if (check.status.ok() || !check.onlyHere) return check.status;
   // The peers taking part passed good arguments and would wait for this rank; failing the
   // communicator tells them now (the abort protocol), naming this rank and the reason.
@@ -248,9 +278,10 @@ Status CommImpl::validate(OpRequest& r) {
 
 void CommImpl::prepare(OpRequest& r, const CallOptions& options) {
   auto timeout = options.timeout.value_or(timeout_);
-  r.deadline = Deadline::after(timeout);
-  // The issue time without a second clock read (20-100 ns here): after() added exactly this.
-  r.issued = r.deadline.at() - std::chrono::duration_cast<Deadline::Clock::duration>(timeout);
+  const CoarseNow now = coarseNow();
+  r.issued = now.at;
+  r.deadline = Deadline::at(now.at + now.tick +
+                            std::chrono::duration_cast<Deadline::Clock::duration>(timeout));
   r.spec.segmentCount =
       std::max<std::uint64_t>(1, config_.segmentBytes / dataTypeSize(r.spec.dtype));
   // Point to point takes no sequence number; it keeps the next one, so that the hang report
@@ -286,6 +317,11 @@ std::string CommImpl::describe(const OpRequest& r, const char* algorithm) const 
 
 namespace {
 
+// Equal arrays; two empty ones (every collective but the v-ones) without a call.
+bool sameArray(const std::vector<std::uint64_t>& a, const std::vector<std::uint64_t>& b) {
+  return a.size() == b.size() && (a.empty() || a == b);
+}
+
 // True when `key` (a cache key) describes calls of `spec`'s shape run with `algorithm`,
 // compared field by field so that a hit builds nothing.
 template <typename Key>
@@ -294,8 +330,9 @@ bool sameShape(const Key& key, const CollectiveSpec& spec, const AlgorithmInfo* 
          std::get<1>(key) == spec.count && std::get<2>(key) == static_cast<int>(spec.dtype) &&
          std::get<3>(key) == static_cast<int>(spec.op) && std::get<4>(key) == spec.inPlace &&
          std::get<5>(key) == spec.peer && std::get<6>(key) == spec.root &&
-         std::get<8>(key) == spec.counts && std::get<9>(key) == spec.displs &&
-         std::get<10>(key) == spec.recvCounts && std::get<11>(key) == spec.recvDispls;
+         sameArray(std::get<8>(key), spec.counts) && sameArray(std::get<9>(key), spec.displs) &&
+         sameArray(std::get<10>(key), spec.recvCounts) &&
+         sameArray(std::get<11>(key), spec.recvDispls);
 }
 
 }  // namespace
@@ -338,8 +375,38 @@ class CallDescriber final : public OpDescriber {
 
 }  // namespace
 
+bool CommImpl::LastChoice::matches(const CollectiveSpec& spec, std::string_view asked) const {
+  return algorithm != nullptr && spec.kind == kind && spec.count == count &&
+         spec.dtype == dtype && spec.op == op && spec.root == root && spec.peer == peer &&
+         spec.inPlace == inPlace && spec.segmentCount == segmentCount &&
+         spec.counts.empty() && spec.displs.empty() && spec.recvCounts.empty() &&
+         spec.recvDispls.empty() && asked == forced;
+}
+
+Result<const AlgorithmInfo*> CommImpl::chooseAlgorithm(const CollectiveSpec& spec,
+                                                       std::string_view forced) {
+  // selectAlgorithm() is pure: a call repeating the previous one's shape gets its answer.
+  if (lastChoice_.matches(spec, forced)) return lastChoice_.algorithm;
+  auto algorithm = selectAlgorithm(spec, forced);
+  if (!algorithm.ok()) return algorithm;
+  LastChoice& c = lastChoice_;
+  const bool arrays = !spec.counts.empty() || !spec.displs.empty() ||
+                      !spec.recvCounts.empty() || !spec.recvDispls.empty();
+  c.algorithm = arrays ? nullptr : *algorithm;  // v-collectives: not kept
+  c.kind = spec.kind;
+  c.count = spec.count;
+  c.dtype = spec.dtype;
+  c.op = spec.op;
+  c.root = spec.root;
+  c.peer = spec.peer;
+  c.inPlace = spec.inPlace;
+  c.segmentCount = spec.segmentCount;
+  c.forced.assign(forced.data(), forced.size());
+  return algorithm;
+}
+
 Status CommImpl::execute(const OpRequest& r, std::string_view requested) {
-  auto algorithm = selectAlgorithm(r.spec, forcedAlgorithm(requested, r.spec.kind));
+  auto algorithm = chooseAlgorithm(r.spec, forcedAlgorithm(requested, r.spec.kind));
   if (!algorithm.ok()) return algorithm.status();
   const CallDescriber what(*this, r, (*algorithm)->name);
   const FlightRecorder::Handle op = recorder_.begin(summarize(r, (*algorithm)->name), r.issued);
@@ -425,9 +492,12 @@ Status CommImpl::failed(const OpRequest& r, const OpDescriber& what, const Statu
   return result;
 }
 
-Status CommImpl::runBlocking(OpRequest request, const CallOptions& options) {
+Status CommImpl::runBlocking(OpRequest&& request, const CallOptions& options) {
   TUTTI_RETURN_IF_ERROR(validate(request));
   prepare(request, options);
+  // Without a worker (no async call was issued yet) no other thread runs operations, and
+  // the queue's lock only orders this thread with itself: skipped.
+  if (!workerStarted_) return execute(request, options.algorithm);
   {
     std::unique_lock<std::mutex> lock(queueMutex_);
     if (!queue_.empty() || workerBusy_) {
@@ -467,7 +537,10 @@ Work CommImpl::submit(OpRequest request, const CallOptions& options) {
   {
     std::lock_guard<std::mutex> lock(queueMutex_);
     queue_.push_back(std::move(request));
-    if (!worker_.joinable()) worker_ = std::thread([this] { workerLoop(); });
+    if (!worker_.joinable()) {
+      worker_ = std::thread([this] { workerLoop(); });
+      workerStarted_ = true;
+    }
   }
   queueCv_.notify_all();
   return Work(work);

@@ -22,6 +22,7 @@
 #include "algorithms/algorithm.h"
 #include "base/config.h"
 #include "bootstrap/auth.h"
+#include "core/call_checks.h"
 #include "core/flight_recorder.h"
 #include "executor/executor.h"
 #include "transport/call_checker.h"
@@ -84,7 +85,7 @@ class CommImpl {
   void abort();
 
   /// Checks arguments, then runs the operation (blocking) or queues it (async).
-  Status runBlocking(OpRequest request, const CallOptions& options);
+  Status runBlocking(OpRequest&& request, const CallOptions& options);
   Work submit(OpRequest request, const CallOptions& options);
 
   Result<std::string> algorithmFor(Collective kind, std::size_t count, DataType dtype,
@@ -126,6 +127,9 @@ class CommImpl {
   void dumpOnFailure(const char* reason);
   /// The algorithm a call of `kind` must run: `requested`, else TUTTI_ALGO's, else empty.
   std::string_view forcedAlgorithm(std::string_view requested, Collective kind) const;
+  /// selectAlgorithm() for `spec` and `forced`, answered from the previous call when it had
+  /// the same shape (lastChoice_). Same errors as selectAlgorithm().
+  Result<const AlgorithmInfo*> chooseAlgorithm(const CollectiveSpec& spec, std::string_view forced);
   struct Plan;
   /// The schedule and stamp of a call of this shape with `algorithm`: the previous call's,
   /// a cached one, or built now (and cached).
@@ -152,6 +156,24 @@ class CommImpl {
   CallChecker checker_;
   std::unique_ptr<Transport> transport_;
   ExecutorPool pool_;
+  CallCheckCache checkCache_;  // the issuing thread's (validate)
+  // The previous call's algorithm and what it was chosen for (the thread running
+  // operations'); algorithm null: none kept.
+  struct LastChoice {
+    const AlgorithmInfo* algorithm = nullptr;
+    Collective kind = Collective::kAllReduce;
+    std::uint64_t count = 0;
+    DataType dtype = DataType::kFloat32;
+    ReduceOp op = ReduceOp::kSum;
+    int root = 0;
+    int peer = -1;
+    bool inPlace = false;
+    std::uint64_t segmentCount = 0;
+    std::string forced;
+    /// True when `spec` (without per-rank arrays) and `asked` are what it was chosen for.
+    bool matches(const CollectiveSpec& spec, std::string_view asked) const;
+  };
+  LastChoice lastChoice_;
   std::vector<char> scratch_;  // schedules' scratch space, pooled across calls
   std::uint64_t nextSeq_ = 0;  // touched only by the issuing thread
 
@@ -183,6 +205,8 @@ class CommImpl {
   std::deque<OpRequest> queue_;
   bool workerBusy_ = false;
   bool inlineBusy_ = false;
+  // Set once the worker thread exists; read and written only by the issuing thread.
+  bool workerStarted_ = false;
   bool stopping_ = false;
   std::thread worker_;
 };

@@ -182,7 +182,7 @@ Status movedFrom(const char* what) {
 }
 
 // Runs the request on `impl` (blocking), or refuses it when the communicator was moved from.
-Status run(CommImpl* impl, OpRequest r, const CallOptions& options) {
+Status run(CommImpl* impl, OpRequest&& r, const CallOptions& options) {
   if (impl == nullptr) return movedFrom(collectiveName(r.spec.kind));
   return impl->runBlocking(std::move(r), options);
 }

@@ -61,8 +61,13 @@ class Run {
 
   char* address(const Region& region) const;
   bool depsComplete(StepId id) const;
-  Status start(Slot& slot, StepId id);
-  Status advance(Slot& slot, bool* progressed);
+  // Sets up `steps` steps' bookkeeping in the pool (reused across runs).
+  void prepare(std::size_t steps);
+  void start(Slot& slot, StepId id);
+  // Moves `slot` on if its transfer completed. False, with *failure set, when it failed.
+  bool advance(Slot& slot, bool* progressed, Status* failure);
+  // Ends the wait loop when the deadline has passed: the timeout naming what is missing.
+  Status timeoutError() const;
   void computeAfterReceive(const Step& step, const Slot& slot);
   void finishStep(Slot& slot);
   void cancelAll();
@@ -111,7 +116,7 @@ void Run::finishStep(Slot& slot) {
   ++completed_;
 }
 
-Status Run::start(Slot& slot, StepId id) {
+void Run::start(Slot& slot, StepId id) {
   const Step& step = schedule_.steps[id];
   slot.step = id;
   slot.busy = true;
@@ -123,18 +128,18 @@ Status Run::start(Slot& slot, StepId id) {
     case OpCode::kSend:
       slot.receiving = false;
       transport_.link(step.sendPeer).postSend(&slot.send, tagFor(step.sendIndex), address(step.src), srcBytes);
-      return Status::Ok();
+      return;
     case OpCode::kRecv:
     case OpCode::kRecvCopySend:
       slot.receiving = true;
       transport_.link(step.recvPeer).postRecv(&slot.recv, tagFor(step.recvIndex), address(step.dst), dstBytes);
-      return Status::Ok();
+      return;
     case OpCode::kRecvReduce:
     case OpCode::kRecvReduceSend:
       slot.receiving = true;
       TUTTI_ASSERT_CMP(slot.staging.size(), >=, srcBytes);
       transport_.link(step.recvPeer).postRecv(&slot.recv, tagFor(step.recvIndex), slot.staging.data(), srcBytes);
-      return Status::Ok();
+      return;
     case OpCode::kCopy: {
       char* dst = address(step.dst);
       const char* src = address(step.src);
@@ -146,10 +151,9 @@ Status Run::start(Slot& slot, StepId id) {
                       params_.dtype, params_.op);
       break;
   }
-  if (step.finalize)
+  if (step.finalize && params_.op == ReduceOp::kAvg)
     reduce::finalize(address(step.dst), step.dst.count, params_.dtype, params_.op, params_.worldSize);
   finishStep(slot);
-  return Status::Ok();
 }
 
 void Run::computeAfterReceive(const Step& step, const Slot& slot) {
@@ -157,34 +161,40 @@ void Run::computeAfterReceive(const Step& step, const Slot& slot) {
     reduce::combine(address(step.dst), address(step.src), slot.staging.data(), step.dst.count,
                     params_.dtype, params_.op);
   }
-  if (step.finalize)
+  // Only the average has a finalization (reduce::finalize does nothing for the others).
+  if (step.finalize && params_.op == ReduceOp::kAvg)
     reduce::finalize(address(step.dst), step.dst.count, params_.dtype, params_.op, params_.worldSize);
 }
 
-Status Run::advance(Slot& slot, bool* progressed) {
+bool Run::advance(Slot& slot, bool* progressed, Status* failure) {
   const Step& step = schedule_.steps[slot.step];
   if (slot.receiving) {
-    if (!slot.recv.done()) return Status::Ok();
+    if (!slot.recv.done()) return true;
     if (!slot.recv.status().ok()) {
       if (slot.recv.status().code() == ErrorCode::kMismatch && !slot.recv.peerStamp.empty())
-        return mismatchError(step, slot);
-      return slot.recv.status();
+        *failure = mismatchError(step, slot);
+      else
+        *failure = slot.recv.status();
+      return false;
     }
     computeAfterReceive(step, slot);
     *progressed = true;
     if (!opSends(step.op)) {
       finishStep(slot);
-      return Status::Ok();
+      return true;
     }
     slot.receiving = false;
     transport_.link(step.sendPeer).postSend(&slot.send, tagFor(step.sendIndex), address(step.dst),
                                             step.dst.count * elemSize_);
   }
-  if (!slot.send.done()) return Status::Ok();
-  if (!slot.send.status().ok()) return slot.send.status();
+  if (!slot.send.done()) return true;
+  if (!slot.send.status().ok()) {
+    *failure = slot.send.status();
+    return false;
+  }
   *progressed = true;
   finishStep(slot);
-  return Status::Ok();
+  return true;
 }
 
 Status Run::mismatchError(const Step& step, const Slot& slot) const {
@@ -226,9 +236,7 @@ std::string Run::waitingOn(int* onlyPeer) const {
   return out;
 }
 
-Status Run::run() {
-  const std::size_t steps = schedule_.steps.size();
-  if (steps == 0) return Status::Ok();
+void Run::prepare(std::size_t steps) {
   std::size_t staging = 0;
   for (const Step& s : schedule_.steps) {
     if (s.op == OpCode::kRecvReduce || s.op == OpCode::kRecvReduceSend)
@@ -244,47 +252,61 @@ Status Run::run() {
     slot.recv.stamp = params_.stamp;
     slot.recv.peerStamp = CallStamp{};
   }
+}
 
+Status Run::timeoutError() const {
+  int onlyPeer = -1;
+  std::string waiting = waitingOn(&onlyPeer);
+  return Status(ErrorCode::kTimeout,
+                strFormat("%s timed out after completing %zu of %zu steps; still waiting for %s",
+                          (params_.what != nullptr ? params_.what->describe()
+                                                   : std::string("the operation"))
+                              .c_str(),
+                          completed_, schedule_.steps.size(), waiting.c_str()),
+                onlyPeer >= 0 ? onlyPeer : Status::kNoRank);
+}
+
+Status Run::run() {
+  const std::size_t steps = schedule_.steps.size();
+  if (steps == 0) return Status::Ok();
+  prepare(steps);
+  WaitSignal& signal = transport_.progressSignal();
   StepId next = 0;
   Status failure;
   bool begun = params_.checker == nullptr || params_.stamp.empty();
-  while (completed_ < steps) {
-    auto seen = transport_.progressSignal().snapshot();
+  while (true) {
+    const std::uint32_t seen = signal.snapshot();
     bool progressed = false;
     // Issue steps in order while their dependencies are met and a slot is free.
-    while (next < steps && failure.ok() && active_ < slotCount_ && depsComplete(next)) {
+    while (next < steps && active_ < slotCount_ && depsComplete(next)) {
       std::size_t free = 0;
       while (pool_.slot(free).busy) ++free;  // exists: active_ < slotCount_
-      failure = start(pool_.slot(free), next++);
+      start(pool_.slot(free), next++);
       progressed = true;
     }
-    if (!begun && failure.ok()) {
+    if (!begun) {
       // Messages of this call that arrived meanwhile were kept as early; begin() checks them.
       begun = true;
       failure = params_.checker->begin(params_.seq, params_.stamp);
+      if (!failure.ok()) break;
     }
-    for (std::size_t i = 0; i < slotCount_ && failure.ok(); ++i) {
-      if (pool_.slot(i).busy) failure = advance(pool_.slot(i), &progressed);
+    bool ok = true;
+    for (std::size_t i = 0; i < slotCount_ && ok; ++i) {
+      if (pool_.slot(i).busy) ok = advance(pool_.slot(i), &progressed, &failure);
     }
-    if (failure.ok()) failure = transport_.health();
+    if (!ok) break;
+    if (completed_ == steps) return Status::Ok();
+    if (progressed) continue;
+    // Before waiting: a transport failure elsewhere (a peer died) completes no request of
+    // this run's, so it is asked for here rather than on every turn.
+    failure = transport_.health();
     if (!failure.ok()) break;
-    if (completed_ == steps || progressed) continue;
     if (!transport_.waitForProgress(seen, params_.deadline, params_.spinNs) &&
         params_.deadline.expired()) {
-      int onlyPeer = -1;
-      std::string waiting = waitingOn(&onlyPeer);
-      failure = Status(ErrorCode::kTimeout,
-                       strFormat("%s timed out after completing %zu of %zu steps; still waiting "
-                                 "for %s",
-                                 (params_.what != nullptr ? params_.what->describe()
-                                                          : std::string("the operation"))
-                                     .c_str(),
-                                 completed_, steps, waiting.c_str()),
-                       onlyPeer >= 0 ? onlyPeer : Status::kNoRank);
+      failure = timeoutError();
       break;
     }
   }
-  if (failure.ok()) return Status::Ok();
   if (report_ != nullptr) {
     // Before cancelling: afterwards no slot is busy and the run would seem to wait for nothing.
     int onlyPeer = -1;

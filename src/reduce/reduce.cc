@@ -56,11 +56,16 @@ bool isaSupported(Isa isa) {
 }
 
 Isa bestIsa() {
-  for (int i = kNumIsas - 1; i > 0; --i) {
-    const auto isa = static_cast<Isa>(i);
-    if (isaSupported(isa)) return isa;
-  }
-  return Isa::kGeneric;
+  // Asked on every combine: the CPU's features are read once per process (they do not
+  // change while it runs), rather than through libgcc's checks on each call.
+  static const Isa best = [] {
+    for (int i = kNumIsas - 1; i > 0; --i) {
+      const auto isa = static_cast<Isa>(i);
+      if (isaSupported(isa)) return isa;
+    }
+    return Isa::kGeneric;
+  }();
+  return best;
 }
 
 CombineFn combineKernel(DataType dtype, ReduceOp op, Isa isa) {

@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "bench/data.h"
@@ -127,6 +130,38 @@ TEST(Allreduce, ForcedAlgorithmByNameAndBadNameIsAClearError) {
   EXPECT_EQ(joinFailures(failures), "");
 }
 
+// The communicator answers a call that repeats the previous one's shape from what it chose
+// then (argument checks, algorithm): each call must still run the algorithm it forces.
+TEST(Allreduce, RepeatedShapeRunsEachCallsOwnForcedAlgorithm) {
+  auto failures = runRanks(2, [&](int rank, Communicator& comm) -> std::string {
+    std::string out;
+    const char* cycle[] = {"ring", "bogus", "ring", "", "recursive_doubling", "bogus", ""};
+    for (const char* name : cycle) {
+      CallOptions options;
+      options.algorithm = name;
+      const std::string bad = checkAllreduce(comm, 64, DataType::kFloat32, ReduceOp::kSum,
+                                             false, options);
+      const bool refused = bad.find("no algorithm 'bogus'") != std::string::npos;
+      if (std::string(name) == "bogus" ? !refused : !bad.empty())
+        out += std::string("forcing '") + name + "': " + (bad.empty() ? "ran" : bad) + "\n";
+    }
+    // Same shape, different algorithms on the two ranks: a remembered choice would let both
+    // run ring and agree; each runs its own, and the stamps say they differ.
+    CallOptions ring;
+    ring.algorithm = "ring";
+    out += checkAllreduce(comm, 64, DataType::kFloat32, ReduceOp::kSum, false, ring);
+    CallOptions mine;
+    mine.algorithm = rank == 0 ? "ring" : "recursive_doubling";
+    const std::string last = checkAllreduce(comm, 64, DataType::kFloat32, ReduceOp::kSum,
+                                            false, mine);
+    if (last.find("ring") == std::string::npos ||
+        last.find("recursive_doubling") == std::string::npos)
+      out += "different forced algorithms on the same shape gave: " + (last.empty() ? "ok" : last);
+    return out;
+  });
+  EXPECT_EQ(joinFailures(failures), "");
+}
+
 TEST(Allreduce, BadArgumentsAreErrorsNotCrashes) {
   auto failures = runRanks(2, [&](int, Communicator& comm) -> std::string {
     std::string out;
@@ -226,6 +261,42 @@ TEST(Timeout, AMissingPeerIsATimeoutNamingIt) {
     if (s.code() == ErrorCode::kTimeout && s.message().find("rank") == std::string::npos)
       return "timeout does not say who: " + s.toString();
     return "";
+  });
+  EXPECT_EQ(joinFailures(failures), "");
+}
+
+// A call's deadline is taken from a coarse clock rounded up: it may end a tick late, never
+// early. Two ranks of three wait for the third, which never calls; each must have waited
+// its whole timeout before it reports the timeout.
+TEST(Timeout, ACallNeverTimesOutBeforeItsTimeout) {
+  constexpr auto kTimeout = std::chrono::milliseconds(60);
+  std::atomic<int> finished{0};
+  auto failures = runRanks(3, [&](int rank, Communicator& comm) -> std::string {
+    if (rank == 2) {
+      // Stays (a rank that left would be a peer failure, not a timeout) but never calls,
+      // until both others are done (bounded: their calls are).
+      const Deadline bound = Deadline::afterSeconds(60);
+      while (finished.load() < 2 && !bound.expired()) std::this_thread::yield();
+      return finished.load() == 2 ? "" : "the other ranks never finished";
+    }
+    CallOptions quick;
+    quick.timeout = kTimeout;
+    std::vector<float> buf(4);
+    std::string out;
+    for (int call = 0; call < 2; ++call) {  // the second is refused: the first failed
+      const auto start = std::chrono::steady_clock::now();
+      Status s = comm.allreduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32,
+                                ReduceOp::kSum, quick);
+      const auto waited = std::chrono::steady_clock::now() - start;
+      if (call == 0 && s.code() != ErrorCode::kTimeout) out += "got " + s.toString() + "\n";
+      if (call == 0 && waited < kTimeout)
+        out += strFormat("timed out after %lld us, before its %lld ms timeout\n",
+                         static_cast<long long>(std::chrono::duration_cast<std::chrono::microseconds>(waited).count()),
+                         static_cast<long long>(kTimeout.count()));
+      if (s.ok()) out += "call " + std::to_string(call) + " succeeded without rank 2\n";
+    }
+    finished.fetch_add(1);
+    return out;
   });
   EXPECT_EQ(joinFailures(failures), "");
 }

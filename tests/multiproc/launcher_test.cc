@@ -3,6 +3,7 @@
 // job needs. Nothing here depends on timing except those outer bounds.
 
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -171,6 +172,47 @@ TEST(Launcher, TheSecretIsNeverPrinted) {
   const std::regex secretShape("[0-9a-f]{64}");
   EXPECT_FALSE(std::regex_search(r.out, secretShape)) << r.out;
   EXPECT_FALSE(std::regex_search(r.err, secretShape)) << r.err;
+}
+
+// --cpu-bind block: each rank runs bound to the CPU its block gets, as the kernel reports
+// it; without the option, ranks keep the launcher's whole set.
+TEST(Launcher, CpuBindBlockBindsEachRankToItsBlocksCpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  }
+  ASSERT_FALSE(cpus.empty());
+  constexpr int kRanks = 4;
+  const std::string probe = "grep '^Cpus_allowed_list:' /proc/self/status";
+  for (const bool bind : {true, false}) {
+    std::vector<std::string> argv = {binPath("tutti-run"), "-n", std::to_string(kRanks)};
+    if (bind) argv.insert(argv.begin() + 1, {"--cpu-bind", "block"});
+    argv.insert(argv.end(), {"/bin/sh", "-c", probe});
+    const ProcessResult r = runProcess(argv, kOuterBoundSeconds);
+    ASSERT_EQ(r.exitCode(), 0) << r.err;
+    std::map<int, std::string> lists;
+    for (const std::string& line : splitLines(r.out)) {
+      int rank = -1;
+      std::string text;
+      ASSERT_TRUE(splitTag(line, &rank, &text)) << line;
+      const auto tab = text.find_first_of("\t ");
+      ASSERT_NE(tab, std::string::npos) << line;
+      lists[rank] = text.substr(text.find_first_not_of("\t ", tab));
+    }
+    ASSERT_EQ(lists.size(), static_cast<std::size_t>(kRanks)) << r.out;
+    for (int rank = 0; rank < kRanks; ++rank) {
+      if (bind) {
+        const std::size_t index = static_cast<std::size_t>(rank) * cpus.size() / kRanks;
+        EXPECT_EQ(lists[rank], std::to_string(cpus[index])) << "rank " << rank;
+      } else {
+        EXPECT_EQ(CPU_COUNT(&set) == 1, lists[rank].find_first_of(",-") == std::string::npos)
+            << "rank " << rank << " unbound: " << lists[rank];
+      }
+    }
+  }
 }
 
 TEST(Launcher, EveryLineIsWholeAndTaggedWithItsRank) {

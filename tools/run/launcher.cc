@@ -248,13 +248,14 @@ Status Job::spawnAll() {
   // The bound covers starting the ranks too (thousands of forks take seconds); it is
   // acted on once they are all started.
   if (options_.timeoutSeconds > 0) timeout_ = Deadline::afterSeconds(options_.timeoutSeconds);
+  const std::vector<int> cpus = options_.cpuBind == "block" ? allowedCpus() : std::vector<int>();
   for (int r = 0; r < options_.numRanks; ++r) {
     ranks_.emplace_back(r, options_.tagOutput);
     Rank& rank = ranks_.back();
     TUTTI_ASSIGN_OR_RETURN(
         SpawnedRank spawned,
         spawnRank(plan, env.forRank(r, options_.numRanks, storeAddress_, jobId_, secret_),
-                  devNull_.get()));
+                  devNull_.get(), cpuForRank(r, options_.numRanks, cpus)));
     rank.outcome.pid = spawned.pid;
     rank.running = true;
     ++running_;
@@ -553,6 +554,8 @@ Status validateOptions(const LaunchOptions& options) {
                   options.graceSeconds);
   TUTTI_CHECK_ARG(!options.command.empty() && !options.command[0].empty(),
                   "no program to run was given");
+  TUTTI_CHECK_ARG(options.cpuBind == "none" || options.cpuBind == "block",
+                  "--cpu-bind %s: expected none or block", options.cpuBind.c_str());
   for (const auto& [name, value] : options.extraEnv) {
     TUTTI_CHECK_ARG(validEnvName(name), "-x %s=%s: '%s' is not a valid variable name",
                     name.c_str(), value.c_str(), name.c_str());

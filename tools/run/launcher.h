@@ -30,6 +30,11 @@ struct LaunchOptions {
   double graceSeconds = 3;
   /// Address the store listens on ("" = every interface).
   std::string bindHost = "127.0.0.1";
+  /// "none": ranks run wherever the kernel puts them; "block": each rank is bound to one
+  /// CPU of tutti-run's own, consecutive ranks sharing a CPU when they outnumber them
+  /// (cpuForRank in spawn.h). With more ranks than cores, an 8-byte all-reduce over shared
+  /// memory took 0.7-0.8 of its unbound time (docs/performance.md).
+  std::string cpuBind = "none";
   /// Prefix every output line with "[rank] ".
   bool tagOutput = true;
   /// Report the store address, job id, pids and every exit on stderr.

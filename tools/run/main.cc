@@ -78,6 +78,12 @@ int main(int argc, char** argv) {
   app.add_option("--bind", options.bindHost,
                  "address the rendezvous store listens on (\"\" = every interface)")
       ->capture_default_str();
+  app.add_option("--cpu-bind", options.cpuBind,
+                 "none: ranks run where the kernel puts them; block: each rank is bound to "
+                 "one CPU, consecutive ranks sharing one when they outnumber the CPUs "
+                 "(faster small collectives when oversubscribed)")
+      ->check(CLI::IsMember({"none", "block"}))
+      ->capture_default_str();
   app.add_flag("--no-tag-output", noTag, "do not prefix output lines with \"[rank] \"");
   app.add_option("-x", assignments,
                  "set NAME=VALUE in every rank's environment (repeatable)")

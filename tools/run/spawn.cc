@@ -1,10 +1,12 @@
 #include "run/spawn.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -25,6 +27,8 @@ struct ChildSetup {
   const std::vector<const char*>* candidates;
   char* const* argv;
   char* const* envp;
+  bool bind;        // set the affinity to `cpus` before exec
+  cpu_set_t cpus;
 };
 
 // Appends `text` to buf[*len..cap) without overflowing (async-signal-safe: no allocation).
@@ -53,6 +57,10 @@ bool tryNextCandidate(int err) {
   if (::dup2(s.devNull, STDIN_FILENO) < 0 || ::dup2(s.stdoutWrite, STDOUT_FILENO) < 0 ||
       ::dup2(s.stderrWrite, STDERR_FILENO) < 0) {
     ::_exit(kExecFailedExitCode);
+  }
+  if (s.bind && ::sched_setaffinity(0, sizeof(s.cpus), &s.cpus) != 0) {
+    static const char kNote[] = "tutti-run: could not bind this rank to its CPU; it runs unbound\n";
+    [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, kNote, sizeof(kNote) - 1);
   }
   int err = ENOENT;
   bool sawAccess = false;
@@ -154,8 +162,26 @@ Result<ExecPlan> planExec(const std::vector<std::string>& command, const std::st
   return plan;
 }
 
+std::vector<int> allowedCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (::sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+  }
+  return cpus;
+}
+
+int cpuForRank(int rank, int ranks, const std::vector<int>& cpus) {
+  if (cpus.empty() || ranks <= 0) return -1;
+  const auto n = static_cast<long long>(cpus.size());
+  const auto index = static_cast<std::size_t>(static_cast<long long>(rank) * n / ranks);
+  return cpus[std::min(index, cpus.size() - 1)];
+}
+
 Result<SpawnedRank> spawnRank(const ExecPlan& plan, const std::vector<std::string>& env,
-                              int devNull) {
+                              int devNull, int cpu) {
   TUTTI_ASSERT(!plan.candidates.empty());
   SpawnedRank rank;
   UniqueFd stdoutWrite;
@@ -168,8 +194,11 @@ Result<SpawnedRank> spawnRank(const ExecPlan& plan, const std::vector<std::strin
   for (const std::string& c : plan.candidates) candidates.push_back(c.c_str());
   std::vector<char*> argv = cStrings(plan.argv);
   std::vector<char*> envp = cStrings(env);
-  const ChildSetup setup{::getpid(), devNull,        stdoutWrite.get(), stderrWrite.get(),
-                         &candidates, argv.data(), envp.data()};
+  ChildSetup setup{::getpid(), devNull,        stdoutWrite.get(), stderrWrite.get(),
+                   &candidates, argv.data(), envp.data(), cpu >= 0, {}};
+  CPU_ZERO(&setup.cpus);
+  if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &setup.cpus);
+  setup.bind = cpu >= 0 && cpu < CPU_SETSIZE;
 
   const pid_t pid = ::fork();
   if (pid < 0) return systemError("fork", errno, "starting a rank");

@@ -64,14 +64,27 @@ struct SpawnedRank {
   UniqueFd stderrRead;
 };
 
+/// The CPUs this process may run on (sched_getaffinity), in increasing order; empty when
+/// they cannot be read.
+std::vector<int> allowedCpus();
+
+/// The CPU `rank` of `ranks` is bound to with --cpu-bind block: the ranks split into
+/// consecutive blocks of (nearly) equal size, one block per CPU of `cpus`, so that
+/// neighbouring ranks share a core when ranks outnumber cores (ranks 0-1 on the first CPU,
+/// 2-3 on the second for 4 ranks on 2). One rank per CPU when there are enough. -1 when
+/// `cpus` is empty.
+int cpuForRank(int rank, int ranks, const std::vector<int>& cpus);
+
 /// Forks and execs one rank with environment `env`. In the child: a new process group led by
 /// the child (so that signals reach the rank and what it starts), PR_SET_PDEATHSIG=SIGKILL
 /// (the rank dies if tutti-run dies), an empty signal mask, default SIGPIPE, stdin from
 /// `devNull`, stdout/stderr into the pipes. When no candidate can be executed the child
 /// writes the reason to its stderr and exits with kExecFailedExitCode. Errors: pipe() or
 /// fork() failing (kSystemError). Must be called from the thread that lives as long as the
-/// job, because the kernel delivers PDEATHSIG when the forking *thread* exits.
+/// job, because the kernel delivers PDEATHSIG when the forking *thread* exits. `cpu` >= 0:
+/// the child is bound to that CPU before exec (a failure to bind is written to its stderr
+/// and the rank runs unbound).
 Result<SpawnedRank> spawnRank(const ExecPlan& plan, const std::vector<std::string>& env,
-                              int devNull);
+                              int devNull, int cpu = -1);
 
 }  // namespace tutti::run

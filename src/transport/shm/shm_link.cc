@@ -45,7 +45,7 @@ void ShmLink::completeLocked(TransferRequest* request, Status status, DoneList& 
 void ShmLink::postSend(TransferRequest* request, Tag tag, const void* data, std::size_t bytes) {
   DoneList done;
   {
-    std::lock_guard<std::mutex> lock(owner_->mutex_);
+    std::lock_guard<SpinLock> lock(owner_->mutex_);
     request->tag = tag;
     request->data = const_cast<char*>(static_cast<const char*>(data));
     request->bytes = bytes;
@@ -208,7 +208,7 @@ void ShmLink::readRendezvousLocked(TransferRequest* request, std::uint64_t remot
 void ShmLink::postRecv(TransferRequest* request, Tag tag, void* data, std::size_t bytes) {
   DoneList done;
   {
-    std::lock_guard<std::mutex> lock(owner_->mutex_);
+    std::lock_guard<SpinLock> lock(owner_->mutex_);
     request->tag = tag;
     request->data = static_cast<char*>(data);
     request->bytes = bytes;
@@ -291,7 +291,11 @@ bool ShmLink::startMessageLocked(const SlotView& h, DoneList& done) {
       return true;
     }
     if (!checkSizeLocked(request, h.msgBytes, done)) return false;
-    posted_.erase(it);
+    // Usually the oldest receive: popping it is cheaper than a general erase.
+    if (it == posted_.begin())
+      posted_.pop_front();
+    else
+      posted_.erase(it);
     if (h.kind == SlotKind::kRndv) {
       readRendezvousLocked(request, h.remoteAddr, h.rndvId, h.rndvSeq, done);
       return !owner_->failed_;
@@ -397,7 +401,7 @@ bool ShmLink::drainLocked(DoneList& done) {
 void ShmLink::cancel(TransferRequest* request) {
   DoneList done;
   {
-    std::lock_guard<std::mutex> lock(owner_->mutex_);
+    std::lock_guard<SpinLock> lock(owner_->mutex_);
     if (request->done()) return;
     auto posted = std::find(posted_.begin(), posted_.end(), request);
     if (posted != posted_.end()) posted_.erase(posted);

@@ -201,7 +201,7 @@ Status ShmTransport::health() const {
   if (!failed_.load(std::memory_order_acquire) &&
       own_.control().abortState.load(std::memory_order_acquire) != 2)
     return Status();
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<SpinLock> lock(mutex_);
   // A peer's abort counts before this rank's next progress pass adopts it.
   if (!failed_ && own_.control().abortState.load(std::memory_order_acquire) == 2)
     return abortRecord();
@@ -322,7 +322,7 @@ void ShmTransport::failLocked(const Status& status, DoneList& done) {
 void ShmTransport::fail(const Status& status) {
   DoneList done;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<SpinLock> lock(mutex_);
     failLocked(status, done);
   }
   finish(done);
@@ -355,7 +355,7 @@ bool ShmTransport::markAndPass(Marks& marks, DoneList& done) {
   mark(marks);
   bool moved;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<SpinLock> lock(mutex_);
     moved = progressLocked(done);
     marks.sending = false;
     for (int r : local_)
@@ -429,7 +429,7 @@ bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::i
     sharedFutexWait(&c.doorbell, marks.bell, std::clamp<std::int64_t>(remaining, 0, kPeerCheckNs));
     c.sleeping.store(0, std::memory_order_relaxed);
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      std::lock_guard<SpinLock> lock(mutex_);
       checkPeersIfDueLocked(done);
     }
     finish(done);
@@ -438,21 +438,21 @@ bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::i
 
 void ShmTransport::shutdown(Deadline deadline) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<SpinLock> lock(mutex_);
     if (shutDown_) return;
   }
   // Sends still queued (a peer has not made room yet) are flushed, within the deadline.
   while (true) {
     const std::uint32_t seen = progress_.snapshot();
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      std::lock_guard<SpinLock> lock(mutex_);
       bool pending = false;
       for (const auto& l : links_) pending = pending || (l && l->sendsPendingLocked());
       if (!pending || failed_ || deadline.expired()) break;
     }
     waitForProgress(seen, deadline, 0);
   }
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<SpinLock> lock(mutex_);
   shutDown_ = true;
   for (int r : local_) {
     const Segment& peer = peers_[static_cast<std::size_t>(r)];

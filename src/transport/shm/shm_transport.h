@@ -19,7 +19,7 @@
 //
 // Failures: the first failure (a timeout, a mismatch, a peer found dead through its pidfd,
 // a peer that left while still needed) is written into every peer's abort record and rings
-// its doorbell, so every rank fails at once naming the rank at fault. One mutex guards the
+// its doorbell, so every rank fails at once naming the rank at fault. One lock guards the
 // transport's state; completions are signalled after it is released.
 
 #include <atomic>
@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "base/wait.h"
 #include "transport/link.h"
 #include "transport/shm/segment.h"
 #include "tutti/store.h"
@@ -143,7 +144,9 @@ class ShmTransport final : public Transport, public ProgressHook {
   std::vector<int> pids_;
   std::vector<int> pidfds_;            // -1 where pidfd_open is not available
   std::vector<std::unique_ptr<ShmLink>> links_;
-  mutable std::mutex mutex_;
+  // Taken by the thread driving calls for each post and pass; other threads only to fail
+  // the transport or shut it down (SpinLock: no critical section blocks).
+  mutable SpinLock mutex_;
   Status health_;
   // Written under mutex_ (before health_); read without it by health()'s fast path.
   std::atomic<bool> failed_{false};

@@ -110,5 +110,42 @@ TEST(ValidateOptions, RejectsBadValuesByName) {
   }
 }
 
+TEST(ValidateOptions, CpuBindIsNoneOrBlock) {
+  LaunchOptions o;
+  o.command = {"prog"};
+  for (const char* good : {"none", "block"}) {
+    o.cpuBind = good;
+    EXPECT_TRUE(validateOptions(o).ok()) << good;
+  }
+  o.cpuBind = "cores";
+  const Status bad = validateOptions(o);
+  EXPECT_EQ(bad.code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(bad.message(), "--cpu-bind cores: expected none or block");
+}
+
+// Consecutive ranks share a CPU when they outnumber the CPUs; one CPU each otherwise.
+TEST(CpuForRank, SplitsRanksIntoConsecutiveBlocks) {
+  auto all = [](int ranks, const std::vector<int>& cpus) {
+    std::vector<int> out;
+    for (int r = 0; r < ranks; ++r) out.push_back(cpuForRank(r, ranks, cpus));
+    return out;
+  };
+  EXPECT_EQ(all(4, {0, 1}), (std::vector<int>{0, 0, 1, 1}));
+  EXPECT_EQ(all(8, {0, 1}), (std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1}));
+  EXPECT_EQ(all(3, {0, 1}), (std::vector<int>{0, 0, 1}));
+  EXPECT_EQ(all(2, {0, 1}), (std::vector<int>{0, 1}));
+  EXPECT_EQ(all(2, {0, 1, 2, 3}), (std::vector<int>{0, 2}));
+  EXPECT_EQ(all(3, {5, 7}), (std::vector<int>{5, 5, 7}));  // the CPUs allowed, not 0..n-1
+  EXPECT_EQ(all(1, {3}), (std::vector<int>{3}));
+  EXPECT_EQ(cpuForRank(0, 4, {}), -1);
+}
+
+TEST(AllowedCpus, ListsThisProcessesCpusInOrder) {
+  const std::vector<int> cpus = allowedCpus();
+  ASSERT_FALSE(cpus.empty());
+  EXPECT_TRUE(std::is_sorted(cpus.begin(), cpus.end()));
+  EXPECT_GE(cpus.front(), 0);
+}
+
 }  // namespace
 }  // namespace tutti::run
