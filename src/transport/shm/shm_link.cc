@@ -271,7 +271,9 @@ void ShmLink::readRendezvousLocked(TransferRequest* request, std::uint64_t remot
   }
   if (shared && share.written.load(std::memory_order_acquire) <
                     backOf(share.claim.load(std::memory_order_acquire))) {
-    helped_[rndvId] = Helped{request, rndvSeq, chunks};  // its id is busy until the ack
+    // The id is the sender's and stays busy until the ack: no other message holds it.
+    TUTTI_ASSERT(helped_[rndvId].request == nullptr);
+    helped_[rndvId] = Helped{request, rndvSeq, chunks};
     ++helpedCount_;
     return;
   }
