@@ -175,6 +175,7 @@ Status CommImpl::connect(const InitParams& params, const Config& config, const s
     sopts.size = params.size;
     sopts.commUid = uid;
     sopts.cmaBytes = config.shmCmaBytes;
+    sopts.cmaShare = config.shmCmaShare;
     TUTTI_CHECK_ARG(config.shmSlotBytes >= 64 && config.shmSlotBytes <= (64u << 20),
                     "TUTTI_SHM_SLOT_BYTES must be between 64 and 64M, got %llu",
                     static_cast<unsigned long long>(config.shmSlotBytes));

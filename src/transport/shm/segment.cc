@@ -39,6 +39,8 @@ Layout Layout::make(int size, std::uint32_t slots, std::uint32_t slotBytes) {
   at = roundUp(at + n, kCacheLine);
   l.acksAt = at;
   at = roundUp(at + n * kRndvSlots * sizeof(std::atomic<std::uint64_t>), kCacheLine);
+  l.sharesAt = at;
+  at = roundUp(at + n * kRndvSlots * sizeof(RndvShare), kCacheLine);
   l.channelsAt = at;
   // The tail on a line of its own: the receiver writes it, the sender reads it rarely.
   l.channelBytes = kCacheLine + static_cast<std::size_t>(slots) * l.slotStride();
@@ -137,6 +139,11 @@ std::uint8_t& Segment::cma(int peer) const {
 
 std::atomic<std::uint64_t>& Segment::ack(int peer, std::size_t id) const {
   auto* table = reinterpret_cast<std::atomic<std::uint64_t>*>(base_ + layout_.acksAt);
+  return table[static_cast<std::size_t>(peer) * kRndvSlots + id];
+}
+
+RndvShare& Segment::share(int peer, std::size_t id) const {
+  auto* table = reinterpret_cast<RndvShare*>(base_ + layout_.sharesAt);
   return table[static_cast<std::size_t>(peer) * kRndvSlots + id];
 }
 

@@ -7,6 +7,9 @@
 //                 written once by whichever rank fails first), per-peer "left" flags and
 //                 whether this rank can read each peer's memory with process_vm_readv
 //   [ Acks    ]   acks[p][k]: rank p finished reading rendezvous send k of this rank
+//   [ Shares  ]   shares[p][k]: rank p's buffer for rendezvous send k of this rank and the
+//                 pieces of it each side has claimed, so that this rank (the sender) can
+//                 write part of the message while p reads the rest (RndvShare)
 //   [ Inbound ]   one ring per peer p: tail (advanced by this rank), then `slots` slots of a
 //                 128-byte header and `slotBytes` of payload. A slot is published by its
 //                 sequence number, stored last; a message of up to kInlineBytes travels in
@@ -62,6 +65,31 @@ struct alignas(kCacheLine) SlotHeader {
 static_assert(sizeof(SlotHeader) == 2 * kCacheLine);
 static_assert(offsetof(SlotHeader, offset) == kCacheLine);
 
+/// How the two ends of one rendezvous message share its copy: the message is cut into
+/// `chunks` pieces (shareChunkBytes()); the receiver claims pieces from the front and reads
+/// them with process_vm_readv, the sender claims pieces from the back and writes them into
+/// the receiver's buffer with process_vm_writev. Claims are one compare-and-swap on `claim`
+/// (front count in the low 32 bits, back count in the high 32), so every piece is copied
+/// exactly once whoever gets there first, and a sender busy elsewhere simply claims none.
+/// Lives in the sender's segment, indexed by receiver and rendezvous id; written by the
+/// receiver when it starts the message, `seq` last (it equals the send's rndvSeq).
+struct alignas(kCacheLine) RndvShare {
+  std::atomic<std::uint64_t> seq;      // rndvSeq of the message the other fields describe
+  std::atomic<std::uint64_t> dest;     // the receiver's buffer, in its address space
+  std::atomic<std::uint64_t> claim;    // front | back << 32, in pieces
+  std::atomic<std::uint64_t> written;  // pieces the sender has finished writing
+};
+static_assert(sizeof(RndvShare) == kCacheLine);
+
+/// Bytes of one piece of a shared rendezvous message of `bytes` bytes: small enough that
+/// the two ends balance (about 64 pieces), large enough that a system call per claim is
+/// cheap beside the copy. Both ends compute the same.
+inline std::uint64_t shareChunkBytes(std::uint64_t bytes) {
+  constexpr std::uint64_t kMin = 32 << 10, kPage = 4096;
+  const std::uint64_t per = (bytes / 64 + kPage - 1) / kPage * kPage;
+  return per < kMin ? kMin : per;
+}
+
 /// A slot's fields as the receiver copied them out (they are checked, then used; the
 /// second cache line is read only when the piece needs it).
 struct SlotView {
@@ -106,6 +134,7 @@ struct Layout {
   std::size_t leftAt = 0;      // std::atomic<uint32_t>[size]: peer p left (destroyed)
   std::size_t cmaAt = 0;       // std::uint8_t[size]: this rank can read p with CMA
   std::size_t acksAt = 0;      // std::atomic<uint64_t>[size][kRndvSlots]
+  std::size_t sharesAt = 0;    // RndvShare[size][kRndvSlots]
   std::size_t channelsAt = 0;  // channels, one per rank (the owner's own is unused)
   std::size_t channelBytes = 0;
   std::size_t totalBytes = 0;
@@ -162,6 +191,8 @@ class Segment {
   std::atomic<std::uint32_t>& left(int peer) const;
   std::uint8_t& cma(int peer) const;
   std::atomic<std::uint64_t>& ack(int peer, std::size_t id) const;
+  /// How rendezvous send `id` of this segment's owner to `peer` is shared (RndvShare).
+  RndvShare& share(int peer, std::size_t id) const;
   /// The ring carrying messages from `sender` to this segment's owner.
   Ring ringFrom(int sender) const;
 

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <thread>
 
 #include "base/assert.h"
+#include "base/log.h"
 #include "base/strings.h"
 #include "transport/call_checker.h"
 #include "transport/shm/shm_transport.h"
@@ -147,9 +149,12 @@ bool ShmLink::pumpSendsLocked(DoneList& done) {
 bool ShmLink::checkAcksLocked(DoneList& done) {
   if (rndvCount_ == 0) return false;
   bool moved = false;
-  for (std::size_t id = 0; id < kRndvSlots; ++id) {
+  const bool helps = owner_->helpsWrite(peer_);
+  for (std::size_t id = 0; id < kRndvSlots && !owner_->failed_; ++id) {
     TransferRequest* request = rndvInflight_[id];
     if (request == nullptr) continue;
+    if (helps && helpLocked(id, done)) moved = true;
+    if (owner_->failed_) break;
     if (own_->ack(peer_, id).load(std::memory_order_acquire) != rndvSeqs_[id]) continue;
     rndvInflight_[id] = nullptr;
     --rndvCount_;
@@ -174,35 +179,184 @@ bool ShmLink::checkSizeLocked(TransferRequest* request, std::uint64_t bytes, Don
   return false;
 }
 
-void ShmLink::readRendezvousLocked(TransferRequest* request, std::uint64_t remoteAddr,
-                                   std::uint64_t rndvId, std::uint64_t rndvSeq, DoneList& done) {
-  std::size_t got = 0;
-  while (got < request->bytes) {
-    iovec local{request->data + got, request->bytes - got};
-    iovec remote{reinterpret_cast<void*>(remoteAddr + got), request->bytes - got};
-    const ssize_t n = process_vm_readv(owner_->pids_[static_cast<std::size_t>(peer_)], &local, 1,
-                                       &remote, 1, 0);
+Status ShmLink::copyWithPeer(bool read, char* local, std::uint64_t remote, std::size_t bytes,
+                             std::size_t msgBytes) const {
+  const int pid = owner_->pids_[static_cast<std::size_t>(peer_)];
+  std::size_t done = 0;
+  while (done < bytes) {
+    iovec mine{local + done, bytes - done};
+    iovec theirs{reinterpret_cast<void*>(remote + done), bytes - done};
+    const ssize_t n = read ? process_vm_readv(pid, &mine, 1, &theirs, 1, 0)
+                           : process_vm_writev(pid, &mine, 1, &theirs, 1, 0);
     if (n <= 0) {
       const int error = n == 0 ? 0 : errno;
-      // ESRCH: the sender is gone (died mid-message); anything else is a real fault.
-      Status why = error == ESRCH || owner_->peerDead(peer_)
-                       ? owner_->deathOf(peer_)
-                       : Status(ErrorCode::kSystemError,
-                                strFormat("reading a %zu-byte message from rank %d with "
-                                          "process_vm_readv: %s",
-                                          request->bytes, peer_,
-                                          error == 0 ? "nothing read" : std::strerror(error)),
-                                peer_);
-      owner_->failLocked(why, done);
-      completeLocked(request, owner_->health_, done);  // in no queue: failAll missed it
+      // ESRCH: the peer is gone (died mid-message); anything else is a real fault.
+      if (error == ESRCH || owner_->peerDead(peer_)) return owner_->deathOf(peer_);
+      return Status(ErrorCode::kSystemError,
+                    strFormat("%s a %zu-byte message %s rank %d with %s: %s",
+                              read ? "reading" : "writing", msgBytes, read ? "from" : "to", peer_,
+                              read ? "process_vm_readv" : "process_vm_writev",
+                              error == 0 ? "nothing copied" : std::strerror(error)),
+                    peer_);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+constexpr std::uint64_t kFrontMask = 0xffffffffull;
+std::uint64_t frontOf(std::uint64_t claim) { return claim & kFrontMask; }
+std::uint64_t backOf(std::uint64_t claim) { return claim >> 32; }
+std::uint64_t chunksOf(std::uint64_t bytes) {
+  const std::uint64_t piece = shareChunkBytes(bytes);
+  return (bytes + piece - 1) / piece;
+}
+
+// Claims half of the pieces nobody has claimed yet (at least one) from the front or the
+// back: few system calls when the other end is busy, balanced ends when both copy (guided
+// self-scheduling). Returns how many, 0 when none are left; *first is the lowest claimed.
+std::uint64_t claimPieces(RndvShare& share, std::uint64_t chunks, bool fromBack,
+                          std::uint64_t* first) {
+  std::uint64_t c = share.claim.load(std::memory_order_acquire);
+  while (frontOf(c) + backOf(c) < chunks) {
+    const std::uint64_t k = std::max<std::uint64_t>(1, (chunks - frontOf(c) - backOf(c)) / 2);
+    const std::uint64_t next = fromBack ? c + (k << 32) : c + k;
+    if (share.claim.compare_exchange_weak(c, next, std::memory_order_acq_rel,
+                                          std::memory_order_acquire)) {
+      *first = fromBack ? chunks - backOf(c) - k : frontOf(c);
+      return k;
+    }
+  }
+  return 0;
+}
+
+// How long a failing receiver waits for the peer to finish the pieces it is writing (one
+// claim, at most half a message: milliseconds unless the peer is descheduled or stopped).
+constexpr double kHelperWaitSec = 10;
+
+}  // namespace
+
+void ShmLink::readRendezvousLocked(TransferRequest* request, std::uint64_t remoteAddr,
+                                   std::uint64_t rndvId, std::uint64_t rndvSeq, DoneList& done) {
+  TUTTI_ASSERT_CMP(rndvId, <, kRndvSlots);
+  const std::uint64_t bytes = request->bytes;
+  const std::uint64_t piece = shareChunkBytes(bytes);
+  const std::uint64_t chunks = chunksOf(bytes);
+  RndvShare& share = peerSegment_->share(owner_->rank(), rndvId);
+  const bool shared = chunks > 1;
+  if (shared) {
+    // Offered whether or not the sender will help: one that cannot or is busy claims none.
+    share.dest.store(reinterpret_cast<std::uint64_t>(request->data), std::memory_order_relaxed);
+    share.claim.store(0, std::memory_order_relaxed);
+    share.written.store(0, std::memory_order_relaxed);
+    share.seq.store(rndvSeq, std::memory_order_release);
+    peerSegment_->ring();  // the sender's waiter looks at its shares on its next pass
+  }
+  // The whole message in one call when it is a single piece, else the receiver's claims.
+  Status status;
+  if (!shared) status = copyWithPeer(true, request->data, remoteAddr, bytes, bytes);
+  std::uint64_t first = 0, k = 0;
+  while (shared && status.ok() && (k = claimPieces(share, chunks, false, &first)) > 0) {
+    const std::uint64_t from = first * piece;
+    const std::uint64_t to = std::min(bytes, (first + k) * piece);
+    status = copyWithPeer(true, request->data + from, remoteAddr + from, to - from, bytes);
+  }
+  if (!status.ok()) {
+    owner_->failLocked(status, done);
+    if (shared) closeShareLocked(rndvId, chunks);
+    completeLocked(request, owner_->health_, done);  // in no queue: failAll missed it
+    return;
+  }
+  if (shared && share.written.load(std::memory_order_acquire) <
+                    backOf(share.claim.load(std::memory_order_acquire))) {
+    // The id is the sender's and stays busy until the ack: no other message holds it.
+    TUTTI_ASSERT(helped_[rndvId].request == nullptr);
+    helped_[rndvId] = Helped{request, rndvSeq, chunks};
+    ++helpedCount_;
+    return;
+  }
+  finishRendezvousLocked(request, rndvId, rndvSeq,
+                         shared && backOf(share.claim.load(std::memory_order_acquire)) > 0, done);
+}
+
+void ShmLink::finishRendezvousLocked(TransferRequest* request, std::uint64_t rndvId,
+                                     std::uint64_t rndvSeq, bool helped, DoneList& done) {
+  if (helped) {
+    // A sender whose write failed aborts the communicator before it counts the piece as
+    // written: a receiver that saw the count sees the abort here.
+    owner_->checkAbortLocked(done);
+    if (owner_->failed_) {
+      completeLocked(request, owner_->health_, done);
       return;
     }
-    got += static_cast<std::size_t>(n);
   }
-  TUTTI_ASSERT_CMP(rndvId, <, kRndvSlots);
   peerSegment_->ack(owner_->rank(), rndvId).store(rndvSeq, std::memory_order_release);
   peerSegment_->ring();
   completeLocked(request, Status::Ok(), done);
+}
+
+bool ShmLink::checkHelpedLocked(DoneList& done) {
+  if (helpedCount_ == 0) return false;
+  bool moved = false;
+  for (std::size_t id = 0; id < kRndvSlots && !owner_->failed_; ++id) {
+    Helped& h = helped_[id];
+    if (h.request == nullptr) continue;
+    const RndvShare& share = peerSegment_->share(owner_->rank(), id);
+    if (share.written.load(std::memory_order_acquire) <
+        backOf(share.claim.load(std::memory_order_acquire)))
+      continue;
+    TransferRequest* request = h.request;
+    h.request = nullptr;
+    --helpedCount_;
+    finishRendezvousLocked(request, id, h.rndvSeq, true, done);
+    moved = true;
+  }
+  return moved;
+}
+
+void ShmLink::closeShareLocked(std::size_t rndvId, std::uint64_t chunks) {
+  RndvShare& share = peerSegment_->share(owner_->rank(), rndvId);
+  std::uint64_t c = share.claim.load(std::memory_order_acquire);
+  while (frontOf(c) + backOf(c) < chunks &&
+         !share.claim.compare_exchange_weak(c, (c & ~kFrontMask) | (chunks - backOf(c)),
+                                            std::memory_order_acq_rel, std::memory_order_acquire)) {
+  }
+  const std::uint64_t back = backOf(share.claim.load(std::memory_order_acquire));
+  const Deadline deadline = Deadline::afterSeconds(kHelperWaitSec);
+  while (share.written.load(std::memory_order_acquire) < back) {
+    if (owner_->peerDead(peer_) || deadline.expired()) {
+      TUTTI_WARN(kShm, "rank %d: rank %d did not finish writing its part of a message; the "
+                 "receive buffer may still change", owner_->rank(), peer_);
+      return;
+    }
+    std::this_thread::yield();
+  }
+}
+
+bool ShmLink::helpLocked(std::size_t id, DoneList& done) {
+  TransferRequest* request = rndvInflight_[id];
+  RndvShare& share = own_->share(peer_, id);
+  if (share.seq.load(std::memory_order_acquire) != rndvSeqs_[id]) return false;  // not started
+  const std::uint64_t bytes = request->bytes;
+  const std::uint64_t piece = shareChunkBytes(bytes);
+  const std::uint64_t chunks = chunksOf(bytes);
+  const std::uint64_t dest = share.dest.load(std::memory_order_relaxed);
+  std::uint64_t first = 0, k = 0;
+  bool moved = false;
+  while ((k = claimPieces(share, chunks, true, &first)) > 0) {
+    const std::uint64_t from = first * piece;
+    const std::uint64_t to = std::min(bytes, (first + k) * piece);
+    Status status = copyWithPeer(false, request->data + from, dest + from, to - from, bytes);
+    // Failed: abort first, then count the pieces, so the receiver cannot take them as done.
+    if (!status.ok()) owner_->failLocked(status, done);
+    share.written.fetch_add(k, std::memory_order_release);
+    moved = true;
+    if (!status.ok()) break;
+  }
+  if (moved) peerSegment_->ring();  // the receiver may be waiting for these pieces
+  return moved;
 }
 
 void ShmLink::postRecv(TransferRequest* request, Tag tag, void* data, std::size_t bytes) {
@@ -406,6 +560,18 @@ void ShmLink::cancel(TransferRequest* request) {
     auto posted = std::find(posted_.begin(), posted_.end(), request);
     if (posted != posted_.end()) posted_.erase(posted);
     if (streamTo_ == request) streamTo_ = nullptr;  // the rest of it is dropped
+    for (std::size_t id = 0; id < kRndvSlots; ++id) {
+      if (helped_[id].request != request) continue;
+      // Read, but the peer may still be writing its pieces: stop it, then fail (the message
+      // was taken, so the sender would wait for an ack that never comes).
+      closeShareLocked(id, helped_[id].chunks);
+      helped_[id].request = nullptr;
+      --helpedCount_;
+      owner_->failLocked(Status(ErrorCode::kAborted,
+                                strFormat("a receive from rank %d was cancelled while the "
+                                          "rank wrote into it", peer_)),
+                         done);
+    }
     for (auto& u : unexpected_) {
       if (u->claimedBy == request) u->claimedBy = nullptr;
     }
@@ -436,7 +602,7 @@ void ShmLink::cancel(TransferRequest* request) {
 }
 
 bool ShmLink::needsPeerLocked() const {
-  return !posted_.empty() || streaming_ || sendsPendingLocked() ||
+  return !posted_.empty() || streaming_ || sendsPendingLocked() || helpedCount_ > 0 ||
          std::any_of(unexpected_.begin(), unexpected_.end(),
                      [](const auto& u) { return u->claimedBy != nullptr; });
 }
@@ -453,6 +619,14 @@ void ShmLink::failAllLocked(const Status& status, DoneList& done) {
     r = nullptr;
   }
   rndvCount_ = 0;
+  for (std::size_t id = 0; id < kRndvSlots; ++id) {
+    Helped& h = helped_[id];
+    if (h.request == nullptr) continue;
+    closeShareLocked(id, h.chunks);
+    completeLocked(h.request, status, done);
+    h.request = nullptr;
+  }
+  helpedCount_ = 0;
   for (TransferRequest* r : posted_) completeLocked(r, status, done);
   posted_.clear();
   if (streamTo_ != nullptr) completeLocked(streamTo_, status, done);

@@ -46,8 +46,11 @@ class ShmLink final : public Link {
   bool pumpSendsLocked(DoneList& done);
   /// Consumes the inbound ring. True when anything moved.
   bool drainLocked(DoneList& done);
-  /// Completes the rendezvous sends the peer has finished reading.
+  /// Writes unclaimed pieces of this rank's rendezvous sends that the peer has started
+  /// into the peer's buffer (RndvShare), then completes the sends the peer has acked.
   bool checkAcksLocked(DoneList& done);
+  /// Completes the rendezvous receives whose last pieces the peer was still writing.
+  bool checkHelpedLocked(DoneList& done);
   /// True while a request on this link still needs the peer.
   bool needsPeerLocked() const;
   /// True while sends are queued or being read.
@@ -82,9 +85,24 @@ class ShmLink final : public Link {
   /// Starts a message whose first slot is `h`: to a posted receive or an unexpected buffer.
   /// False when it must wait (unexpected space exhausted) or the transport failed.
   bool startMessageLocked(const SlotView& h, DoneList& done);
-  /// Reads a rendezvous message into `request`, acks it, completes the request.
+  /// Reads a rendezvous message into `request` (the peer may write pieces of it meanwhile),
+  /// then acks and completes it, or leaves it in helped_ until the peer's pieces are in.
   void readRendezvousLocked(TransferRequest* request, std::uint64_t remoteAddr,
                             std::uint64_t rndvId, std::uint64_t rndvSeq, DoneList& done);
+  /// Acks rendezvous message `rndvId` and completes its receive, unless a peer's abort
+  /// arrived meanwhile (the peer's pieces may then be missing).
+  void finishRendezvousLocked(TransferRequest* request, std::uint64_t rndvId,
+                              std::uint64_t rndvSeq, bool helped, DoneList& done);
+  /// Writes what this rank may claim of its rendezvous send `id` into the peer's buffer.
+  bool helpLocked(std::size_t id, DoneList& done);
+  /// Receiver side, on failure: claims every piece left so the peer writes no more, then
+  /// waits (bounded) until the pieces it is writing are done, so that the buffer does not
+  /// change after its request completes.
+  void closeShareLocked(std::size_t rndvId, std::uint64_t chunks);
+  /// Copies `bytes` between `local` and `remote` in the peer with process_vm_readv (`read`)
+  /// or process_vm_writev. The error names the peer (dead: deathOf) or the system call.
+  Status copyWithPeer(bool read, char* local, std::uint64_t remote, std::size_t bytes,
+                      std::size_t msgBytes) const;
   bool checkSizeLocked(TransferRequest* request, std::uint64_t bytes, DoneList& done);
   /// An unexpected-message record with room for `bytes` if a spare one has it.
   std::unique_ptr<Unexpected> takeUnexpectedLocked(std::uint64_t bytes);
@@ -113,6 +131,14 @@ class ShmLink final : public Link {
   std::array<std::uint64_t, kRndvSlots> rndvSeqs_{};
   std::uint64_t rndvSeq_ = 0;
   std::size_t rndvCount_ = 0;  // non-null entries of rndvInflight_
+  // Rendezvous receives read to the end whose peer is still writing pieces, by rndvId.
+  struct Helped {
+    TransferRequest* request = nullptr;
+    std::uint64_t rndvSeq = 0;
+    std::uint64_t chunks = 0;
+  };
+  std::array<Helped, kRndvSlots> helped_{};
+  std::size_t helpedCount_ = 0;  // non-null requests in helped_
   // receive side
   std::deque<TransferRequest*> posted_;
   std::deque<std::unique_ptr<Unexpected>> unexpected_;

@@ -194,6 +194,10 @@ bool ShmTransport::rendezvousTo(int peer) const {
   return options_.cmaBytes > 0 && peers_[static_cast<std::size_t>(peer)].cma(rank_) != 0;
 }
 
+bool ShmTransport::helpsWrite(int peer) const {
+  return options_.cmaShare && options_.cmaBytes > 0 && own_.cma(peer) != 0;
+}
+
 Status ShmTransport::health() const {
   // Asked on every turn of the executor's loop: healthy is answered without the mutex.
   // failed_ is set (under the mutex) before health_, so a reader that sees it unset has
@@ -230,6 +234,7 @@ bool ShmTransport::progressLocked(DoneList& done) {
     moved = l.drainLocked(done) || moved;
     moved = l.pumpSendsLocked(done) || moved;
     moved = l.checkAcksLocked(done) || moved;
+    moved = l.checkHelpedLocked(done) || moved;
     // A peer that left sends nothing more: whatever this rank still expects of it is lost.
     if (!failed_ && peers_[static_cast<std::size_t>(r)].base() != nullptr &&
         own_.left(r).load(std::memory_order_acquire) != 0 && l.needsPeerLocked()) {

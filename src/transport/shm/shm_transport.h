@@ -7,7 +7,10 @@
 // buffer when the receive is not posted yet): two copies, pipelined, no system call. A
 // larger message is sent by rendezvous when the receiver can read this process's memory:
 // one slot describes it, the receiver copies it straight from the sender's buffer with
-// process_vm_readv (one copy) and marks it done in the sender's ack table.
+// process_vm_readv (one copy) and marks it done in the sender's ack table. A sender that
+// waits for that ack meanwhile writes pieces of the message from the back into the
+// receiver's buffer with process_vm_writev (RndvShare, segment.h): the two ends claim
+// pieces until none are left, so each core copies what it has time for.
 //
 // There is no progress thread. Posting a request moves what it can at once; the thread
 // that waits (waitForProgress) moves the rest, polling for the spin budget and then
@@ -49,6 +52,10 @@ class ShmTransport final : public Transport, public ProgressHook {
     /// Messages of at least this many bytes go by rendezvous (CMA) where the receiver can
     /// read the sender; 0 never.
     std::uint64_t cmaBytes = 256 << 10;
+    /// The sender of a rendezvous message helps: while the receiver reads the message from
+    /// the front, the sender writes it into the receiver's buffer from the back (RndvShare
+    /// in segment.h), so both cores copy when the sender has nothing else to do.
+    bool cmaShare = true;
     std::uint32_t slotBytes = 32 << 10;
     /// Bytes of unexpected messages buffered per peer before the ring stops being drained.
     std::uint64_t maxUnexpectedBytes = 64u << 20;
@@ -85,6 +92,9 @@ class ShmTransport final : public Transport, public ProgressHook {
 
   /// Whether messages to `peer` of `cmaBytes` or more go by rendezvous.
   bool rendezvousTo(int peer) const;
+  /// Whether this rank writes pieces of its rendezvous sends to `peer` into the peer's
+  /// buffer (it may write into what it may read).
+  bool helpsWrite(int peer) const;
   /// Whether `peer` shares this rank's host (and so has a link here).
   bool isLocal(int peer) const { return isLocal_[static_cast<std::size_t>(peer)]; }
   /// How many other ranks share this host.

@@ -26,6 +26,7 @@ constexpr std::uint64_t kUid = 0x5eed;
 struct ShmSetup {
   std::uint64_t cmaBytes = 256 << 10;
   std::uint64_t maxUnexpected = 64u << 20;
+  bool cmaShare = true;
 };
 
 std::vector<std::unique_ptr<ShmTransport>> connectAll(int size, const ShmSetup& setup) {
@@ -40,6 +41,7 @@ std::vector<std::unique_ptr<ShmTransport>> connectAll(int size, const ShmSetup& 
       o.size = size;
       o.commUid = kUid;
       o.cmaBytes = setup.cmaBytes;
+      o.cmaShare = setup.cmaShare;
       o.slotBytes = 4096;  // small slots: messages span many of them, and the ring wraps
       o.maxUnexpectedBytes = setup.maxUnexpected;
       o.deadline = Deadline::afterSeconds(30);
@@ -209,6 +211,68 @@ TEST_P(ShmTransportTest, FailureReachesEveryRankWithTheSameWordsAndCulprit) {
 INSTANTIATE_TEST_SUITE_P(Modes, ShmTransportTest, ::testing::Values(256u << 10, 0u),
                          [](const auto& param) {
                            return param.param == 0 ? std::string("RingOnly") : std::string("Rendezvous");
+                         });
+
+// Large rendezvous messages, with and without the sender writing pieces of them into the
+// receiver (RndvShare): sizes that are no multiple of a piece or a page, both ways at once
+// (both ends read and write) and one way (the sender only waits, so it claims as much as
+// it can), back to back under one tag so that the share records are reused. Every byte
+// must arrive, whichever end copied it.
+class ShmShareTest : public ::testing::TestWithParam<bool> {};
+
+std::string exchangeLarge(ShmTransport& t, int peer, bool sends, bool receives, int seed,
+                          std::size_t bytes) {
+  const int self = t.rank();
+  std::vector<std::uint8_t> out = pattern(bytes, seed * 2 + self);
+  std::vector<std::uint8_t> in(bytes, 0);
+  TransferRequest send, recv;
+  if (sends) t.link(peer).postSend(&send, 5, out.data(), out.size());
+  if (receives) t.link(peer).postRecv(&recv, 5, in.data(), in.size());
+  if (sends) {
+    Status s = waitFor(t, send);
+    if (!s.ok()) return "send: " + s.toString();
+  }
+  if (!receives) return "";
+  Status s = waitFor(t, recv);
+  if (!s.ok()) return "receive: " + s.toString();
+  const std::vector<std::uint8_t> expect = pattern(bytes, seed * 2 + peer);
+  auto wrong = std::mismatch(in.begin(), in.end(), expect.begin());
+  if (wrong.first == in.end()) return "";
+  return "byte " + std::to_string(wrong.first - in.begin()) + " of " + std::to_string(bytes) +
+         " is wrong";
+}
+
+TEST_P(ShmShareTest, LargeMessagesArriveWholeWhoeverCopiesThem) {
+  ShmSetup setup;
+  setup.cmaShare = GetParam();
+  auto ts = connectAll(2, setup);
+  ASSERT_EQ(ts.size(), 2u);
+  const std::vector<std::size_t> sizes = {(256u << 10) + 4093, (1u << 20) + 13, 3u << 20,
+                                          (17u << 20) + 5};
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      int seed = 0;
+      for (int round = 0; round < 3 && errors[r].empty(); ++round) {
+        for (std::size_t bytes : sizes) {
+          // Both ways, then rank 0 to rank 1 only.
+          errors[r] = exchangeLarge(*ts[r], 1 - r, true, true, ++seed, bytes);
+          if (errors[r].empty())
+            errors[r] = exchangeLarge(*ts[r], 1 - r, r == 0, r == 1, ++seed, bytes);
+          if (!errors[r].empty()) break;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(errors[0], "");
+  EXPECT_EQ(errors[1], "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Share, ShmShareTest, ::testing::Values(true, false),
+                         [](const auto& param) {
+                           return param.param ? std::string("SenderHelps") : std::string("ReceiverReads");
                          });
 
 std::size_t entriesOf(const char* directory) {
