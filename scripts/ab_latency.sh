@@ -45,8 +45,9 @@ for round in $(seq 1 "$rounds"); do
     else
       # Out-of-place time, in microseconds, of the one size measured (tutti-bench's 7th
       # column after the rank prefix).
-      t=$(TUTTI_TRANSPORT=$transport timeout 120 "${prio[@]}" "$bin/tutti-run" "${runargs[@]}" -n "$ranks" \
-            "$bin/tutti-bench" "$coll" -b "$bytes" -e "$bytes" -n "$iters" -w 5000 -c 0 2>/dev/null |
+      t=$(TUTTI_TRANSPORT=$transport timeout 120 "${prio[@]}" "$bin/tutti-run" "${runargs[@]}" \
+            -n "$ranks" "$bin/tutti-bench" "$coll" -b "$bytes" -e "$bytes" -n "$iters" -w 5000 \
+            -c 0 2>/dev/null |
           awk -v b="$bytes" '$2 == b && NF > 10 {print $7; exit}')
     fi
     [ -n "$t" ] || { echo "$0: $bin gave no result in round $round" >&2; exit 1; }
