@@ -7,7 +7,9 @@
 #   scripts/ab_latency.sh [-r ROUNDS] [-n RANKS] [-b BYTES] [-c COLLECTIVE] [-t TRANSPORT] BINDIR...
 #
 # BINDIR holds tutti-run and tutti-bench of one build (e.g. build/bin); BINDIR@ARG,ARG... also
-# passes those arguments to that build's tutti-run (build/bin@--cpu-bind=block). As root the ranks run
+# passes those arguments to that build's tutti-run (build/bin@--cpu-bind=block). The word
+# `ompi` in place of a BINDIR runs Open MPI's benchmark instead (build/peers/mpi_bench_openmpi,
+# bench/peers/setup.sh; the same collective and size, vader shared memory). As root the ranks run
 # SCHED_FIFO (chrt -f 10), so that a compile elsewhere on the machine does not preempt them
 # in the middle of a run; the runs are short and bounded by `timeout`.
 set -euo pipefail
@@ -34,11 +36,20 @@ for round in $(seq 1 "$rounds"); do
     bin=${build%%@*}
     runargs=()
     [ "$bin" = "$build" ] || IFS=, read -r -a runargs <<< "${build#*@}"
-    # Out-of-place time, in microseconds, of the one size measured (tutti-bench's 7th column
-    # after the rank prefix).
-    t=$(TUTTI_TRANSPORT=$transport timeout 120 "${prio[@]}" "$bin/tutti-run" "${runargs[@]}" -n "$ranks" \
-          "$bin/tutti-bench" "$coll" -b "$bytes" -e "$bytes" -n "$iters" -w 5000 -c 0 2>/dev/null |
-        awk -v b="$bytes" '$2 == b && NF > 10 {print $7; exit}')
+    if [ "$build" = ompi ]; then
+      # Its RESULT line: label collective ranks bytes time_us ...
+      t=$(timeout 120 "${prio[@]}" mpirun.openmpi --allow-run-as-root --oversubscribe -np "$ranks" \
+            --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo \
+            build/peers/mpi_bench_openmpi "$coll" -s "$bytes" -w 5000 -n "$iters" 2>/dev/null |
+          awk '$1 == "RESULT" {print $6; exit}')
+    else
+      # Out-of-place time, in microseconds, of the one size measured (tutti-bench's 7th
+      # column after the rank prefix).
+      t=$(TUTTI_TRANSPORT=$transport timeout 120 "${prio[@]}" "$bin/tutti-run" "${runargs[@]}" \
+            -n "$ranks" "$bin/tutti-bench" "$coll" -b "$bytes" -e "$bytes" -n "$iters" -w 5000 \
+            -c 0 2>/dev/null |
+          awk -v b="$bytes" '$2 == b && NF > 10 {print $7; exit}')
+    fi
     [ -n "$t" ] || { echo "$0: $bin gave no result in round $round" >&2; exit 1; }
     echo "$round $i $t" >> "$out"
     i=$((i + 1))

@@ -88,9 +88,9 @@ CoarseNow coarseNow() {
   if (tick.count() < 0 || tick > std::chrono::milliseconds(10) ||
       clock_gettime(CLOCK_MONOTONIC_COARSE, &now) != 0)
     return CoarseNow{Deadline::Clock::now()};
-  return CoarseNow{Deadline::Clock::time_point(std::chrono::duration_cast<Deadline::Clock::duration>(
-                       std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec))),
-                   tick};
+  const auto sinceBoot = std::chrono::duration_cast<Deadline::Clock::duration>(
+      std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec));
+  return CoarseNow{Deadline::Clock::time_point(sinceBoot), tick};
 }
 
 }  // namespace

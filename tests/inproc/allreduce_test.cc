@@ -289,9 +289,10 @@ TEST(Timeout, ACallNeverTimesOutBeforeItsTimeout) {
                                 ReduceOp::kSum, quick);
       const auto waited = std::chrono::steady_clock::now() - start;
       if (call == 0 && s.code() != ErrorCode::kTimeout) out += "got " + s.toString() + "\n";
+      const auto waitedUs = std::chrono::duration_cast<std::chrono::microseconds>(waited);
       if (call == 0 && waited < kTimeout)
         out += strFormat("timed out after %lld us, before its %lld ms timeout\n",
-                         static_cast<long long>(std::chrono::duration_cast<std::chrono::microseconds>(waited).count()),
+                         static_cast<long long>(waitedUs.count()),
                          static_cast<long long>(kTimeout.count()));
       if (s.ok()) out += "call " + std::to_string(call) + " succeeded without rank 2\n";
     }
