@@ -4,7 +4,10 @@
 # (round 1: A B C, round 2: A B C, ...) because this machine's speed drifts between runs;
 # the per-round ratio cancels the drift that a comparison of two separate series keeps.
 #
-#   scripts/ab_latency.sh [-r ROUNDS] [-n RANKS] [-b BYTES] [-c COLLECTIVE] [-t TRANSPORT] BINDIR...
+#   scripts/ab_latency.sh [-r ROUNDS] [-n RANKS] [-b BYTES] [-c COLLECTIVE] [-t TRANSPORT]
+#                         [-i ITERS] [-w WARMUP] BINDIR...
+#
+# Large sizes want few iterations and little warm-up: -b 64M -i 10 -w 2 (sizes take K/M/G).
 #
 # BINDIR holds tutti-run and tutti-bench of one build (e.g. build/bin); BINDIR@ARG,ARG... also
 # passes those arguments to that build's tutti-run (build/bin@--cpu-bind=block). The word
@@ -14,15 +17,16 @@
 # in the middle of a run; the runs are short and bounded by `timeout`.
 set -euo pipefail
 
-rounds=60 ranks=2 bytes=8 coll=allreduce transport=shm iters=50000
-while getopts "r:n:b:c:t:i:" opt; do
+rounds=60 ranks=2 bytes=8 coll=allreduce transport=shm iters=50000 warmup=5000
+while getopts "r:n:b:c:t:i:w:" opt; do
   case $opt in
     r) rounds=$OPTARG ;; n) ranks=$OPTARG ;; b) bytes=$OPTARG ;; c) coll=$OPTARG ;;
-    t) transport=$OPTARG ;; i) iters=$OPTARG ;;
-    *) echo "usage: $0 [-r rounds] [-n ranks] [-b bytes] [-c collective] [-t transport] [-i iters] BINDIR..." >&2; exit 2 ;;
+    t) transport=$OPTARG ;; i) iters=$OPTARG ;; w) warmup=$OPTARG ;;
+    *) echo "usage: $0 [-r rounds] [-n ranks] [-b bytes] [-c collective] [-t transport] [-i iters] [-w warmup] BINDIR..." >&2; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
+bytes=$(numfmt --from=iec "$bytes")  # 64M -> 67108864, as tutti-bench prints it
 [ $# -ge 1 ] || { echo "$0: name at least one build's bin directory" >&2; exit 2; }
 
 prio=()
@@ -40,13 +44,13 @@ for round in $(seq 1 "$rounds"); do
       # Its RESULT line: label collective ranks bytes time_us ...
       t=$(timeout 120 "${prio[@]}" mpirun.openmpi --allow-run-as-root --oversubscribe -np "$ranks" \
             --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo \
-            build/peers/mpi_bench_openmpi "$coll" -s "$bytes" -w 5000 -n "$iters" 2>/dev/null |
+            build/peers/mpi_bench_openmpi "$coll" -s "$bytes" -w "$warmup" -n "$iters" 2>/dev/null |
           awk '$1 == "RESULT" {print $6; exit}')
     else
       # Out-of-place time, in microseconds, of the one size measured (tutti-bench's 7th
       # column after the rank prefix).
       t=$(TUTTI_TRANSPORT=$transport timeout 120 "${prio[@]}" "$bin/tutti-run" "${runargs[@]}" \
-            -n "$ranks" "$bin/tutti-bench" "$coll" -b "$bytes" -e "$bytes" -n "$iters" -w 5000 \
+            -n "$ranks" "$bin/tutti-bench" "$coll" -b "$bytes" -e "$bytes" -n "$iters" -w "$warmup" \
             -c 0 2>/dev/null |
           awk -v b="$bytes" '$2 == b && NF > 10 {print $7; exit}')
     fi

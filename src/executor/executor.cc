@@ -12,6 +12,31 @@
 
 namespace tutti {
 
+// A reduction receive's combine, handed to the link (TransferRequest::combine): each piece
+// is reduced into dst straight from where the link holds it, dst = src (op) piece.
+class CombineSink final : public PieceSink {
+ public:
+  void set(char* dst, const char* src, std::size_t elemSize, DataType dtype, ReduceOp op) {
+    dst_ = dst;
+    src_ = src;
+    elemSize_ = elemSize;
+    dtype_ = dtype;
+    op_ = op;
+  }
+  std::size_t granule() const override { return elemSize_; }
+  void take(std::size_t offset, const char* piece, std::size_t bytes) const override {
+    TUTTI_ASSERT(offset % elemSize_ == 0 && bytes % elemSize_ == 0);
+    reduce::combine(dst_ + offset, src_ + offset, piece, bytes / elemSize_, dtype_, op_);
+  }
+
+ private:
+  char* dst_ = nullptr;
+  const char* src_ = nullptr;
+  std::size_t elemSize_ = 1;
+  DataType dtype_ = DataType::kFloat32;
+  ReduceOp op_ = ReduceOp::kSum;
+};
+
 struct ExecutorPool::Slot {
   StepId step = 0;
   bool busy = false;
@@ -19,6 +44,7 @@ struct ExecutorPool::Slot {
   TransferRequest recv;
   TransferRequest send;
   std::vector<char> staging;
+  CombineSink sink;
 };
 
 ExecutorPool::ExecutorPool() = default;
@@ -132,12 +158,20 @@ void Run::start(Slot& slot, StepId id) {
     case OpCode::kRecv:
     case OpCode::kRecvCopySend:
       slot.receiving = true;
+      slot.recv.combine = nullptr;
+      slot.recv.combined = false;
       transport_.link(step.recvPeer).postRecv(&slot.recv, tagFor(step.recvIndex), address(step.dst), dstBytes);
       return;
     case OpCode::kRecvReduce:
     case OpCode::kRecvReduceSend:
       slot.receiving = true;
       TUTTI_ASSERT_CMP(slot.staging.size(), >=, srcBytes);
+      // The link may reduce the message into dst as it arrives (src and dst are stable
+      // from here to the step's end: the schedule declares every hazard on them); if it
+      // cannot, the message lands in staging and is reduced on completion.
+      slot.sink.set(address(step.dst), address(step.src), elemSize_, params_.dtype, params_.op);
+      slot.recv.combine = &slot.sink;
+      slot.recv.combined = false;
       transport_.link(step.recvPeer).postRecv(&slot.recv, tagFor(step.recvIndex), slot.staging.data(), srcBytes);
       return;
     case OpCode::kCopy: {
@@ -157,7 +191,8 @@ void Run::start(Slot& slot, StepId id) {
 }
 
 void Run::computeAfterReceive(const Step& step, const Slot& slot) {
-  if (step.op == OpCode::kRecvReduce || step.op == OpCode::kRecvReduceSend) {
+  if ((step.op == OpCode::kRecvReduce || step.op == OpCode::kRecvReduceSend) &&
+      !slot.recv.combined) {
     reduce::combine(address(step.dst), address(step.src), slot.staging.data(), step.dst.count,
                     params_.dtype, params_.op);
   }

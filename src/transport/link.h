@@ -52,6 +52,19 @@ class TransferRequest;
 Status stampMismatch(TransferRequest* request, int peer, const std::string& peerName,
                      const CallStamp& remote);
 
+/// Takes a received message piece by piece instead of a buffer (TransferRequest::combine):
+/// a reduction that combines each piece where the link holds it saves copying the message
+/// into a staging buffer first.
+class PieceSink {
+ public:
+  virtual ~PieceSink() = default;
+  /// Pieces start and end on multiples of this many bytes (a reduction's element size).
+  virtual std::size_t granule() const = 0;
+  /// Consumes bytes [offset, offset + bytes) of the message. Called on the thread that makes
+  /// progress, while the receive is pending; pieces may come in any order, each once.
+  virtual void take(std::size_t offset, const char* piece, std::size_t bytes) const = 0;
+};
+
 class TransferRequest {
  public:
   enum State : std::uint32_t { kIdle = 0, kPending = 1, kDone = 2 };
@@ -72,6 +85,13 @@ class TransferRequest {
   CallStamp stamp;
   /// Set by the link when a receive fails because the sender's stamp differs: the sender's.
   CallStamp peerStamp;
+  /// Set by the poster of a receive (null otherwise): a link that holds the message's bytes
+  /// in memory of its own (a ring slot, a buffered early message) may hand them to this sink
+  /// instead of copying them into `data`. Links that cannot ignore it.
+  const PieceSink* combine = nullptr;
+  /// Cleared by the poster; set by a link that handed the whole message to `combine`
+  /// (`data` then holds nothing). Valid once done().
+  bool combined = false;
   TransferRequest* next = nullptr;  // intrusive queue link
 };
 

@@ -359,6 +359,15 @@ bool ShmLink::helpLocked(std::size_t id, DoneList& done) {
   return moved;
 }
 
+void ShmLink::deliverLocked(TransferRequest* request, const char* bytes, std::size_t count) {
+  if (request->combine != nullptr) {
+    if (count > 0) request->combine->take(0, bytes, count);
+    request->combined = true;
+  } else if (count > 0) {
+    std::memcpy(request->data, bytes, count);
+  }
+}
+
 void ShmLink::postRecv(TransferRequest* request, Tag tag, void* data, std::size_t bytes) {
   DoneList done;
   {
@@ -390,7 +399,7 @@ void ShmLink::postRecv(TransferRequest* request, Tag tag, void* data, std::size_
       } else if (u.received < u.bytes) {
         u.claimedBy = request;  // completed when its last piece arrives
       } else {
-        if (u.bytes > 0) std::memcpy(request->data, u.data.data(), u.bytes);
+        deliverLocked(request, u.data.data(), u.bytes);
         unexpectedBytes_ -= u.bytes;
         recycleLocked(it);
         completeLocked(request, Status::Ok(), done);
@@ -455,6 +464,10 @@ bool ShmLink::startMessageLocked(const SlotView& h, DoneList& done) {
       return !owner_->failed_;
     }
     streamTo_ = request;
+    // Pieces start at multiples of the slot size and end there or at the message's end (a
+    // multiple of the granule, being the receive's length): whole elements when the slot
+    // holds whole elements.
+    streamCombine_ = request->combine != nullptr && slotBytes_ % request->combine->granule() == 0;
     streamUnexpected_ = nullptr;
     streaming_ = true;
     return true;
@@ -518,17 +531,23 @@ bool ShmLink::drainLocked(DoneList& done) {
       }
       const char* src = h.data;
       if (streamTo_ != nullptr && h.chunkBytes > 0) {
-        std::memcpy(streamTo_->data + h.offset, src, h.chunkBytes);
+        if (streamCombine_)
+          streamTo_->combine->take(h.offset, src, h.chunkBytes);
+        else
+          std::memcpy(streamTo_->data + h.offset, src, h.chunkBytes);
       } else if (streamUnexpected_ != nullptr && h.chunkBytes > 0) {
         std::memcpy(streamUnexpected_->data.data() + h.offset, src, h.chunkBytes);
       }
       if (h.offset + h.chunkBytes >= h.msgBytes) {  // the last piece
-        if (streamTo_ != nullptr) completeLocked(streamTo_, Status::Ok(), done);
+        if (streamTo_ != nullptr) {
+          streamTo_->combined = streamCombine_;
+          completeLocked(streamTo_, Status::Ok(), done);
+        }
         if (streamUnexpected_ != nullptr) {
           streamUnexpected_->received = h.msgBytes;
           TransferRequest* claimed = streamUnexpected_->claimedBy;
           if (claimed != nullptr) {
-            if (h.msgBytes > 0) std::memcpy(claimed->data, streamUnexpected_->data.data(), h.msgBytes);
+            deliverLocked(claimed, streamUnexpected_->data.data(), h.msgBytes);
             unexpectedBytes_ -= h.msgBytes;
             auto it = std::find_if(unexpected_.begin(), unexpected_.end(),
                                    [&](const auto& u) { return u.get() == streamUnexpected_; });

@@ -104,6 +104,9 @@ class ShmLink final : public Link {
   Status copyWithPeer(bool read, char* local, std::uint64_t remote, std::size_t bytes,
                       std::size_t msgBytes) const;
   bool checkSizeLocked(TransferRequest* request, std::uint64_t bytes, DoneList& done);
+  /// Hands a whole buffered message to `request`: to its combine sink when it has one
+  /// (marking it combined), else copied into its buffer.
+  static void deliverLocked(TransferRequest* request, const char* bytes, std::size_t count);
   /// An unexpected-message record with room for `bytes` if a spare one has it.
   std::unique_ptr<Unexpected> takeUnexpectedLocked(std::uint64_t bytes);
   /// Removes `it` from unexpected_, keeping its buffer for reuse.
@@ -149,6 +152,7 @@ class ShmLink final : public Link {
   // The eager message whose pieces are arriving: into a request, an unexpected buffer, or
   // nowhere (its receive was cancelled).
   TransferRequest* streamTo_ = nullptr;
+  bool streamCombine_ = false;  // streamTo_'s pieces go to its combine sink
   Unexpected* streamUnexpected_ = nullptr;
   bool streaming_ = false;
 };

@@ -395,7 +395,15 @@ bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::i
     if (look) {
       const bool moved = pass();
       if (progress_.snapshot() != seen) return true;
-      if (moved) continue;
+      if (moved) {
+        // Bytes are flowing (a long message streams through the ring): the budgets count
+        // time with nothing to do, so they start again. Sleeping now would cost the peer a
+        // wake-up per batch of slots and this rank a scheduler round trip.
+        clockStarted = false;
+        spins = 0;
+        yields = 0;
+        continue;
+      }
     }
     if (spinNs > 0 && ++spins % 64 == 0) startClock();
     if (spinNs > 0 && (spins % 64 != 0 || nowNs() < spinUntil)) {

@@ -118,6 +118,94 @@ TEST_P(ShmTransportTest, SizeMismatchIsAnErrorNamingThePeerOnBothRanks) {
   }
 }
 
+// A reduction's sink for the test: dst[i] = src[i] + piece[i] (bytes, mod 256), and a count
+// of how often each byte was taken.
+class AddingSink final : public PieceSink {
+ public:
+  AddingSink(std::size_t granule, const std::vector<std::uint8_t>& src)
+      : granule_(granule), src_(src), dst_(src.size(), 0), taken_(src.size(), 0) {}
+  std::size_t granule() const override { return granule_; }
+  void take(std::size_t offset, const char* piece, std::size_t bytes) const override {
+    EXPECT_EQ(offset % granule_, 0u);
+    EXPECT_EQ(bytes % granule_, 0u);
+    ASSERT_LE(offset + bytes, dst_.size());
+    for (std::size_t i = 0; i < bytes; ++i) {
+      dst_[offset + i] = static_cast<std::uint8_t>(src_[offset + i] + static_cast<std::uint8_t>(piece[i]));
+      ++taken_[offset + i];
+    }
+  }
+  std::vector<std::uint8_t>& dst() const { return dst_; }
+  std::vector<int>& taken() const { return taken_; }
+
+ private:
+  std::size_t granule_;
+  const std::vector<std::uint8_t>& src_;
+  mutable std::vector<std::uint8_t> dst_;
+  mutable std::vector<int> taken_;
+};
+
+TEST_P(ShmTransportTest, CombiningReceivesTakeEveryPieceOnceOrFallBackToTheBuffer) {
+  auto ts = connectAll(2, setup());
+  // Sizes around the test's 4096-byte slot, several slots, and one above the rendezvous
+  // threshold (read with process_vm_readv into the buffer: never combined by the link).
+  // Granule 3 does not divide the slot: streamed pieces go to the buffer, a message that
+  // arrived whole before its receive still goes to the sink.
+  for (const std::size_t granule : {std::size_t{1}, std::size_t{4}, std::size_t{3}}) {
+    for (const std::size_t size : {std::size_t{0}, std::size_t{12}, std::size_t{4092},
+                                   std::size_t{3 * 4096 + 12}, std::size_t{300 * 1024}}) {
+      for (const bool early : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << "granule " << granule << ", size " << size
+                                          << (early ? ", sent before the receive" : ""));
+        const auto payload = pattern(size, 11), src = pattern(size, 12);
+        std::vector<std::uint8_t> buffer(size, 0x5a);
+        AddingSink sink(granule, src);
+        TransferRequest send, recv, markSend, markRecv;
+        recv.combine = &sink;
+        const Tag tag = 500 + size;
+        auto post = [&] { ts[1]->link(0).postRecv(&recv, tag, buffer.data(), size); };
+        if (!early) post();
+        ts[0]->link(1).postSend(&send, tag, payload.data(), size);
+        std::uint8_t mark = 1, markIn = 0;
+        if (early) {
+          // A second message behind it: once that one is in, the first was taken off the
+          // ring before its receive existed (buffered, or left in the sender's memory).
+          ts[0]->link(1).postSend(&markSend, 99, &mark, 1);
+        }
+        std::thread sender([&] {
+          EXPECT_TRUE(waitFor(*ts[0], send).ok());
+          if (early) {
+            EXPECT_TRUE(waitFor(*ts[0], markSend).ok());
+          }
+        });
+        if (early) {
+          ts[1]->link(0).postRecv(&markRecv, 99, &markIn, 1);
+          ASSERT_TRUE(waitFor(*ts[1], markRecv).ok());
+          post();
+        }
+        ASSERT_TRUE(waitFor(*ts[1], recv).ok()) << recv.status().toString();
+        sender.join();
+        std::vector<std::uint8_t> expected(size);
+        for (std::size_t i = 0; i < size; ++i)
+          expected[i] = static_cast<std::uint8_t>(src[i] + payload[i]);
+        if (recv.combined) {
+          EXPECT_EQ(sink.dst(), expected);
+          EXPECT_EQ(sink.taken(), std::vector<int>(size, 1));
+          EXPECT_EQ(buffer, std::vector<std::uint8_t>(size, 0x5a)) << "combined, yet written";
+        } else {
+          EXPECT_EQ(buffer, payload);
+          EXPECT_EQ(sink.taken(), std::vector<int>(size, 0)) << "not combined, yet taken";
+        }
+        // When the link combines: a message buffered whole before its receive always; one
+        // streamed into a posted receive when the granule divides the slot; one read with
+        // process_vm_readv never.
+        const bool rendezvous = GetParam() != 0 && size >= 256 * 1024;
+        const bool streamable = 4096 % granule == 0;
+        EXPECT_EQ(recv.combined, !rendezvous && (early || streamable));
+      }
+    }
+  }
+}
+
 TEST_P(ShmTransportTest, UnexpectedBytesAreCappedByBackPressure) {
   ShmSetup s = setup();
   s.maxUnexpected = 1u << 20;
