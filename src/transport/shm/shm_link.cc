@@ -438,6 +438,11 @@ void ShmLink::recycleLocked(std::deque<std::unique_ptr<Unexpected>>::iterator it
   spare_.push_back(std::move(u));
 }
 
+bool ShmLink::postedForLocked(Tag tag) const {
+  return std::any_of(posted_.begin(), posted_.end(),
+                     [&](const TransferRequest* r) { return r->tag == tag; });
+}
+
 bool ShmLink::startMessageLocked(const SlotView& h, DoneList& done) {
   auto it = std::find_if(posted_.begin(), posted_.end(),
                     [&](const TransferRequest* r) { return r->tag == h.tag; });
@@ -508,6 +513,7 @@ bool ShmLink::startMessageLocked(const SlotView& h, DoneList& done) {
 
 bool ShmLink::drainLocked(DoneList& done) {
   bool moved = false;
+  const std::size_t doneBefore = done.size();
   while (!owner_->failed_ && in_.published(inTail_)) {
     const SlotView h = in_.read(inTail_);
     if (h.kind != SlotKind::kData && h.kind != SlotKind::kRndv) {
@@ -519,7 +525,14 @@ bool ShmLink::drainLocked(DoneList& done) {
       break;
     }
     const bool first = h.kind == SlotKind::kRndv || h.offset == 0;
-    if (first && !streaming_ && !startMessageLocked(h, done)) break;
+    if (first && !streaming_) {
+      // A receive completed in this pass: its poster usually posts the next one as soon as
+      // the pass ends, so a message that nobody waits for yet stays in the ring until then
+      // instead of being copied into a buffer and out again. The next pass takes it either
+      // way (buffered if still unexpected), so nothing waits on it for more than a pass.
+      if (done.size() > doneBefore && !postedForLocked(h.tag)) break;
+      if (!startMessageLocked(h, done)) break;
+    }
     if (h.kind == SlotKind::kData) {
       if (h.chunkBytes > slotBytes_ || h.offset + h.chunkBytes > h.msgBytes) {
         owner_->failLocked(Status(ErrorCode::kProtocolError,

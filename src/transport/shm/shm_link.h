@@ -24,6 +24,7 @@ class DoneList {
  public:
   void add(TransferRequest*) { ++count_; }
   bool empty() const { return count_ == 0; }
+  std::size_t size() const { return count_; }
   void clear() { count_ = 0; }
 
  private:
@@ -85,6 +86,8 @@ class ShmLink final : public Link {
   /// Starts a message whose first slot is `h`: to a posted receive or an unexpected buffer.
   /// False when it must wait (unexpected space exhausted) or the transport failed.
   bool startMessageLocked(const SlotView& h, DoneList& done);
+  /// True when a receive for `tag` is posted.
+  bool postedForLocked(Tag tag) const;
   /// Reads a rendezvous message into `request` (the peer may write pieces of it meanwhile),
   /// then acks and completes it, or leaves it in helped_ until the peer's pieces are in.
   void readRendezvousLocked(TransferRequest* request, std::uint64_t remoteAddr,

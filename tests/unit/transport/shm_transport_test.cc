@@ -206,6 +206,30 @@ TEST_P(ShmTransportTest, CombiningReceivesTakeEveryPieceOnceOrFallBackToTheBuffe
   }
 }
 
+TEST_P(ShmTransportTest, MessageBehindACompletedReceiveWaitsInTheRingForItsOwn) {
+  auto ts = connectAll(2, setup());
+  // Two messages wholly in the ring before any receive (posting a send copies what fits).
+  const auto a = pattern(3000, 21), b = pattern(3000, 22);
+  TransferRequest sendA, sendB, recvA, recvB;
+  ts[0]->link(1).postSend(&sendA, 41, a.data(), a.size());
+  ts[0]->link(1).postSend(&sendB, 42, b.data(), b.size());
+  ASSERT_TRUE(sendA.done() && sendB.done());
+  // Receiving the first completes it in the pass of its post; the second, whose receive
+  // comes right after, must not be copied into a buffer meanwhile. A sink whose granule
+  // does not divide the slot tells the two apart: it takes only a buffered message.
+  std::vector<std::uint8_t> inA(a.size()), inB(b.size(), 0);
+  const std::vector<std::uint8_t> zeros(b.size(), 0);
+  AddingSink sink(3, zeros);
+  recvB.combine = &sink;
+  ts[1]->link(0).postRecv(&recvA, 41, inA.data(), inA.size());
+  ASSERT_TRUE(waitFor(*ts[1], recvA).ok());
+  ts[1]->link(0).postRecv(&recvB, 42, inB.data(), inB.size());
+  ASSERT_TRUE(waitFor(*ts[1], recvB).ok());
+  EXPECT_EQ(inA, a);
+  EXPECT_FALSE(recvB.combined) << "the second message was buffered before its receive";
+  EXPECT_EQ(inB, b);
+}
+
 TEST_P(ShmTransportTest, UnexpectedBytesAreCappedByBackPressure) {
   ShmSetup s = setup();
   s.maxUnexpected = 1u << 20;
