@@ -23,10 +23,12 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include "base/strings.h"
 #include "tutti/communicator.h"
@@ -85,6 +87,21 @@ Held held() {
   return h;
 }
 
+// What the process holds once a thread that was joined has also left /proc/self/task. The
+// kernel wakes pthread_join (clearing the thread's id) before it removes the exiting task,
+// so a joined thread can still be listed for a moment: a count above `base` is read again,
+// for up to a few seconds, before it counts as a thread left running. Descriptors and
+// mappings are released before destroy returns and get no such grace.
+Held settled(const Held& base) {
+  Held now = held();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (now.threads > base.threads && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    now = held();
+  }
+  return now;
+}
+
 // "" when `now` holds no more than `base` and nothing of a communicator is left.
 std::string grew(const Held& base, const Held& now) {
   if (now.fds > base.fds || now.threads > base.threads || now.memfdFds != 0 ||
@@ -132,7 +149,7 @@ int runCycles(int cycles, int abortEvery, bool wantShm) {
     }
     if (i + 1 == kWarmUp) base = held();
     if (i + 1 > kWarmUp && ((i + 1) % 100 == 0 || i + 1 == cycles)) {
-      failure = grew(base, held());
+      failure = grew(base, settled(base));
       if (!failure.empty()) {
         std::printf("RESULT FAILED after %d cycles: %s\n", i + 1, failure.c_str());
         return 1;
