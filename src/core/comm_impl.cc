@@ -501,8 +501,9 @@ Status CommImpl::runBlocking(OpRequest&& request, const CallOptions& options) {
   if (!workerStarted_) return execute(request, options.algorithm);
   {
     std::unique_lock<std::mutex> lock(queueMutex_);
-    if (!queue_.empty() || workerBusy_) {
-      // Async operations are pending: run behind them to keep issue order.
+    if (workerBusy_) {
+      // The worker is running an async operation: run behind it and whatever is queued,
+      // to keep issue order.
       auto work = std::make_shared<WorkState>(spinNs_);
       request.work = work;
       request.algorithm = options.algorithm;
@@ -512,6 +513,18 @@ Status CommImpl::runBlocking(OpRequest&& request, const CallOptions& options) {
       return work->wait(Deadline::never());  // bounded: every queued op has a deadline
     }
     inlineBusy_ = true;
+    // Async operations issued before this call and not started yet run here first, in
+    // issue order (the worker starts nothing while inlineBusy_): handing them to the worker
+    // would cost a wake-up of the worker and then one of this thread, each a scheduler round
+    // trip, where an isend followed by a recv needs none.
+    while (!queue_.empty()) {
+      OpRequest queued = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      Status queuedStatus = execute(queued, queued.algorithm);
+      queued.work->complete(std::move(queuedStatus));
+      lock.lock();
+    }
   }
   Status status = execute(request, options.algorithm);
   bool worker = false;
