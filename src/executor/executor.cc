@@ -284,6 +284,7 @@ void Run::prepare(std::size_t steps) {
     Slot& slot = pool_.slot(i);
     slot.busy = false;
     slot.send.stamp = params_.stamp;
+    slot.send.preferCopy = params_.preferCopy;
     slot.recv.stamp = params_.stamp;
     slot.recv.peerStamp = CallStamp{};
   }

@@ -78,6 +78,9 @@ struct ExecParams {
   /// first messages are then already on their way to the peers. A conflict fails the run.
   CallChecker* checker = nullptr;
   std::uint64_t seq = 0;
+  /// Sends ask links to copy rather than let the peer read in place
+  /// (TransferRequest::preferCopy): for calls whose messages are mostly reduced on arrival.
+  bool preferCopy = false;
 };
 
 /// Where a run stood when it failed, for the hang report (core/hang_report.h). Filled only

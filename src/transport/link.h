@@ -92,6 +92,10 @@ class TransferRequest {
   /// Cleared by the poster; set by a link that handed the whole message to `combine`
   /// (`data` then holds nothing). Valid once done().
   bool combined = false;
+  /// Set by the poster of a send whose receiver reduces it: a link that could let the
+  /// receiver read the message in place (rendezvous) copies it through its own buffers
+  /// instead, where the receiver reduces each piece as it arrives (`combine`).
+  bool preferCopy = false;
   TransferRequest* next = nullptr;  // intrusive queue link
 };
 

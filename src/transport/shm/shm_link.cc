@@ -126,6 +126,7 @@ bool ShmLink::pumpSendsLocked(DoneList& done) {
     // copied. A collective's schedule is verified to progress with no buffering at all,
     // so its large messages may wait for their receive.
     const bool rendezvous = request->progress == 0 && !isP2pTag(request->tag) &&
+                            !request->preferCopy &&
                             owner_->rendezvousTo(peer_) &&
                             request->bytes >= owner_->options_.cmaBytes;
     if (rendezvous) {

@@ -230,6 +230,32 @@ TEST_P(ShmTransportTest, MessageBehindACompletedReceiveWaitsInTheRingForItsOwn) 
   EXPECT_EQ(inB, b);
 }
 
+TEST_P(ShmTransportTest, SendThatPrefersCopyIsReducedAsItArrivesWhateverItsSize) {
+  auto ts = connectAll(2, setup());
+  // Above the rendezvous threshold: without preferCopy the receiver would read it in place
+  // (into the buffer, not combined); with it the message streams through the ring.
+  const auto payload = pattern(300 * 1024, 31), src = pattern(300 * 1024, 32);
+  std::vector<std::uint8_t> buffer(payload.size(), 0x5a);
+  AddingSink sink(4, src);
+  TransferRequest send, recv;
+  send.preferCopy = true;
+  recv.combine = &sink;
+  ts[1]->link(0).postRecv(&recv, 77, buffer.data(), buffer.size());
+  std::thread sender([&] {
+    ts[0]->link(1).postSend(&send, 77, payload.data(), payload.size());
+    EXPECT_TRUE(waitFor(*ts[0], send).ok());
+  });
+  ASSERT_TRUE(waitFor(*ts[1], recv).ok()) << recv.status().toString();
+  sender.join();
+  EXPECT_TRUE(recv.combined);
+  std::vector<std::uint8_t> expected(payload.size());
+  for (std::size_t i = 0; i < payload.size(); ++i)
+    expected[i] = static_cast<std::uint8_t>(src[i] + payload[i]);
+  EXPECT_EQ(sink.dst(), expected);
+  EXPECT_EQ(sink.taken(), std::vector<int>(payload.size(), 1));
+  EXPECT_EQ(buffer, std::vector<std::uint8_t>(payload.size(), 0x5a));
+}
+
 TEST_P(ShmTransportTest, UnexpectedBytesAreCappedByBackPressure) {
   ShmSetup s = setup();
   s.maxUnexpected = 1u << 20;
