@@ -54,9 +54,6 @@ Result<std::uint64_t> agreeOnUid(Store& store, const std::string& prefix, int ra
   return uid;
 }
 
-// Polling while waiting pays off only when every rank of this host has a core; when ranks
-// outnumber cores, a spinning rank steals the core the rank it waits for needs (measured:
-// 4 ranks on 2 cores, 8-byte all-reduce over TCP is slower with a 20 us spin than with none).
 // Whether a call's messages go through the transport's buffers rather than being read in
 // place by their receiver (rendezvous, TransferRequest::preferCopy). Over shared memory a
 // receiver reduces a copied message piece by piece as it arrives, from cache, where one
@@ -78,6 +75,9 @@ bool prefersCopy(const CollectiveSpec& spec) {
   }
 }
 
+// Polling while waiting pays off only when every rank of this host has a core; when ranks
+// outnumber cores, a spinning rank steals the core the rank it waits for needs (measured:
+// 4 ranks on 2 cores, 8-byte all-reduce over TCP is slower with a 20 us spin than with none).
 std::int64_t spinBudgetNs(std::int64_t configuredUs, int localSize) {
   constexpr std::int64_t kDefaultSpinUs = 20;
   if (configuredUs >= 0) return configuredUs * 1000;
