@@ -93,7 +93,7 @@ void runCombine(benchmark::State& state, DataType dtype, detail::CombineFn kerne
   const std::vector<std::uint8_t> b = makeBuffer(dtype, count, 2);
   std::vector<std::uint8_t> dst(bytes);
   for (auto _ : state) {
-    kernel(dst.data(), a.data(), b.data(), count);
+    kernel(dst.data(), a.data(), b.data(), count, 0);
     benchmark::DoNotOptimize(dst.data());
     benchmark::ClobberMemory();
   }

@@ -44,6 +44,14 @@ constexpr Rule kRules[] = {
     {Collective::kAllReduce, 256, 3, "direct", 3},
     {Collective::kAllReduce, 4096, kAnyRanks, "recursive_doubling"},
     {Collective::kAllReduce, 128 << 10, kAnyRanks, "reduce_bcast"},
+    // Two ranks above 4 MiB (where the reduced half goes by rendezvous, comm_impl.cc's
+    // prefersCopy): Rabenseifner is one exchange of each half, reduced as it is read, then
+    // one of the results; the ring cuts the same into 512 KiB segments. Alternating runs
+    // over shared memory (medians of 3-5): 64 MiB 22.0 ms against the ring's 24.6,
+    // 256 MiB 85 against 118; 16 MiB level. The whole half in one message is what lets
+    // the reduction stream its output (kernels_simd.h).
+    {Collective::kAllReduce, 4 << 20, 4, "ring"},
+    {Collective::kAllReduce, kAny, 2, "rabenseifner"},
     {Collective::kAllReduce, kAny, 4, "ring"},
     {Collective::kAllReduce, kAny, kAnyRanks, "rabenseifner"},
     // all-gather: recursive doubling won at every size measured (8 ranks, 4 MiB: 8.7 ms vs

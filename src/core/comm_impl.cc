@@ -56,12 +56,15 @@ Result<std::uint64_t> agreeOnUid(Store& store, const std::string& prefix, int ra
 
 // Whether a call's messages go through the transport's buffers rather than being read in
 // place by their receiver (rendezvous, TransferRequest::preferCopy). Over shared memory a
-// receiver reduces a copied message piece by piece as it arrives, from cache, where one
-// read in place is first copied by the kernel into staging at a third of memcpy's speed.
-// Measured against rendezvous (docs/performance.md, 2 and 4 ranks): reduce 0.46-0.79 of the
-// time, reduce-scatter 0.78-0.91, all-reduce 0.90 up to 4 MiB and 0.83 at 16 MiB on 4 ranks.
-// A larger all-reduce on 2 ranks, half of whose messages are copied rather than reduced,
-// took 1.03-1.06 as long, so it keeps rendezvous.
+// receiver reduces a copied message piece by piece as it arrives, from cache, while its
+// sender copies the next pieces on another core; one read in place is read by the
+// receiver alone, through the kernel's copy (a bounce buffer at a time, ShmLink::
+// readCombiningLocked). Measured against rendezvous (docs/performance.md, 2 and 4 ranks):
+// reduce 0.46-0.79 of the time, reduce-scatter 0.78-0.91, all-reduce 0.90 up to 4 MiB and
+// 0.83 at 16 MiB on 4 ranks; again once rendezvous reduced through the bounce buffer:
+// reduce 16 MiB 0.49, reduce-scatter 64 MiB 0.84, 1 MiB 1.02 (2 ranks). A larger
+// all-reduce on 2 ranks keeps rendezvous: both ranks are busy reducing anyway, and half of
+// its messages are copied rather than reduced (through the ring it took 1.03-1.06 as long).
 bool prefersCopy(const CollectiveSpec& spec) {
   switch (spec.kind) {
     case Collective::kReduce:

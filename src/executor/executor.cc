@@ -16,8 +16,10 @@ namespace tutti {
 // is reduced into dst straight from where the link holds it, dst = src (op) piece.
 class CombineSink final : public PieceSink {
  public:
-  void set(char* dst, const char* src, std::size_t elemSize, DataType dtype, ReduceOp op) {
+  void set(char* dst, const char* src, std::size_t bytes, std::size_t elemSize, DataType dtype,
+           ReduceOp op) {
     dst_ = dst;
+    bytes_ = bytes;
     src_ = src;
     elemSize_ = elemSize;
     dtype_ = dtype;
@@ -26,12 +28,14 @@ class CombineSink final : public PieceSink {
   std::size_t granule() const override { return elemSize_; }
   void take(std::size_t offset, const char* piece, std::size_t bytes) const override {
     TUTTI_ASSERT(offset % elemSize_ == 0 && bytes % elemSize_ == 0);
-    reduce::combine(dst_ + offset, src_ + offset, piece, bytes / elemSize_, dtype_, op_);
+    // The whole message's size picks the stores, whatever the size of the piece.
+    reduce::combine(dst_ + offset, src_ + offset, piece, bytes / elemSize_, dtype_, op_, bytes_);
   }
 
  private:
   char* dst_ = nullptr;
   const char* src_ = nullptr;
+  std::size_t bytes_ = 0;
   std::size_t elemSize_ = 1;
   DataType dtype_ = DataType::kFloat32;
   ReduceOp op_ = ReduceOp::kSum;
@@ -169,7 +173,8 @@ void Run::start(Slot& slot, StepId id) {
       // The link may reduce the message into dst as it arrives (src and dst are stable
       // from here to the step's end: the schedule declares every hazard on them); if it
       // cannot, the message lands in staging and is reduced on completion.
-      slot.sink.set(address(step.dst), address(step.src), elemSize_, params_.dtype, params_.op);
+      slot.sink.set(address(step.dst), address(step.src), dstBytes, elemSize_, params_.dtype,
+                    params_.op);
       slot.recv.combine = &slot.sink;
       slot.recv.combined = false;
       transport_.link(step.recvPeer).postRecv(&slot.recv, tagFor(step.recvIndex), slot.staging.data(), srcBytes);

@@ -11,8 +11,12 @@
 namespace tutti::reduce::detail {
 
 /// dst[i] = a[i] op b[i] for i < count over one (dtype, op). `dst` may equal `a`, `b` or
-/// both; partial overlap is not allowed. Never fails, never blocks.
-using CombineFn = void (*)(void* dst, const void* a, const void* b, std::size_t count);
+/// both; partial overlap is not allowed. Never fails, never blocks. `outputBytes` is the
+/// size of the whole output that this call writes a piece of (the bytes of `count` elements,
+/// or more when a message is reduced piece by piece): the SIMD kernels write a large output
+/// with non-temporal stores (kernels_simd.h), whatever the size of the piece.
+using CombineFn = void (*)(void* dst, const void* a, const void* b, std::size_t count,
+                           std::size_t outputBytes);
 
 /// buf[i] /= worldSize for i < count over one dtype (the kAvg final step). worldSize > 1.
 using AverageFn = void (*)(void* buf, std::size_t count, int worldSize);

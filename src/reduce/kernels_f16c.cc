@@ -71,7 +71,8 @@ __attribute__((target("avx,f16c"))) inline __m128i step(const std::uint16_t* a,
 // than a scalar loop, so that every element takes the same instructions.
 template <typename Op>
 __attribute__((target("avx,f16c"))) void combineF16c(void* dst, const void* a, const void* b,
-                                                     std::size_t count) {
+                                                     std::size_t count,
+                                                     std::size_t /*outputBytes: cached stores*/) {
   constexpr std::size_t kLanes = 8;
   auto* d = static_cast<std::uint16_t*>(dst);
   const auto* pa = static_cast<const std::uint16_t*>(a);

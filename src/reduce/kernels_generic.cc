@@ -158,7 +158,8 @@ void loopSquare(S* __restrict acc, std::size_t n) {
 }
 
 template <typename Fmt, typename Op>
-void combineLoop(void* dst, const void* a, const void* b, std::size_t count) {
+void combineLoop(void* dst, const void* a, const void* b, std::size_t count,
+                 std::size_t /*outputBytes: portable stores only*/) {
   using S = typename Fmt::Storage;
   auto* d = static_cast<S*>(dst);
   const auto* pa = static_cast<const S*>(a);

@@ -25,6 +25,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -112,11 +113,13 @@ std::size_t alignmentHead(const void* dst, std::size_t count) {
 // of most machines (three buffers of 32 MiB).
 inline constexpr std::size_t kStreamingBytes = std::size_t{32} << 20;
 
-// True when the main loop of a combine should use streaming stores: a large output in its
-// own buffer, starting at element `i` on a cache line (stream stores must be aligned).
+// True when the main loop of a combine should use streaming stores: a large output (of
+// which this call may write a piece) in its own buffer, starting at element `i` on a cache
+// line (stream stores must be aligned).
 template <typename S>
-bool useStreamingStores(const S* d, const S* a, const S* b, std::size_t i, std::size_t count) {
-  return count * sizeof(S) >= kStreamingBytes && d != a && d != b &&
+bool useStreamingStores(const S* d, const S* a, const S* b, std::size_t i, std::size_t count,
+                        std::size_t outputBytes) {
+  return std::max(count * sizeof(S), outputBytes) >= kStreamingBytes && d != a && d != b &&
          reinterpret_cast<std::uintptr_t>(d + i) % 64 == 0;
 }
 
@@ -137,7 +140,8 @@ struct CombineLoop {
     Fmt::storeN(d, Sel::template apply<L>(Fmt::loadN(a, n), Fmt::loadN(b, n)), n);
   }
 
-  static void run(void* dst, const void* a, const void* b, std::size_t count) {
+  static void run(void* dst, const void* a, const void* b, std::size_t count,
+                  std::size_t outputBytes) {
     auto* d = static_cast<S*>(dst);
     const auto* pa = static_cast<const S*>(a);
     const auto* pb = static_cast<const S*>(b);
@@ -146,7 +150,7 @@ struct CombineLoop {
     std::size_t i = head % kLanes;
     if (i > 0) partialStep(d, pa, pb, i);
     for (; i < head; i += kLanes) step(d + i, pa + i, pb + i);
-    if (useStreamingStores(d, pa, pb, i, count)) {
+    if (useStreamingStores(d, pa, pb, i, count, outputBytes)) {
       for (; i + 2 * kLanes <= count; i += 2 * kLanes) {
         const typename L::V r0 = Sel::template apply<L>(Fmt::load(pa + i), Fmt::load(pb + i));
         const typename L::V r1 =

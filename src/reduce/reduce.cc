@@ -4,6 +4,7 @@
 
 #include "reduce/reduce.h"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "base/assert.h"
@@ -132,7 +133,7 @@ bool overlapsPartially(const void* p, const void* q, std::size_t bytes) {
 }  // namespace
 
 void combine(void* dst, const void* a, const void* b, std::size_t count, DataType dtype,
-             ReduceOp op) {
+             ReduceOp op, std::size_t outputBytes) {
   // Callers validate user input; an invalid enum here is tutti's own bug.
   TUTTI_ASSERT_CMP(static_cast<int>(dtype), <, kNumDataTypes);
   TUTTI_ASSERT_CMP(static_cast<int>(op), <, kNumReduceOps);
@@ -142,7 +143,7 @@ void combine(void* dst, const void* a, const void* b, std::size_t count, DataTyp
   TUTTI_ASSERT(!overlapsPartially(dst, a, bytes) && !overlapsPartially(dst, b, bytes));
   const detail::CombineFn fn = detail::combineKernel(dtype, op, detail::bestIsa());
   TUTTI_ASSERT(fn != nullptr);
-  fn(dst, a, b, count);
+  fn(dst, a, b, count, std::max(bytes, outputBytes));
 }
 
 void finalize(void* buf, std::size_t count, DataType dtype, ReduceOp op, int worldSize) {

@@ -21,8 +21,14 @@ namespace tutti::reduce {
 /// The kernel is chosen once per call from the dtype, the op and the CPU's features
 /// (AVX-512, AVX2 or F16C when available, else portable code); every choice gives
 /// bit-identical results, except for the payload of a NaN computed from two NaNs.
+///
+/// `outputBytes` is the size of the whole output when this call writes one piece of it (a
+/// message reduced as it arrives): a large output is written with non-temporal stores,
+/// which skip reading each line before writing it but leave it out of the caches, and the
+/// choice must not change with the size of the pieces. 0: the output is these `count`
+/// elements.
 void combine(void* dst, const void* a, const void* b, std::size_t count, DataType dtype,
-             ReduceOp op);
+             ReduceOp op, std::size_t outputBytes = 0);
 
 /// Applies the operator's final step in place: for kAvg divides every element by
 /// `worldSize` (integer division for integer types; float32 division for float16, bfloat16

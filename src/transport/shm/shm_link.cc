@@ -239,9 +239,36 @@ constexpr double kHelperWaitSec = 10;
 
 }  // namespace
 
+void ShmLink::readCombiningLocked(TransferRequest* request, std::uint64_t remoteAddr,
+                                  std::uint64_t rndvId, std::uint64_t rndvSeq, DoneList& done) {
+  const std::uint64_t bytes = request->bytes;
+  char* bounce = owner_->bounce_.data();
+  const std::size_t piece = owner_->bounce_.size();
+  Status status;
+  for (std::uint64_t at = 0; at < bytes && status.ok(); at += piece) {
+    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(piece, bytes - at));
+    status = copyWithPeer(true, bounce, remoteAddr + at, n, bytes);
+    if (status.ok()) request->combine->take(at, bounce, n);
+  }
+  if (!status.ok()) {
+    owner_->failLocked(status, done);
+    completeLocked(request, owner_->health_, done);  // in no queue: failAll missed it
+    return;
+  }
+  request->combined = true;
+  finishRendezvousLocked(request, rndvId, rndvSeq, false, done);
+}
+
 void ShmLink::readRendezvousLocked(TransferRequest* request, std::uint64_t remoteAddr,
                                    std::uint64_t rndvId, std::uint64_t rndvSeq, DoneList& done) {
   TUTTI_ASSERT_CMP(rndvId, <, kRndvSlots);
+  // Read through the cache rather than into staging and out again: a message that is
+  // reduced on arrival costs one pass over memory instead of three.
+  if (request->combine != nullptr && !owner_->bounce_.empty() &&
+      owner_->bounce_.size() % request->combine->granule() == 0) {
+    readCombiningLocked(request, remoteAddr, rndvId, rndvSeq, done);
+    return;
+  }
   const std::uint64_t bytes = request->bytes;
   const std::uint64_t piece = shareChunkBytes(bytes);
   const std::uint64_t chunks = chunksOf(bytes);

@@ -90,6 +90,11 @@ class ShmLink final : public Link {
   bool postedForLocked(Tag tag) const;
   /// Reads a rendezvous message into `request` (the peer may write pieces of it meanwhile),
   /// then acks and completes it, or leaves it in helped_ until the peer's pieces are in.
+  /// Reads a rendezvous message whose receive reduces it a piece at a time through the
+  /// transport's bounce buffer, handing each piece to `request->combine`. The peer does not
+  /// help: its writes would land unreduced.
+  void readCombiningLocked(TransferRequest* request, std::uint64_t remoteAddr,
+                           std::uint64_t rndvId, std::uint64_t rndvSeq, DoneList& done);
   void readRendezvousLocked(TransferRequest* request, std::uint64_t remoteAddr,
                             std::uint64_t rndvId, std::uint64_t rndvSeq, DoneList& done);
   /// Acks rendezvous message `rndvId` and completes its receive, unless a peer's abort

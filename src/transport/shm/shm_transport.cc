@@ -26,6 +26,10 @@ namespace {
 constexpr std::size_t kRingBudgetBytes = 16u << 20;
 constexpr std::uint32_t kMinSlots = 2;
 constexpr std::uint32_t kMaxSlots = 16;
+// The bounce buffer (bounce_): stays in a core's L2 (1.25 MiB here) while it is reduced.
+// All-reduce of 64 MiB on 2 ranks, alternating runs: 128 KiB took 0.88-0.96 of the time of
+// 256 KiB, 512 KiB 1.02-1.12.
+constexpr std::size_t kBounceBytes = 128u << 10;
 // How often a waiting rank looks for peers that died.
 constexpr std::int64_t kPeerCheckNs = 50'000'000;
 // After the spin, how long and how many times a waiter yields the core before it sleeps.
@@ -166,6 +170,7 @@ Status ShmTransport::setUp(Store& store, const std::string& keyPrefix) {
   // Everyone has mapped this segment: the descriptor is no longer needed, and without it
   // the memory goes with the last mapping, however the processes end.
   own_.closeFd();
+  if (options_.cmaBytes > 0) bounce_.assign(kBounceBytes, 0);  // touched now, not in a call
   pidfds_.assign(n, -1);
   links_.resize(n);
   for (int r : local_) {

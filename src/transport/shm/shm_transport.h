@@ -154,6 +154,10 @@ class ShmTransport final : public Transport, public ProgressHook {
   std::vector<int> pids_;
   std::vector<int> pidfds_;            // -1 where pidfd_open is not available
   std::vector<std::unique_ptr<ShmLink>> links_;
+  // Where a reduced rendezvous message is read a piece at a time before the receive reduces
+  // it (ShmLink::readCombiningLocked): small enough to stay in cache between the two.
+  // Allocated with the transport; used under mutex_.
+  std::vector<char> bounce_;
   // Taken by the thread driving calls for each post and pass; other threads only to fail
   // the transport or shut it down (SpinLock: no critical section blocks).
   mutable SpinLock mutex_;

@@ -47,6 +47,12 @@ const char* aliasName(Alias alias) {
   return "?";
 }
 
+// A kernel writing a whole output of its own (outputBytes 0: the elements it is given).
+Kernel asKernel(detail::CombineFn fn) {
+  if (fn == nullptr) return nullptr;
+  return [fn](void* d, const void* a, const void* b, std::size_t n) { fn(d, a, b, n, 0); };
+}
+
 // Every way the library can run a combine: each supported kernel set through the internal
 // dispatch, and the public entry point (which picks the best set itself).
 std::vector<std::pair<std::string, Kernel>> kernelsFor(DataType dtype, ReduceOp op) {
@@ -56,7 +62,7 @@ std::vector<std::pair<std::string, Kernel>> kernelsFor(DataType dtype, ReduceOp 
     if (!detail::isaSupported(isa)) continue;
     detail::CombineFn fn = detail::combineKernel(dtype, op, isa);
     EXPECT_NE(fn, nullptr);
-    out.emplace_back(detail::isaName(isa), fn);
+    out.emplace_back(detail::isaName(isa), asKernel(fn));
   }
   out.emplace_back("combine()", [dtype, op](void* d, const void* a, const void* b, std::size_t n) {
     combine(d, a, b, n, dtype, op);
@@ -208,7 +214,7 @@ class IsaCombineTest : public ::testing::TestWithParam<IsaParam> {
 // alignment within a cache line (the kernels first align dst); then a large odd count.
 TEST_P(IsaCombineTest, EveryLengthAndAlignmentMatchesReference) {
   const auto [isa, dtype, op] = GetParam();
-  const Kernel kernel = detail::combineKernel(dtype, op, isa);
+  const Kernel kernel = asKernel(detail::combineKernel(dtype, op, isa));
   ASSERT_NE(kernel, nullptr);
   const std::string name = detail::isaName(isa);
   std::mt19937_64 rng(static_cast<std::uint64_t>(dtype) * 131 + static_cast<std::uint64_t>(op));
@@ -241,8 +247,8 @@ TEST_P(IsaCombineTest, BitIdenticalToPortableKernels) {
   const Bytes a = ref::randomElements(dtype, kN, rng);
   const Bytes b = ref::randomElements(dtype, kN, rng);
   Bytes got(kN * es), want(kN * es);
-  detail::combineKernel(dtype, op, isa)(got.data(), a.data(), b.data(), kN);
-  detail::combineKernel(dtype, op, detail::Isa::kGeneric)(want.data(), a.data(), b.data(), kN);
+  detail::combineKernel(dtype, op, isa)(got.data(), a.data(), b.data(), kN, 0);
+  detail::combineKernel(dtype, op, detail::Isa::kGeneric)(want.data(), a.data(), b.data(), kN, 0);
   for (std::size_t i = 0; i < kN; ++i) {
     if (std::memcmp(&got[i * es], &want[i * es], es) == 0) continue;
     const bool bothNan = ref::isFloating(dtype) && std::isnan(ref::decode(dtype, a.data(), i)) &&
@@ -276,17 +282,14 @@ INSTANTIATE_TEST_SUITE_P(
 // line (the aligned part streams) and a tail.
 class IsaStreamingTest : public ::testing::TestWithParam<std::tuple<detail::Isa, DataType>> {};
 
-TEST_P(IsaStreamingTest, LargeSeparateOutputMatchesPortableKernel) {
-  const auto [isa, dtype] = GetParam();
-  if (!detail::isaSupported(isa)) {
-    GTEST_SKIP() << "this CPU (or OS) does not support the " << detail::isaName(isa)
-                 << " kernels";
-  }
+// Combines `count` elements of arbitrary bits (every value class, NaNs included) with
+// `isa`'s sum kernel, `piece` elements per call, each call told the whole output has
+// `outputBytes`; compares every element with the portable kernel's and checks the guards.
+void expectStreamedSumMatchesPortable(detail::Isa isa, DataType dtype, std::size_t count,
+                                      std::size_t piece, std::size_t outputBytes) {
   const std::size_t es = dataTypeSize(dtype);
-  const std::size_t count = (std::size_t{32} << 20) / es + 77;
-  // Arbitrary bit patterns (every value class, NaNs included), made fast: 64 MiB of them.
   std::mt19937_64 rng(5);
-  const auto randomBytes = [&rng](std::size_t n) {
+  const auto randomBytes = [&rng](std::size_t n) {  // fast: up to 64 MiB of them
     Bytes v(n);
     for (std::size_t i = 0; i + 8 <= n; i += 8) {
       const std::uint64_t x = rng();
@@ -298,10 +301,14 @@ TEST_P(IsaStreamingTest, LargeSeparateOutputMatchesPortableKernel) {
   const Bytes b = randomBytes(count * es);
   Bytes want(count * es);
   detail::combineKernel(dtype, ReduceOp::kSum, detail::Isa::kGeneric)(want.data(), a.data(),
-                                                                        b.data(), count);
+                                                                        b.data(), count, 0);
   Bytes buf((count + 8) * es, kSentinel);
   std::uint8_t* got = buf.data() + es;  // one element in: not on a cache line
-  detail::combineKernel(dtype, ReduceOp::kSum, isa)(got, a.data(), b.data(), count);
+  const detail::CombineFn fn = detail::combineKernel(dtype, ReduceOp::kSum, isa);
+  for (std::size_t at = 0; at < count; at += piece) {
+    const std::size_t n = std::min(piece, count - at);
+    fn(got + at * es, a.data() + at * es, b.data() + at * es, n, outputBytes);
+  }
   for (std::size_t i = 0; i < count; ++i) {
     if (std::memcmp(got + i * es, &want[i * es], es) == 0) continue;
     const bool bothNan = ref::isFloating(dtype) && std::isnan(ref::decode(dtype, a.data(), i)) &&
@@ -311,6 +318,30 @@ TEST_P(IsaStreamingTest, LargeSeparateOutputMatchesPortableKernel) {
         << detail::isaName(isa) << " " << dataTypeName(dtype) << " element " << i << ": " << why;
   }
   ASSERT_TRUE(guardsIntact(buf, es, 1, count)) << "wrote outside the output";
+}
+
+TEST_P(IsaStreamingTest, LargeSeparateOutputMatchesPortableKernel) {
+  const auto [isa, dtype] = GetParam();
+  if (!detail::isaSupported(isa)) {
+    GTEST_SKIP() << "this CPU (or OS) does not support the " << detail::isaName(isa)
+                 << " kernels";
+  }
+  const std::size_t count = (std::size_t{32} << 20) / dataTypeSize(dtype) + 77;
+  expectStreamedSumMatchesPortable(isa, dtype, count, count, 0);
+}
+
+// A message reduced piece by piece as it arrives: the pieces are small, but the whole
+// output is large, so each piece streams (outputBytes decides). Pieces start off a cache
+// line and end mid-line, so every piece has a head, a streamed middle and a tail.
+TEST_P(IsaStreamingTest, PiecesOfALargeOutputMatchPortableKernel) {
+  const auto [isa, dtype] = GetParam();
+  if (!detail::isaSupported(isa)) {
+    GTEST_SKIP() << "this CPU (or OS) does not support the " << detail::isaName(isa)
+                 << " kernels";
+  }
+  const std::size_t es = dataTypeSize(dtype);
+  expectStreamedSumMatchesPortable(isa, dtype, (std::size_t{1} << 20) / es + 77,
+                                   (std::size_t{64} << 10) / es + 3, std::size_t{64} << 20);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -189,7 +189,7 @@ TEST(NarrowKernels, EveryPatternSurvivesAddingNegativeZero) {
     const std::vector<std::uint16_t> negZero(65536, 0x8000);
     for (detail::CombineFn fn : kernels(dtype, ReduceOp::kSum)) {
       std::vector<std::uint16_t> out(65536);
-      fn(out.data(), all.data(), negZero.data(), all.size());
+      fn(out.data(), all.data(), negZero.data(), all.size(), 0);
       for (std::uint32_t p = 0; p <= 0xffff; ++p) {
         const bool nan = dtype == DataType::kFloat16 ? isHalfNan(all[p]) : isBf16Nan(all[p]);
         if (nan) {
@@ -220,11 +220,11 @@ TEST(NarrowKernels, KernelSetsAgreeBitForBit) {
       const std::vector<detail::CombineFn> fns = kernels(dtype, op);
       ASSERT_FALSE(fns.empty());
       std::vector<std::uint16_t> first(kN);
-      fns[0](first.data(), a.data(), b.data(), kN);
+      fns[0](first.data(), a.data(), b.data(), kN, 0);
       const auto isNan = dtype == DataType::kFloat16 ? &isHalfNan : &isBf16Nan;
       for (std::size_t k = 1; k < fns.size(); ++k) {
         std::vector<std::uint16_t> out(kN);
-        fns[k](out.data(), a.data(), b.data(), kN);
+        fns[k](out.data(), a.data(), b.data(), kN, 0);
         for (std::size_t i = 0; i < kN; ++i) {
           const bool bothNan = isNan(a[i]) && isNan(b[i]);
           const bool same = bothNan ? isNan(out[i]) && isNan(first[i]) : out[i] == first[i];
@@ -261,7 +261,7 @@ TEST(NarrowKernels, SumRoundsOnce) {
   for (const Case& c : cases) {
     for (detail::CombineFn fn : kernels(c.dtype, ReduceOp::kSum)) {
       std::vector<std::uint16_t> a(kN, c.a), b(kN, c.b), out(kN);
-      fn(out.data(), a.data(), b.data(), kN);
+      fn(out.data(), a.data(), b.data(), kN, 0);
       for (std::size_t i = 0; i < kN; ++i) {
         EXPECT_EQ(out[i], c.expected)
             << dataTypeName(c.dtype) << std::hex << " 0x" << c.a << " + 0x" << c.b;

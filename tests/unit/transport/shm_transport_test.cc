@@ -147,9 +147,10 @@ class AddingSink final : public PieceSink {
 TEST_P(ShmTransportTest, CombiningReceivesTakeEveryPieceOnceOrFallBackToTheBuffer) {
   auto ts = connectAll(2, setup());
   // Sizes around the test's 4096-byte slot, several slots, and one above the rendezvous
-  // threshold (read with process_vm_readv into the buffer: never combined by the link).
-  // Granule 3 does not divide the slot: streamed pieces go to the buffer, a message that
-  // arrived whole before its receive still goes to the sink.
+  // threshold (read with process_vm_readv a bounce buffer at a time, 128 KiB: three pieces,
+  // the last one short). Granule 3 divides neither the slot nor the bounce buffer: streamed
+  // and rendezvous messages go to the buffer, a message that arrived whole before its
+  // receive still goes to the sink.
   for (const std::size_t granule : {std::size_t{1}, std::size_t{4}, std::size_t{3}}) {
     for (const std::size_t size : {std::size_t{0}, std::size_t{12}, std::size_t{4092},
                                    std::size_t{3 * 4096 + 12}, std::size_t{300 * 1024}}) {
@@ -197,10 +198,11 @@ TEST_P(ShmTransportTest, CombiningReceivesTakeEveryPieceOnceOrFallBackToTheBuffe
         }
         // When the link combines: a message buffered whole before its receive always; one
         // streamed into a posted receive when the granule divides the slot; one read with
-        // process_vm_readv never.
+        // process_vm_readv when the granule divides the bounce buffer, early or not.
         const bool rendezvous = GetParam() != 0 && size >= 256 * 1024;
         const bool streamable = 4096 % granule == 0;
-        EXPECT_EQ(recv.combined, !rendezvous && (early || streamable));
+        EXPECT_EQ(recv.combined,
+                  rendezvous ? (128 * 1024) % granule == 0 : early || streamable);
       }
     }
   }
