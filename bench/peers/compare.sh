@@ -29,6 +29,8 @@
 # Nothing leaves loopback: Open MPI gets btl/oob_tcp_if_include lo, MPICH -iface lo and
 # UCX_NET_DEVICES=lo, tutti-run binds 127.0.0.1, Gloo's device 127.0.0.1.
 #
+# tutti's figure is its out-of-place row, except for broadcast: the in-place row, which is
+# what MPI_Bcast does (one buffer; the root does not copy its input into an output).
 # Every measurement is bounded (timeout), checks every output element, and a failed,
 # timed-out or wrong one is shown as such in the table rather than ending the run. Raw
 # records, each run's log and the table (table.md) are kept in the output directory.
@@ -146,9 +148,14 @@ run_tutti() {  # round coll world size
     record_failure "$round" "$coll" "$world" "$bytes" tutti "$status"
     return
   fi
-  # The out-of-place row, as the peers run (one JSON object per line).
-  local row
-  row=$(grep '"in_place": false' "$json" | head -n 1)
+  # The row that does what the peers do (one JSON object per line): out of place, except
+  # broadcast. MPI_Bcast has one buffer, which the root sends from and the others receive
+  # into: that is tutti's in-place broadcast. Out of place, tutti's root also copies its
+  # input into its output, which no MPI peer does. (Gloo's broadcast is out of place, but it
+  # runs over TCP and is never the best peer on one machine.)
+  local row inplace=false
+  [ "$coll" = broadcast ] && inplace=true
+  row=$(grep "\"in_place\": $inplace" "$json" | head -n 1)
   local us bw wrong
   us=$(echo "$row" | sed -n 's/.*"time_us": \([^,]*\),.*/\1/p')
   bw=$(echo "$row" | sed -n 's/.*"busbw_gbs": \([^,]*\),.*/\1/p')
