@@ -24,6 +24,7 @@ struct Rule {
   int maxRanks;            // ... in worlds of at most this many ranks
   const char* algorithm;
   int minRanks = 1;        // ... and at least this many
+  bool sharedMemoryOnly = false;  // ... and only where every rank shares memory (one host)
 };
 
 // Order matters: the first applicable rule wins. Evidence: bench/algorithms_tcp.sh on this
@@ -53,6 +54,14 @@ constexpr Rule kRules[] = {
     {Collective::kAllReduce, 4 << 20, 4, "ring"},
     {Collective::kAllReduce, kAny, 2, "rabenseifner"},
     {Collective::kAllReduce, kAny, 4, "ring"},
+    // More than 4 ranks on one host, above 2 MiB: the ring. Alternating runs over shared
+    // memory, 8 ranks on 2 cores (scripts/ab_latency.sh -r 5, TUTTI_ALGO), Rabenseifner's
+    // time over the ring's: 1 MiB 0.83, 4 MiB 1.21, 16 MiB 1.18, 64 MiB 1.58. Each ring step
+    // moves one block to one neighbour; Rabenseifner's halving rounds move half the vector
+    // to one partner and back, which oversubscribed cores copy at once. Over TCP the rules
+    // above hold (4 MiB, 8 ranks: Rabenseifner 19.9 ms, ring 27.0).
+    {Collective::kAllReduce, 2 << 20, kAnyRanks, "rabenseifner", 5, true},
+    {Collective::kAllReduce, kAny, kAnyRanks, "ring", 5, true},
     {Collective::kAllReduce, kAny, kAnyRanks, "rabenseifner"},
     // all-gather: recursive doubling won at every size measured (8 ranks, 4 MiB: 8.7 ms vs
     // direct 10.2, ring 11.5); the pipelined ring takes over for very large blocks.
@@ -121,7 +130,7 @@ const AlgorithmInfo* defaultAlgorithm(const CollectiveSpec& spec) {
   const std::uint64_t bytes = bytesOf(spec);
   for (const Rule& rule : kRules) {
     if (rule.kind != spec.kind || bytes > rule.maxBytes || spec.size > rule.maxRanks ||
-        spec.size < rule.minRanks)
+        spec.size < rule.minRanks || (rule.sharedMemoryOnly && !spec.sharedMemory))
       continue;
     if (const AlgorithmInfo* info = findApplicable(spec, rule.algorithm)) return info;
   }

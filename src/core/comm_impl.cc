@@ -211,6 +211,7 @@ Status CommImpl::connect(const InitParams& params, const Config& config, const s
     auto shm = shm::ShmTransport::create(*store_, prefix, sopts);
     if (shm.ok() && (*shm)->localPeers() + 1 == static_cast<std::size_t>(params.size)) {
       transport_ = std::move(shm).value();
+      sharedMemory_ = true;
       TUTTI_INFO(kInit, "communicator '%s': rank %d of %d ready, peers reached over shared memory",
                  name_.c_str(), params.rank, params.size);
       return Status::Ok();
@@ -309,6 +310,7 @@ void CommImpl::prepare(OpRequest& r, const CallOptions& options) {
                             std::chrono::duration_cast<Deadline::Clock::duration>(timeout));
   r.spec.segmentCount =
       std::max<std::uint64_t>(1, config_.segmentBytes / dataTypeSize(r.spec.dtype));
+  r.spec.sharedMemory = sharedMemory_;
   // Point to point takes no sequence number; it keeps the next one, so that the hang report
   // can say which collectives it came between.
   const bool p2p = r.spec.kind == Collective::kSend || r.spec.kind == Collective::kRecv;
@@ -404,6 +406,7 @@ bool CommImpl::LastChoice::matches(const CollectiveSpec& spec, std::string_view 
   return algorithm != nullptr && spec.kind == kind && spec.count == count &&
          spec.dtype == dtype && spec.op == op && spec.root == root && spec.peer == peer &&
          spec.inPlace == inPlace && spec.segmentCount == segmentCount &&
+         spec.sharedMemory == sharedMemory &&
          spec.counts.empty() && spec.displs.empty() && spec.recvCounts.empty() &&
          spec.recvDispls.empty() && asked == forced;
 }
@@ -426,6 +429,7 @@ Result<const AlgorithmInfo*> CommImpl::chooseAlgorithm(const CollectiveSpec& spe
   c.peer = spec.peer;
   c.inPlace = spec.inPlace;
   c.segmentCount = spec.segmentCount;
+  c.sharedMemory = spec.sharedMemory;
   c.forced.assign(forced.data(), forced.size());
   return algorithm;
 }
@@ -608,8 +612,10 @@ namespace {
 
 // The spec of `call` on `rank` of an n-rank world, with a representative shape for the
 // v-collectives (`count` elements per rank, packed in rank order).
-CollectiveSpec representativeSpec(const CallShape& call, int rank, int n, std::uint64_t segmentBytes) {
+CollectiveSpec representativeSpec(const CallShape& call, int rank, int n, std::uint64_t segmentBytes,
+                                  bool sharedMemory) {
   CollectiveSpec spec;
+  spec.sharedMemory = sharedMemory;
   spec.kind = call.kind;
   spec.rank = rank;
   spec.size = n;
@@ -644,7 +650,7 @@ Result<std::string> CommImpl::algorithmFor(Collective kind, std::size_t count, D
   call.count = count;
   call.dtype = dtype;
   OpRequest r;
-  r.spec = representativeSpec(call, rank_, size_, config_.segmentBytes);
+  r.spec = representativeSpec(call, rank_, size_, config_.segmentBytes, sharedMemory_);
   TUTTI_RETURN_IF_ERROR(validateSpec(r.spec));
   auto algorithm = selectAlgorithm(r.spec, forcedAlgorithm(forced, r.spec.kind));
   if (!algorithm.ok()) return algorithm.status();
@@ -662,7 +668,7 @@ Status CommImpl::verifyCall(const CallShape& call, const std::string& forced) co
                   collectiveName(call.kind));
   const char* name = nullptr;
   for (int q = 0; q < size_; ++q) {
-    CollectiveSpec spec = representativeSpec(call, q, size_, config_.segmentBytes);
+    CollectiveSpec spec = representativeSpec(call, q, size_, config_.segmentBytes, sharedMemory_);
     if (p2p) {
       // Pairs (0 -> 1, 2 -> 3, ...); the last rank of an odd world takes no part.
       const bool sender = q % 2 == 0;

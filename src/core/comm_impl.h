@@ -169,11 +169,15 @@ class CommImpl {
     int peer = -1;
     bool inPlace = false;
     std::uint64_t segmentCount = 0;
+    bool sharedMemory = false;
     std::string forced;
     /// True when `spec` (without per-rank arrays) and `asked` are what it was chosen for.
     bool matches(const CollectiveSpec& spec, std::string_view asked) const;
   };
   LastChoice lastChoice_;
+  // Every peer is reached through shared memory (the transport is ShmTransport alone); the
+  // same verdict on every rank (shm_transport.h), so calls pick the same algorithms.
+  bool sharedMemory_ = false;
   std::vector<char> scratch_;  // schedules' scratch space, pooled across calls
   std::uint64_t nextSeq_ = 0;  // touched only by the issuing thread
 

@@ -55,6 +55,9 @@ struct CollectiveSpec {
   bool inPlace = false;
   /// Pipelining segment, in elements (>= 1).
   std::uint64_t segmentCount = 1;
+  /// Every rank reaches every other through shared memory (one host). The same on every
+  /// rank of a communicator; algorithm defaults may differ from a network's.
+  bool sharedMemory = false;
   /// v-collectives (one entry per rank). gatherv/scatterv/allgatherv: counts and displs of
   /// the gathered/scattered buffer (meaningful on every rank, as MPI requires them on the
   /// root only, tutti requires the same arrays on every rank). reducescatterv: counts only.

@@ -1,0 +1,51 @@
+// The default algorithm rules (src/algorithms/defaults.cc) where they depend on the world
+// size and on whether every rank shares memory: large all-reduces on 2 ranks, and on more
+// than 4 ranks of one host, differ from the network's choices.
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "algorithms/algorithm.h"
+
+namespace tutti {
+namespace {
+
+std::string allreduceDefault(int size, std::uint64_t bytes, bool sharedMemory) {
+  CollectiveSpec spec;
+  spec.kind = Collective::kAllReduce;
+  spec.size = size;
+  spec.rank = size - 1;
+  spec.dtype = DataType::kFloat32;
+  spec.count = bytes / 4;
+  spec.segmentCount = (512 << 10) / 4;
+  spec.sharedMemory = sharedMemory;
+  const AlgorithmInfo* info = defaultAlgorithm(spec);
+  return info == nullptr ? "none" : info->name;
+}
+
+TEST(DefaultRules, TwoRanksTakeRabenseifnerAbove4MiBOnAnyFabric) {
+  for (bool shm : {false, true}) {
+    EXPECT_EQ(allreduceDefault(2, 1 << 20, shm), "ring");
+    EXPECT_EQ(allreduceDefault(2, 4 << 20, shm), "ring");
+    EXPECT_EQ(allreduceDefault(2, (4 << 20) + 4, shm), "rabenseifner");
+    EXPECT_EQ(allreduceDefault(2, 64 << 20, shm), "rabenseifner");
+  }
+}
+
+TEST(DefaultRules, MoreThanFourRanksOnOneHostTakeTheRingAbove2MiB) {
+  for (int size : {5, 8, 16}) {
+    EXPECT_EQ(allreduceDefault(size, 1 << 20, true), "rabenseifner") << size;
+    EXPECT_EQ(allreduceDefault(size, 2 << 20, true), "rabenseifner") << size;
+    EXPECT_EQ(allreduceDefault(size, (2 << 20) + 4, true), "ring") << size;
+    EXPECT_EQ(allreduceDefault(size, 64 << 20, true), "ring") << size;
+    // Over a network the halving rounds keep winning.
+    EXPECT_EQ(allreduceDefault(size, 64 << 20, false), "rabenseifner") << size;
+  }
+  // Up to 4 ranks the ring wherever they run.
+  EXPECT_EQ(allreduceDefault(4, 16 << 20, true), "ring");
+  EXPECT_EQ(allreduceDefault(4, 16 << 20, false), "ring");
+}
+
+}  // namespace
+}  // namespace tutti
