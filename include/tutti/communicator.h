@@ -6,7 +6,10 @@
 /// Threading: a communicator's operations must be issued from one thread at a time, in the
 /// same order on every rank for collectives (as with NCCL and MPI). Work handles may be
 /// waited on from any thread. Blocking calls and `...Async` calls are executed in the order
-/// they are issued.
+/// they are issued, except that point-to-point calls issued back to back (no collective
+/// between them) are in flight together, as MPI's nonblocking calls are: a recvAsync from
+/// the left, then a sendAsync to the right, then a wait on both completes on every rank of
+/// a ring. A collective starts once every call issued before it has ended.
 ///
 /// Errors: every call returns a Status. A peer that dies or misbehaves makes the pending and
 /// all later operations fail with kPeerFailure naming that rank; a communicator that failed

@@ -372,7 +372,8 @@ const CommImpl::Plan& CommImpl::planFor(const CollectiveSpec& spec,
                spec.counts, spec.displs, spec.recvCounts, spec.recvDispls};
   auto it = cache_.find(key);
   if (it == cache_.end()) {
-    if (cache_.size() >= kMaxCachedSchedules) cache_.clear();
+    // Not while point-to-point calls are in flight together: they hold their plans.
+    if (cache_.size() >= kMaxCachedSchedules && !p2pGroupActive_) cache_.clear();
     it = cache_.emplace(std::move(key), Plan{algorithm.build(spec), stampFor(spec, algorithm)})
              .first;
   }
@@ -447,19 +448,15 @@ Status CommImpl::execute(const OpRequest& r, std::string_view requested) {
   return failed(r, what, status, report, refused);
 }
 
-Status CommImpl::runSchedule(const OpRequest& r, const AlgorithmInfo& algorithm,
-                             const OpDescriber& what, ExecReport* report, bool* refused) {
+Status CommImpl::refusal(const OpDescriber& what, const Status& health) const {
+  return Status(health.code(),
+                strFormat("%s refused: communicator '%s' failed earlier: %s",
+                          what.describe().c_str(), name_.c_str(), health.message().c_str()),
+                health.peerRank());
+}
+
+ExecParams CommImpl::execParams(const OpRequest& r, const Plan& plan, const OpDescriber& what) {
   const CollectiveSpec& spec = r.spec;
-  Status health = transport_->health();
-  if (!health.ok()) {
-    *refused = true;
-    return Status(health.code(),
-                  strFormat("%s refused: communicator '%s' failed earlier: %s",
-                            what.describe().c_str(), name_.c_str(), health.message().c_str()),
-                  health.peerRank());
-  }
-  const Plan& plan = planFor(spec, algorithm);
-  const Schedule& schedule = plan.schedule;
   ExecParams params;
   params.dtype = spec.dtype;
   params.op = spec.op;
@@ -476,6 +473,20 @@ Status CommImpl::runSchedule(const OpRequest& r, const AlgorithmInfo& algorithm,
   params.checker = &checker_;
   params.seq = r.seq;
   params.preferCopy = prefersCopy(spec);
+  return params;
+}
+
+Status CommImpl::runSchedule(const OpRequest& r, const AlgorithmInfo& algorithm,
+                             const OpDescriber& what, ExecReport* report, bool* refused) {
+  const CollectiveSpec& spec = r.spec;
+  Status health = transport_->health();
+  if (!health.ok()) {
+    *refused = true;
+    return refusal(what, health);
+  }
+  const Plan& plan = planFor(spec, algorithm);
+  const Schedule& schedule = plan.schedule;
+  const ExecParams params = execParams(r, plan, what);
   if (schedule.scratchCount > 0) {
     // Pooled: grows to the largest need once, then every call reuses it.
     std::size_t bytes = schedule.scratchCount * dataTypeSize(spec.dtype);
@@ -522,6 +533,131 @@ Status CommImpl::failed(const OpRequest& r, const OpDescriber& what, const Statu
   return result;
 }
 
+// One point-to-point call of a group (runP2pGroup): what execute() keeps on its stack, kept
+// here while the call is in flight with others. Pooled (spareRuns_): a warm group allocates
+// nothing.
+struct CommImpl::P2pRun {
+  OpRequest request;
+  bool blocking = false;  // the caller's own call: its status is returned, not completed
+  bool began = false;     // in the flight recorder
+  bool refused = false;
+  bool ended = false;
+  std::optional<CallDescriber> what;
+  FlightRecorder::Handle op;
+  const Schedule* schedule = nullptr;  // in cache_, which is not cleared meanwhile
+  ExecParams params;
+  ExecBuffers buffers;
+  ExecReport report;
+  ExecutorPool pool;
+  Status status;
+};
+
+void CommImpl::takeQueuedP2pLocked(std::vector<OpRequest>& out) {
+  while (!queue_.empty() && isPointToPoint(queue_.front())) {
+    out.push_back(std::move(queue_.front()));
+    queue_.pop_front();
+  }
+}
+
+void CommImpl::startP2p(P2pRun& p) {
+  const OpRequest& r = p.request;
+  auto algorithm = chooseAlgorithm(r.spec, forcedAlgorithm(r.algorithm, r.spec.kind));
+  if (!algorithm.ok()) {
+    p.status = algorithm.status();
+    p.ended = true;
+    return;
+  }
+  p.what.emplace(*this, r, (*algorithm)->name);
+  p.op = recorder_.begin(summarize(r, (*algorithm)->name), r.issued);
+  p.began = true;
+  const Status health = transport_->health();
+  if (!health.ok()) {
+    p.refused = true;
+    p.status = refusal(*p.what, health);
+    p.ended = true;
+    return;
+  }
+  const Plan& plan = planFor(r.spec, **algorithm);
+  TUTTI_ASSERT_CMP(plan.schedule.scratchCount, ==, 0u);  // point to point needs none
+  p.schedule = &plan.schedule;
+  p.params = execParams(r, plan, *p.what);
+  p.buffers = ExecBuffers{r.input, r.output, nullptr};
+  p2pGroup_->add(*p.schedule, p.buffers, p.params, p.pool, &p.report, &p.status, &p.ended);
+}
+
+Status CommImpl::finishP2p(P2pRun& p) {
+  if (p.began) recorder_.end(p.op, p.status.code());
+  if (p.status.ok() || !p.what.has_value()) return p.status;
+  // As execute() and runSchedule() word a failure.
+  Status status = p.refused ? p.status
+                            : p.status.withContext(strFormat("%s failed on rank %d",
+                                                             p.what->describe().c_str(), rank_));
+  return failed(p.request, *p.what, status, p.report, p.refused);
+}
+
+Status CommImpl::runP2pGroup(std::vector<OpRequest>& batch, OpRequest* blocking, bool absorb) {
+  if (p2pGroup_ == nullptr) p2pGroup_ = std::make_unique<RunGroup>(*transport_);
+  p2pGroup_->begin();
+  p2pGroupActive_ = true;
+  std::vector<P2pRun*>& runs = p2pRuns_;
+  Status blockingStatus;
+  auto add = [&](OpRequest&& r, bool isBlocking) {
+    if (spareRuns_.empty()) spareRuns_.push_back(std::make_unique<P2pRun>());
+    std::unique_ptr<P2pRun> run = std::move(spareRuns_.back());
+    spareRuns_.pop_back();
+    P2pRun& p = *run;
+    p.request = std::move(r);
+    p.blocking = isBlocking;
+    p.began = p.refused = p.ended = false;
+    p.what.reset();
+    p.status = Status::Ok();
+    p.report = ExecReport{};
+    runs.push_back(run.release());
+    startP2p(p);
+  };
+  // Ended calls complete at once, whatever their order.
+  auto reap = [&] {
+    std::size_t kept = 0;
+    for (P2pRun* p : runs) {
+      if (!p->ended) {
+        runs[kept++] = p;
+        continue;
+      }
+      Status status = finishP2p(*p);
+      if (p->blocking)
+        blockingStatus = std::move(status);
+      else
+        p->request.work->complete(std::move(status));
+      p->request = OpRequest{};  // lets go of the Work and the arrays
+      spareRuns_.emplace_back(p);
+    }
+    runs.resize(kept);
+  };
+  for (OpRequest& r : batch) add(std::move(r), false);
+  batch.clear();
+  if (blocking != nullptr) add(std::move(*blocking), true);
+  reap();
+  while (p2pGroup_->active()) {
+    // The snapshot comes before the look at the queue: a call queued after the look
+    // interrupts the wait (submit), one queued before it is taken here.
+    const std::uint32_t seen = transport_->progressSignal().snapshot();
+    if (absorb) {
+      {
+        std::lock_guard<std::mutex> lock(queueMutex_);
+        takeQueuedP2pLocked(batch);
+      }
+      for (OpRequest& r : batch) add(std::move(r), false);
+      batch.clear();
+    }
+    p2pGroup_->turn(seen);
+    reap();
+  }
+  reap();
+  p2pGroupActive_ = false;
+  p2pGroup_->end();
+  return blockingStatus;
+}
+
 Status CommImpl::runBlocking(OpRequest&& request, const CallOptions& options) {
   TUTTI_RETURN_IF_ERROR(validate(request));
   prepare(request, options);
@@ -536,17 +672,35 @@ Status CommImpl::runBlocking(OpRequest&& request, const CallOptions& options) {
       auto work = std::make_shared<WorkState>(spinNs_);
       request.work = work;
       request.algorithm = options.algorithm;
+      const bool p2p = isPointToPoint(request);
       queue_.push_back(std::move(request));
       lock.unlock();
       queueCv_.notify_all();
+      if (p2p) transport_->interruptWait();  // a point-to-point group there takes it in
       return work->wait(Deadline::never());  // bounded: every queued op has a deadline
     }
     inlineBusy_ = true;
     // Async operations issued before this call and not started yet run here first, in
     // issue order (the worker starts nothing while inlineBusy_): handing them to the worker
     // would cost a wake-up of the worker and then one of this thread, each a scheduler round
-    // trip, where an isend followed by a recv needs none.
+    // trip, where an isend followed by a recv needs none. Point-to-point calls back to back
+    // run together, this one too when it is one of them and the last.
     while (!queue_.empty()) {
+      if (isPointToPoint(queue_.front())) {
+        takeQueuedP2pLocked(p2pBatch_);
+        const bool joins = queue_.empty() && isPointToPoint(request);
+        lock.unlock();
+        if (joins) {
+          request.algorithm = options.algorithm;
+          Status status = runP2pGroup(p2pBatch_, &request, false);
+          finishInline();
+          return status;
+        }
+        // Without a call of the caller's in the group, every status goes to a Work.
+        (void)runP2pGroup(p2pBatch_, nullptr, false);
+        lock.lock();
+        continue;
+      }
       OpRequest queued = std::move(queue_.front());
       queue_.pop_front();
       lock.unlock();
@@ -556,6 +710,11 @@ Status CommImpl::runBlocking(OpRequest&& request, const CallOptions& options) {
     }
   }
   Status status = execute(request, options.algorithm);
+  finishInline();
+  return status;
+}
+
+void CommImpl::finishInline() {
   bool worker = false;
   {
     std::lock_guard<std::mutex> lock(queueMutex_);
@@ -564,7 +723,6 @@ Status CommImpl::runBlocking(OpRequest&& request, const CallOptions& options) {
   }
   // Only the worker waits for inlineBusy_ (the destructor joins it, so without one nobody).
   if (worker) queueCv_.notify_all();
-  return status;
 }
 
 Work CommImpl::submit(OpRequest request, const CallOptions& options) {
@@ -577,6 +735,8 @@ Work CommImpl::submit(OpRequest request, const CallOptions& options) {
   prepare(request, options);
   request.work = work;
   request.algorithm = options.algorithm;
+  const bool p2p = isPointToPoint(request);
+  bool busy = false;
   {
     std::lock_guard<std::mutex> lock(queueMutex_);
     queue_.push_back(std::move(request));
@@ -584,8 +744,11 @@ Work CommImpl::submit(OpRequest request, const CallOptions& options) {
       worker_ = std::thread([this] { workerLoop(); });
       workerStarted_ = true;
     }
+    busy = workerBusy_;
   }
   queueCv_.notify_all();
+  // A worker driving point-to-point calls takes this one into its group: wake its wait.
+  if (p2p && busy) transport_->interruptWait();
   return Work(work);
 }
 
@@ -595,12 +758,18 @@ void CommImpl::workerLoop() {
     // Idle wait for work: woken by submit() or by the destructor (stopping_).
     queueCv_.wait(lock, [&] { return (stopping_ && !inlineBusy_) || (!queue_.empty() && !inlineBusy_); });
     if (queue_.empty()) return;  // stopping, nothing left
-    OpRequest request = std::move(queue_.front());
-    queue_.pop_front();
     workerBusy_ = true;
-    lock.unlock();
-    Status status = execute(request, request.algorithm);
-    request.work->complete(std::move(status));
+    if (isPointToPoint(queue_.front())) {
+      takeQueuedP2pLocked(p2pBatch_);
+      lock.unlock();
+      (void)runP2pGroup(p2pBatch_, nullptr, true);  // every status goes to a Work
+    } else {
+      OpRequest request = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      Status status = execute(request, request.algorithm);
+      request.work->complete(std::move(status));
+    }
     lock.lock();
     workerBusy_ = false;
     lock.unlock();

@@ -4,7 +4,8 @@
 //   schedule -> run it with the executor over the transport.
 // Operations run in issue order: on the calling thread when nothing is queued (blocking
 // calls), or on the communicator's worker thread (async calls, and blocking calls issued
-// while async ones are pending).
+// while async ones are pending). Point-to-point calls issued back to back run together
+// (runP2pGroup).
 
 #include <array>
 #include <atomic>
@@ -118,6 +119,29 @@ class CommImpl {
   /// *refused when the communicator had failed before the call began.
   Status runSchedule(const OpRequest& request, const AlgorithmInfo& algorithm,
                      const OpDescriber& what, ExecReport* report, bool* refused);
+  /// The refusal of a call issued after the communicator failed (`health`).
+  Status refusal(const OpDescriber& what, const Status& health) const;
+  struct Plan;
+  /// The executor's parameters for `request` run with `plan`.
+  ExecParams execParams(const OpRequest& request, const Plan& plan, const OpDescriber& what);
+
+  // Point-to-point calls issued back to back run together (the executor's RunGroup), so
+  // that an irecv followed by an isend completes on every rank of a ring; each ends as
+  // execute() would end it. Collectives still run one at a time, in issue order.
+  struct P2pRun;
+  static bool isPointToPoint(const OpRequest& request) {
+    return request.spec.kind == Collective::kSend || request.spec.kind == Collective::kRecv;
+  }
+  /// Moves the point-to-point calls at the front of the queue (up to the first collective)
+  /// to the back of `out`. Holds queueMutex_.
+  void takeQueuedP2pLocked(std::vector<OpRequest>& out);
+  /// Runs `batch` (in issue order, emptied) and then `blocking` (the caller's own call,
+  /// when not null) together; completes the batch's Work and returns the blocking call's
+  /// status. `absorb` (the worker): point-to-point calls queued meanwhile join the group.
+  /// Run by one thread at a time (the worker, or the caller running calls inline).
+  Status runP2pGroup(std::vector<OpRequest>& batch, OpRequest* blocking, bool absorb);
+  void startP2p(P2pRun& run);
+  Status finishP2p(P2pRun& run);
   /// What execute() does with a failed call: when the communicator's first failure is a
   /// timeout, the hang report (once per communicator); the flight recorder's dump on a
   /// timeout or an abort; the WARN line.
@@ -130,11 +154,12 @@ class CommImpl {
   /// selectAlgorithm() for `spec` and `forced`, answered from the previous call when it had
   /// the same shape (lastChoice_). Same errors as selectAlgorithm().
   Result<const AlgorithmInfo*> chooseAlgorithm(const CollectiveSpec& spec, std::string_view forced);
-  struct Plan;
   /// The schedule and stamp of a call of this shape with `algorithm`: the previous call's,
   /// a cached one, or built now (and cached).
   const Plan& planFor(const CollectiveSpec& spec, const AlgorithmInfo& algorithm);
   void workerLoop();
+  /// The end of runBlocking()'s inline run: lets the worker start again.
+  void finishInline();
 
   const Config config_;
   const int rank_;
@@ -156,6 +181,13 @@ class CommImpl {
   CallChecker checker_;
   std::unique_ptr<Transport> transport_;
   ExecutorPool pool_;
+  // runP2pGroup's state, kept so that a warm group allocates nothing; used by the one
+  // thread running operations (the worker, or the caller inline: never both at once).
+  std::unique_ptr<RunGroup> p2pGroup_;
+  bool p2pGroupActive_ = false;  // planFor() does not clear its cache meanwhile
+  std::vector<OpRequest> p2pBatch_;
+  std::vector<P2pRun*> p2pRuns_;                      // in flight, owned
+  std::vector<std::unique_ptr<P2pRun>> spareRuns_;
   CallCheckCache checkCache_;  // the issuing thread's (validate)
   // The previous call's algorithm and what it was chosen for (the thread running
   // operations'); algorithm null: none kept.

@@ -1,6 +1,7 @@
 #include "executor/executor.h"
 
 #include <algorithm>
+#include <optional>
 #include <cstring>
 
 #include "base/assert.h"
@@ -86,6 +87,19 @@ class Run {
 
   Status run();
 
+  // Driven from outside (RunGroup): begin() once, then turn() until it says done or failed;
+  // on failure or timeout, abandon() returns what execute() would.
+  enum class Turn { kProgressed, kIdle, kDone, kFailed };
+  // Sets up the run; false when there is nothing to do (no steps).
+  bool begin();
+  // Issues what can be issued and advances every slot, without waiting. *failure is set
+  // with kFailed.
+  Turn turn(Status* failure);
+  Status abandon(Status failure);
+  // Ends the wait loop when the deadline has passed: the timeout naming what is missing.
+  Status timeoutError() const;
+  const ExecParams& params() const { return params_; }
+
  private:
   using Slot = ExecutorPool::Slot;
 
@@ -96,8 +110,6 @@ class Run {
   void start(Slot& slot, StepId id);
   // Moves `slot` on if its transfer completed. False, with *failure set, when it failed.
   bool advance(Slot& slot, bool* progressed, Status* failure);
-  // Ends the wait loop when the deadline has passed: the timeout naming what is missing.
-  Status timeoutError() const;
   void computeAfterReceive(const Step& step, const Slot& slot);
   void finishStep(Slot& slot);
   void cancelAll();
@@ -117,6 +129,9 @@ class Run {
   std::size_t slotCount_ = 0;
   std::size_t active_ = 0;
   std::size_t completed_ = 0;
+  std::size_t steps_ = 0;
+  StepId next_ = 0;     // the next step to issue
+  bool begun_ = false;  // registered with the call checker (or nothing to register)
 };
 
 char* Run::address(const Region& region) const {
@@ -307,52 +322,66 @@ Status Run::timeoutError() const {
                 onlyPeer >= 0 ? onlyPeer : Status::kNoRank);
 }
 
+bool Run::begin() {
+  steps_ = schedule_.steps.size();
+  if (steps_ == 0) return false;
+  prepare(steps_);
+  next_ = 0;
+  begun_ = params_.checker == nullptr || params_.stamp.empty();
+  return true;
+}
+
+Run::Turn Run::turn(Status* failure) {
+  bool progressed = false;
+  // Issue steps in order while their dependencies are met and a slot is free.
+  while (next_ < steps_ && active_ < slotCount_ && depsComplete(next_)) {
+    std::size_t free = 0;
+    while (pool_.slot(free).busy) ++free;  // exists: active_ < slotCount_
+    start(pool_.slot(free), next_++);
+    progressed = true;
+  }
+  if (!begun_) {
+    // Messages of this call that arrived meanwhile were kept as early; begin() checks them.
+    begun_ = true;
+    *failure = params_.checker->begin(params_.seq, params_.stamp);
+    if (!failure->ok()) return Turn::kFailed;
+  }
+  for (std::size_t i = 0; i < slotCount_; ++i) {
+    if (pool_.slot(i).busy && !advance(pool_.slot(i), &progressed, failure)) return Turn::kFailed;
+  }
+  if (completed_ == steps_) return Turn::kDone;
+  if (progressed) return Turn::kProgressed;
+  // Before waiting: a transport failure elsewhere (a peer died) completes no request of
+  // this run's, so it is asked for here rather than on every turn.
+  *failure = transport_.health();
+  return failure->ok() ? Turn::kIdle : Turn::kFailed;
+}
+
 Status Run::run() {
-  const std::size_t steps = schedule_.steps.size();
-  if (steps == 0) return Status::Ok();
-  prepare(steps);
+  if (!begin()) return Status::Ok();
   WaitSignal& signal = transport_.progressSignal();
-  StepId next = 0;
   Status failure;
-  bool begun = params_.checker == nullptr || params_.stamp.empty();
   while (true) {
     const std::uint32_t seen = signal.snapshot();
-    bool progressed = false;
-    // Issue steps in order while their dependencies are met and a slot is free.
-    while (next < steps && active_ < slotCount_ && depsComplete(next)) {
-      std::size_t free = 0;
-      while (pool_.slot(free).busy) ++free;  // exists: active_ < slotCount_
-      start(pool_.slot(free), next++);
-      progressed = true;
-    }
-    if (!begun) {
-      // Messages of this call that arrived meanwhile were kept as early; begin() checks them.
-      begun = true;
-      failure = params_.checker->begin(params_.seq, params_.stamp);
-      if (!failure.ok()) break;
-    }
-    bool ok = true;
-    for (std::size_t i = 0; i < slotCount_ && ok; ++i) {
-      if (pool_.slot(i).busy) ok = advance(pool_.slot(i), &progressed, &failure);
-    }
-    if (!ok) break;
-    if (completed_ == steps) return Status::Ok();
-    if (progressed) continue;
-    // Before waiting: a transport failure elsewhere (a peer died) completes no request of
-    // this run's, so it is asked for here rather than on every turn.
-    failure = transport_.health();
-    if (!failure.ok()) break;
+    const Turn t = turn(&failure);
+    if (t == Turn::kDone) return Status::Ok();
+    if (t == Turn::kFailed) break;
+    if (t == Turn::kProgressed) continue;
     if (!transport_.waitForProgress(seen, params_.deadline, params_.spinNs) &&
         params_.deadline.expired()) {
       failure = timeoutError();
       break;
     }
   }
+  return abandon(std::move(failure));
+}
+
+Status Run::abandon(Status failure) {
   if (report_ != nullptr) {
     // Before cancelling: afterwards no slot is busy and the run would seem to wait for nothing.
     int onlyPeer = -1;
     report_->completedSteps = completed_;
-    report_->totalSteps = steps;
+    report_->totalSteps = steps_;
     report_->waitingOn = waitingOn(&onlyPeer);
   }
   // Fail first, then cancel: cancelling a request a peer may still be reading breaks the
@@ -377,6 +406,99 @@ Status execute(Transport& transport, const Schedule& schedule, const ExecBuffers
   ScopeExit stopDriving([&] { transport.setDriving(false); });
   Run run(transport, schedule, buffers, params, pool, report);
   return run.run();
+}
+
+struct RunGroup::Entry {
+  std::optional<Run> run;
+  Status* result = nullptr;
+  bool* ended = nullptr;
+};
+
+RunGroup::RunGroup(Transport& transport) : transport_(transport) {}
+RunGroup::~RunGroup() = default;
+
+void RunGroup::begin() {
+  TUTTI_ASSERT(active_.empty());
+  transport_.setDriving(true);
+}
+
+void RunGroup::end() {
+  TUTTI_ASSERT(active_.empty());  // the caller turns until every run has ended
+  transport_.setDriving(false);
+}
+
+void RunGroup::add(const Schedule& schedule, const ExecBuffers& buffers, const ExecParams& params,
+                   ExecutorPool& pool, ExecReport* report, Status* result, bool* ended) {
+  TUTTI_ASSERT_CMP(schedule.size, ==, transport_.size());
+  TUTTI_ASSERT_CMP(schedule.rank, ==, transport_.rank());
+  if (spare_.empty()) spare_.push_back(std::make_unique<Entry>());
+  std::unique_ptr<Entry> e = std::move(spare_.back());
+  spare_.pop_back();
+  e->result = result;
+  e->ended = ended;
+  *ended = false;
+  Run& run = e->run.emplace(transport_, schedule, buffers, params, pool, report);
+  if (!run.begin()) {
+    finish(*e, Status::Ok());
+  } else {
+    // Its first steps are posted now, behind those of the runs added before it.
+    Status failure;
+    const Run::Turn t = run.turn(&failure);
+    if (t == Run::Turn::kDone) finish(*e, Status::Ok());
+    if (t == Run::Turn::kFailed) finish(*e, run.abandon(std::move(failure)));
+  }
+  if (e->run.has_value())
+    active_.push_back(std::move(e));
+  else
+    spare_.push_back(std::move(e));
+}
+
+void RunGroup::finish(Entry& e, Status status) {
+  *e.result = std::move(status);
+  *e.ended = true;
+  e.run.reset();
+}
+
+void RunGroup::turn(std::uint32_t seen) {
+  bool progressed = false;
+  Deadline earliest = Deadline::never();
+  std::int64_t spinNs = 0;
+  for (const std::unique_ptr<Entry>& e : active_) {
+    Status failure;
+    switch (e->run->turn(&failure)) {
+      case Run::Turn::kDone:
+        finish(*e, Status::Ok());
+        progressed = true;
+        break;
+      case Run::Turn::kFailed:
+        // The transport fails with it: the other runs end on their next turn.
+        finish(*e, e->run->abandon(std::move(failure)));
+        progressed = true;
+        break;
+      case Run::Turn::kProgressed:
+        progressed = true;
+        break;
+      case Run::Turn::kIdle:
+        earliest = Deadline::earliest(earliest, e->run->params().deadline);
+        spinNs = std::max(spinNs, e->run->params().spinNs);
+        break;
+    }
+  }
+  if (!progressed) {
+    if (transport_.waitForProgress(seen, earliest, spinNs) || !earliest.expired()) return;
+    for (const std::unique_ptr<Entry>& e : active_) {
+      if (e->run->params().deadline.expired()) finish(*e, e->run->abandon(e->run->timeoutError()));
+    }
+  }
+  // Ended runs go back to the spares; the others keep their order.
+  std::size_t kept = 0;
+  for (std::unique_ptr<Entry>& e : active_) {
+    if (e->run.has_value())
+      active_[kept++] = std::move(e);
+    else
+      spare_.push_back(std::move(e));
+  }
+  active_.resize(kept);
 }
 
 }  // namespace tutti

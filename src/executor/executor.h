@@ -98,4 +98,42 @@ struct ExecReport {
 Status execute(Transport& transport, const Schedule& schedule, const ExecBuffers& buffers,
                const ExecParams& params, ExecutorPool& pool, ExecReport* report = nullptr);
 
+/// Several runs driven together by one thread, each ending as execute() would end it alone.
+/// For point-to-point calls issued back to back, which may wait on one another across ranks:
+/// an irecv from the left and then an isend to the right on every rank of a ring completes
+/// only if both are in flight at once. Runs post their first steps in the order they are
+/// added. Only one thread drives a transport at a time (as with execute()).
+class RunGroup {
+ public:
+  explicit RunGroup(Transport& transport);
+  ~RunGroup();
+  RunGroup(const RunGroup&) = delete;
+  RunGroup& operator=(const RunGroup&) = delete;
+
+  /// Around each use: this thread drives the transport from begin() to end(), by which
+  /// time every run must have ended. A group is reused: a warm one allocates nothing.
+  void begin();
+  void end();
+
+  /// Starts a run (its own pool: runs in flight together share none); *result is set and
+  /// *ended becomes true when it ends. Every argument must stay valid until then.
+  void add(const Schedule& schedule, const ExecBuffers& buffers, const ExecParams& params,
+           ExecutorPool& pool, ExecReport* report, Status* result, bool* ended);
+  /// True while a run has not ended.
+  bool active() const { return !active_.empty(); }
+  /// Moves every run on; when none moved, waits for progress (bounded by the earliest
+  /// deadline, after which the runs past theirs end with a timeout) unless the transport's
+  /// progressSignal() differs from `seen`, read by the caller before it last looked for
+  /// work to add (so that work added after that look cuts the wait short). May return early.
+  void turn(std::uint32_t seen);
+
+ private:
+  struct Entry;
+  void finish(Entry& e, Status status);
+
+  Transport& transport_;
+  std::vector<std::unique_ptr<Entry>> active_;  // in the order they were added
+  std::vector<std::unique_ptr<Entry>> spare_;
+};
+
 }  // namespace tutti

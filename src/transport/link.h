@@ -168,6 +168,10 @@ class Transport {
   /// only when the deadline has passed.
   virtual bool waitForProgress(std::uint32_t seen, Deadline deadline, std::int64_t spinNs) = 0;
 
+  /// Makes a waitForProgress() on another thread return soon: that thread has been given
+  /// more to do (a call queued behind the ones it drives). Any thread.
+  virtual void interruptWait() = 0;
+
   /// OK while healthy; after a peer failure or protocol error, the first such error (it
   /// names the peer). Requests pending at that moment complete with errors too.
   virtual Status health() const = 0;

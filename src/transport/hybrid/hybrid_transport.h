@@ -37,6 +37,7 @@ class HybridTransport final : public Transport {
   /// The TCP side keeps its own thread; the waiter drives the shared-memory side only.
   void setDriving(bool) override {}
   bool waitForProgress(std::uint32_t seen, Deadline deadline, std::int64_t spinNs) override;
+  void interruptWait() override { shm_->interruptWait(); }  // its waits are the shm side's
   Status health() const override;
   void setCallChecker(CallChecker* checker) override {
     Transport::setCallChecker(checker);

@@ -84,6 +84,7 @@ class ShmTransport final : public Transport, public ProgressHook {
   WaitSignal& progressSignal() override { return progress_; }
   void setDriving(bool) override {}
   bool waitForProgress(std::uint32_t seen, Deadline deadline, std::int64_t spinNs) override;
+  void interruptWait() override { onProgress(); }
   /// Rings are read only by the thread that posts or waits (no thread of its own).
   bool arrivalsOnCallingThreads() const override { return true; }
   Status health() const override;

@@ -72,6 +72,7 @@ class TcpTransport final : public Transport {
   WaitSignal& progressSignal() override { return progress_; }
   void setDriving(bool driving) override;
   bool waitForProgress(std::uint32_t seen, Deadline deadline, std::int64_t spinNs) override;
+  void interruptWait() override { notifyProgress(); }
   Status health() const override;
   void fail(const Status& status) override;
   void shutdown(Deadline deadline) override;
