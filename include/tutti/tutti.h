@@ -222,7 +222,10 @@ TUTTI_API tuttiResult_t tuttiAlltoallv(const void* sendbuff, const size_t* sendc
 
 /* ---- non-blocking forms: same arguments, plus *request to wait on. Buffers must stay
    valid until the request completes. Operations on a communicator run in issue order,
-   blocking and non-blocking alike. An argument error is returned at once and no request is
+   blocking and non-blocking alike, except that point-to-point operations issued back to
+   back are in flight together (a receive from the left, then a send to the right, then a
+   wait on both completes on every rank of a ring); a collective starts once everything
+   issued before it has ended. An argument error is returned at once and no request is
    made (*request = NULL). ---------------------------------------------------------------- */
 
 /* Starts tuttiSend. */
