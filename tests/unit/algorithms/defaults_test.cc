@@ -11,17 +11,21 @@
 namespace tutti {
 namespace {
 
-std::string allreduceDefault(int size, std::uint64_t bytes, bool sharedMemory) {
+std::string defaultFor(Collective kind, int size, std::uint64_t bytes, bool sharedMemory) {
   CollectiveSpec spec;
-  spec.kind = Collective::kAllReduce;
+  spec.kind = kind;
   spec.size = size;
   spec.rank = size - 1;
   spec.dtype = DataType::kFloat32;
-  spec.count = bytes / 4;
+  spec.count = bytes / 4;  // all-gather: one rank's block
   spec.segmentCount = (512 << 10) / 4;
   spec.sharedMemory = sharedMemory;
   const AlgorithmInfo* info = defaultAlgorithm(spec);
   return info == nullptr ? "none" : info->name;
+}
+
+std::string allreduceDefault(int size, std::uint64_t bytes, bool sharedMemory) {
+  return defaultFor(Collective::kAllReduce, size, bytes, sharedMemory);
 }
 
 TEST(DefaultRules, TwoRanksTakeRabenseifnerAbove4MiBOnAnyFabric) {
@@ -45,6 +49,13 @@ TEST(DefaultRules, MoreThanFourRanksOnOneHostTakeTheRingAbove2MiB) {
   // Up to 4 ranks the ring wherever they run.
   EXPECT_EQ(allreduceDefault(4, 16 << 20, true), "ring");
   EXPECT_EQ(allreduceDefault(4, 16 << 20, false), "ring");
+}
+
+TEST(DefaultRules, TwoRanksSharingMemoryAllGatherInOneExchange) {
+  EXPECT_EQ(defaultFor(Collective::kAllGather, 2, 64 << 20, true), "recursive_doubling");
+  EXPECT_EQ(defaultFor(Collective::kAllGather, 2, 64 << 20, false), "ring");
+  EXPECT_EQ(defaultFor(Collective::kAllGather, 4, 64 << 20, true), "ring");
+  EXPECT_EQ(defaultFor(Collective::kAllGather, 2, 1 << 20, false), "recursive_doubling");
 }
 
 }  // namespace
