@@ -136,9 +136,10 @@ bool configure(const std::string& level, const std::string& subsys, const std::s
     parsed = Level::kWarn;
     mask = kAll;
   }
-  if (gethostname(gHost, sizeof(gHost) - 1) != 0) std::strcpy(gHost, "?");
   {
+    // write() reads both under the same lock.
     std::lock_guard<std::mutex> lock(gSinkMutex);
+    if (gethostname(gHost, sizeof(gHost) - 1) != 0) std::strcpy(gHost, "?");
     gFilePattern = file;
     openSinkLocked();
   }
@@ -171,10 +172,11 @@ void detail::configureFromEnvironment() {
 
 void setRank(int rank) {
   int previous = gRank.exchange(rank);
-  if (previous != rank && gFilePattern.find("%r") != std::string::npos) {
-    std::lock_guard<std::mutex> lock(gSinkMutex);
-    openSinkLocked();
-  }
+  if (previous == rank) return;
+  // The pattern under the lock: configure() may be writing it on another thread (the
+  // first log call of another rank's thread configures from the environment).
+  std::lock_guard<std::mutex> lock(gSinkMutex);
+  if (gFilePattern.find("%r") != std::string::npos) openSinkLocked();
 }
 
 void write(Level level, std::uint32_t subsys, const char* file, int line, const char* fmt, ...) {
