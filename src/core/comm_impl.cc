@@ -12,6 +12,8 @@
 #include "base/strings.h"
 #include "bootstrap/tcp_store.h"
 #include "core/call_checks.h"
+#include "core/call_describer.h"
+#include "core/p2p_run.h"
 #include "core/call_stamp.h"
 #include "core/hang_report.h"
 #include "core/work_state.h"
@@ -383,25 +385,6 @@ const CommImpl::Plan& CommImpl::planFor(const CollectiveSpec& spec,
   return it->second;
 }
 
-namespace {
-
-// describe() of one call, formatted only when an error or a trace needs it.
-class CallDescriber final : public OpDescriber {
- public:
-  CallDescriber(const CommImpl& comm, const OpRequest& r, const char* algorithm)
-      : comm_(comm), r_(r), algorithm_(algorithm) {}
-  std::string describe() const override { return comm_.describe(r_, algorithm_); }
-  std::string describeStamp(const CallStamp& stamp) const override {
-    return detail::describeStamp(stamp, r_.seq);
-  }
-
- private:
-  const CommImpl& comm_;
-  const OpRequest& r_;
-  const char* algorithm_;
-};
-
-}  // namespace
 
 bool CommImpl::LastChoice::matches(const CollectiveSpec& spec, std::string_view asked) const {
   return algorithm != nullptr && spec.kind == kind && spec.count == count &&
@@ -531,131 +514,6 @@ Status CommImpl::failed(const OpRequest& r, const OpDescriber& what, const Statu
   if (root.code() == ErrorCode::kTimeout) dumpOnFailure("timeout");
   if (root.code() == ErrorCode::kAborted) dumpOnFailure("aborted");
   return result;
-}
-
-// One point-to-point call of a group (runP2pGroup): what execute() keeps on its stack, kept
-// here while the call is in flight with others. Pooled (spareRuns_): a warm group allocates
-// nothing.
-struct CommImpl::P2pRun {
-  OpRequest request;
-  bool blocking = false;  // the caller's own call: its status is returned, not completed
-  bool began = false;     // in the flight recorder
-  bool refused = false;
-  bool ended = false;
-  std::optional<CallDescriber> what;
-  FlightRecorder::Handle op;
-  const Schedule* schedule = nullptr;  // in cache_, which is not cleared meanwhile
-  ExecParams params;
-  ExecBuffers buffers;
-  ExecReport report;
-  ExecutorPool pool;
-  Status status;
-};
-
-void CommImpl::takeQueuedP2pLocked(std::vector<OpRequest>& out) {
-  while (!queue_.empty() && isPointToPoint(queue_.front())) {
-    out.push_back(std::move(queue_.front()));
-    queue_.pop_front();
-  }
-}
-
-void CommImpl::startP2p(P2pRun& p) {
-  const OpRequest& r = p.request;
-  auto algorithm = chooseAlgorithm(r.spec, forcedAlgorithm(r.algorithm, r.spec.kind));
-  if (!algorithm.ok()) {
-    p.status = algorithm.status();
-    p.ended = true;
-    return;
-  }
-  p.what.emplace(*this, r, (*algorithm)->name);
-  p.op = recorder_.begin(summarize(r, (*algorithm)->name), r.issued);
-  p.began = true;
-  const Status health = transport_->health();
-  if (!health.ok()) {
-    p.refused = true;
-    p.status = refusal(*p.what, health);
-    p.ended = true;
-    return;
-  }
-  const Plan& plan = planFor(r.spec, **algorithm);
-  TUTTI_ASSERT_CMP(plan.schedule.scratchCount, ==, 0u);  // point to point needs none
-  p.schedule = &plan.schedule;
-  p.params = execParams(r, plan, *p.what);
-  p.buffers = ExecBuffers{r.input, r.output, nullptr};
-  p2pGroup_->add(*p.schedule, p.buffers, p.params, p.pool, &p.report, &p.status, &p.ended);
-}
-
-Status CommImpl::finishP2p(P2pRun& p) {
-  if (p.began) recorder_.end(p.op, p.status.code());
-  if (p.status.ok() || !p.what.has_value()) return p.status;
-  // As execute() and runSchedule() word a failure.
-  Status status = p.refused ? p.status
-                            : p.status.withContext(strFormat("%s failed on rank %d",
-                                                             p.what->describe().c_str(), rank_));
-  return failed(p.request, *p.what, status, p.report, p.refused);
-}
-
-Status CommImpl::runP2pGroup(std::vector<OpRequest>& batch, OpRequest* blocking, bool absorb) {
-  if (p2pGroup_ == nullptr) p2pGroup_ = std::make_unique<RunGroup>(*transport_);
-  p2pGroup_->begin();
-  p2pGroupActive_ = true;
-  std::vector<P2pRun*>& runs = p2pRuns_;
-  Status blockingStatus;
-  auto add = [&](OpRequest&& r, bool isBlocking) {
-    if (spareRuns_.empty()) spareRuns_.push_back(std::make_unique<P2pRun>());
-    std::unique_ptr<P2pRun> run = std::move(spareRuns_.back());
-    spareRuns_.pop_back();
-    P2pRun& p = *run;
-    p.request = std::move(r);
-    p.blocking = isBlocking;
-    p.began = p.refused = p.ended = false;
-    p.what.reset();
-    p.status = Status::Ok();
-    p.report = ExecReport{};
-    runs.push_back(run.release());
-    startP2p(p);
-  };
-  // Ended calls complete at once, whatever their order.
-  auto reap = [&] {
-    std::size_t kept = 0;
-    for (P2pRun* p : runs) {
-      if (!p->ended) {
-        runs[kept++] = p;
-        continue;
-      }
-      Status status = finishP2p(*p);
-      if (p->blocking)
-        blockingStatus = std::move(status);
-      else
-        p->request.work->complete(std::move(status));
-      p->request = OpRequest{};  // lets go of the Work and the arrays
-      spareRuns_.emplace_back(p);
-    }
-    runs.resize(kept);
-  };
-  for (OpRequest& r : batch) add(std::move(r), false);
-  batch.clear();
-  if (blocking != nullptr) add(std::move(*blocking), true);
-  reap();
-  while (p2pGroup_->active()) {
-    // The snapshot comes before the look at the queue: a call queued after the look
-    // interrupts the wait (submit), one queued before it is taken here.
-    const std::uint32_t seen = transport_->progressSignal().snapshot();
-    if (absorb) {
-      {
-        std::lock_guard<std::mutex> lock(queueMutex_);
-        takeQueuedP2pLocked(batch);
-      }
-      for (OpRequest& r : batch) add(std::move(r), false);
-      batch.clear();
-    }
-    p2pGroup_->turn(seen);
-    reap();
-  }
-  reap();
-  p2pGroupActive_ = false;
-  p2pGroup_->end();
-  return blockingStatus;
 }
 
 Status CommImpl::runBlocking(OpRequest&& request, const CallOptions& options) {
