@@ -8,7 +8,7 @@
 #   bench/peers/compare.sh [--quick] [--collectives "allreduce ..."] [--sizes "8 1M ..."]
 #                          [--worlds "2 4 8"] [--rounds R] [--peers "ompi mpich ..."]
 #                          [--target SECONDS] [--timeout SECONDS] [--out DIR]
-#                          [--gloo-algos LIST]
+#                          [--gloo-algos LIST] [--register]
 #
 # Defaults: allreduce; 8 64K 1M 16M 64M 256M; worlds 2 4 8; 5 rounds; every peer variant.
 # --quick: 2 rounds, sizes 8 1M 64M, worlds 2 4, --target 0.2, --timeout 120 (explicit
@@ -26,6 +26,10 @@
 #   gloo         Gloo, TCP on 127.0.0.1; all-reduce: the best of its algorithms (--gloo-algos,
 #                default ring,ring_chunked,halving_doubling,bcube; opt_ring is the options
 #                API PyTorch calls) each round, one launch per algorithm
+# --register: also run tutti with its buffers from tutti::memAlloc (tutti-bench -R 1; peers
+# on the host map them and copy with memcpy instead of the kernel's copy), as a second row
+# "tutti-reg" with its own ratio column. The peers have no such allocator in Debian's
+# builds (Open MPI's MPI_Alloc_mem is plain memory without xpmem/knem), so they keep theirs.
 # Nothing leaves loopback: Open MPI gets btl/oob_tcp_if_include lo, MPICH -iface lo and
 # UCX_NET_DEVICES=lo, tutti-run binds 127.0.0.1, Gloo's device 127.0.0.1.
 #
@@ -47,6 +51,7 @@ run_timeout=300
 gloo_algos="ring,ring_chunked,halving_doubling,bcube"
 out=""
 quick=0
+tuttis="tutti"
 set_sizes=0
 set_worlds=0
 set_rounds=0
@@ -67,6 +72,7 @@ while [ $# -gt 0 ]; do
     --timeout) run_timeout=$2; set_timeout=1; shift ;;
     --out) out=$2; shift ;;
     --gloo-algos) gloo_algos=$2; shift ;;
+    --register) tuttis="tutti tutti-reg" ;;
     -h|--help) usage; exit 0 ;;
     *) echo "compare.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -134,18 +140,21 @@ record_failure() {  # round coll world size impl status
   echo "$1 $2 $3 $4 $5 $what $what $what" >>"$records"
 }
 
-run_tutti() {  # round coll world size
-  local round=$1 coll=$2 world=$3 size=$4 bytes iters warm log json status=0
+run_tutti() {  # round coll world size impl (tutti, or tutti-reg: buffers from memAlloc)
+  local round=$1 coll=$2 world=$3 size=$4 impl=$5 bytes iters warm log json status=0
+  local extra=()
+  [ "$impl" = tutti-reg ] && extra=(-R 1)
   bytes=$(bytes_of "$size")
-  iters=$(tutti_iters "$coll/$world/$size" "$bytes" "$world")
+  iters=$(tutti_iters "$impl/$coll/$world/$size" "$bytes" "$world")
   warm=$(warmup_for "$bytes")
-  log="$out/logs/r$round-$coll-n$world-$size-tutti.log"
-  json="$out/logs/r$round-$coll-n$world-$size-tutti.json"
+  log="$out/logs/r$round-$coll-n$world-$size-$impl.log"
+  json="$out/logs/r$round-$coll-n$world-$size-$impl.json"
   run_logged "$log" "$bin/tutti-run" --timeout "$run_timeout" -n "$world" "$bin/tutti-bench" \
-    "$coll" -b "$bytes" -e "$bytes" -n "$iters" -w "$warm" -c 1 --json "$json" || status=$?
+    "$coll" -b "$bytes" -e "$bytes" -n "$iters" -w "$warm" -c 1 "${extra[@]}" --json "$json" ||
+    status=$?
   if [ "$status" != 0 ] || [ ! -s "$json" ]; then
-    echo "  tutti $coll n=$world $size: failed ($status), see $log" >&2
-    record_failure "$round" "$coll" "$world" "$bytes" tutti "$status"
+    echo "  $impl $coll n=$world $size: failed ($status), see $log" >&2
+    record_failure "$round" "$coll" "$world" "$bytes" "$impl" "$status"
     return
   fi
   # The row that does what the peers do (one JSON object per line): out of place, except
@@ -163,11 +172,11 @@ run_tutti() {  # round coll world size
   local rbytes
   rbytes=$(echo "$row" | sed -n 's/.*"bytes": \([0-9]*\),.*/\1/p')
   if [ -z "$us" ] || [ -z "$rbytes" ]; then
-    record_failure "$round" "$coll" "$world" "$bytes" tutti 1
+    record_failure "$round" "$coll" "$world" "$bytes" "$impl" 1
     return
   fi
-  last_us[$coll/$world/$size]=$us
-  echo "$round $coll $world $rbytes tutti $us $bw $wrong" >>"$records"
+  last_us[$impl/$coll/$world/$size]=$us
+  echo "$round $coll $world $rbytes $impl $us $bw $wrong" >>"$records"
 }
 
 # The launcher and environment of each peer variant; $1 is the world size.
@@ -240,11 +249,11 @@ for coll in $collectives; do
       echo "round $round/$rounds: $coll, $world ranks" >&2
       # Alternate who goes first, so neither side always runs on a warmer machine.
       if ((round % 2 == 1)); then
-        for s in $sizes; do run_tutti "$round" "$coll" "$world" "$s"; done
+        for s in $sizes; do for t in $tuttis; do run_tutti "$round" "$coll" "$world" "$s" "$t"; done; done
         for p in $peers; do run_peer "$round" "$coll" "$world" "$p"; done
       else
         for p in $peers; do run_peer "$round" "$coll" "$world" "$p"; done
-        for s in $sizes; do run_tutti "$round" "$coll" "$world" "$s"; done
+        for s in $sizes; do for t in $tuttis; do run_tutti "$round" "$coll" "$world" "$s" "$t"; done; done
       fi
     done
   done
@@ -260,7 +269,7 @@ echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/he
 # (= best peer time / tutti time; below 1 tutti is slower), and the same against Open MPI
 # over TCP, the peer on tutti's transport. Gloo's algorithms count as one peer: its best
 # in each round.
-awk -v peers="$peers" '
+awk -v peers="$peers" -v tuttis="$tuttis" '
 function median(list,    n, a, i, j, t) {
   n = split(list, a, " ")
   for (i = 2; i <= n; i++) {
@@ -297,39 +306,48 @@ function cell(key, small,    m) {
 }
 END {
   np = split(peers, plist, " ")
+  nt = split(tuttis, tlist, " ")
   # Per-round values (Gloo: its best algorithm) into lists for the medians.
   for (rk in best) {
     split(rk, p, SUBSEP); key = p[1] SUBSEP p[2] SUBSEP p[3] SUBSEP p[4]
     times[key] = times[key] " " best[rk]; bws[key] = bws[key] " " bestbw[rk]
   }
-  head = "| collective | ranks | size | tutti"
-  rule = "|---|---|---|---"
+  head = "| collective | ranks | size"
+  rule = "|---|---|---"
+  for (i = 1; i <= nt; i++) { head = head " | " tlist[i]; rule = rule "|---" }
   for (i = 1; i <= np; i++) { head = head " | " plist[i]; rule = rule "|---" }
-  print head " | best peer | tutti / best | tutti / ompi-tcp |"
-  print rule "|---|---|---|"
+  head = head " | best peer"; rule = rule "|---"
+  for (i = 1; i <= nt; i++) { head = head " | " tlist[i] " / best"; rule = rule "|---" }
+  print head " | tutti / ompi-tcp |"
+  print rule "|---|"
   for (c = 1; c <= ncells; c++) {
     split(order[c], p, SUBSEP); coll = p[1]; world = p[2]; size = p[3]
     small = size + 0 < 4096
-    line = "| " coll " | " world " | " human(size) " | " cell(order[c] SUBSEP "tutti", small)
+    line = "| " coll " | " world " | " human(size)
+    for (i = 1; i <= nt; i++) line = line " | " cell(order[c] SUBSEP tlist[i], small)
     for (i = 1; i <= np; i++) line = line " | " cell(order[c] SUBSEP plist[i], small)
-    # Ratios per round, then their median.
-    ratios = ""; tcp = ""; bestname = ""; delete wins
+    # Ratios per round, then their median, for each tutti variant.
+    tcp = ""; bestname = ""; delete wins; delete ratios
     for (r in rounds) {
-      tk = order[c] SUBSEP "tutti" SUBSEP r
-      if (!(tk in best)) continue
       bt = ""; bn = ""
       for (i = 1; i <= np; i++) {
         pk = order[c] SUBSEP plist[i] SUBSEP r
         if ((pk in best) && (bt == "" || best[pk] + 0 < bt + 0)) { bt = best[pk]; bn = plist[i] }
       }
-      if (bt != "") { ratios = ratios " " (bt / best[tk]); wins[bn]++ }
-      pk = order[c] SUBSEP "ompi-tcp" SUBSEP r
-      if (pk in best) tcp = tcp " " (best[pk] / best[tk])
+      if (bt != "") wins[bn]++
+      for (i = 1; i <= nt; i++) {
+        tk = order[c] SUBSEP tlist[i] SUBSEP r
+        if (!(tk in best)) continue
+        if (bt != "") ratios[i] = ratios[i] " " (bt / best[tk])
+        pk = order[c] SUBSEP "ompi-tcp" SUBSEP r
+        if (i == 1 && (pk in best)) tcp = tcp " " (best[pk] / best[tk])
+      }
     }
     most = 0
     for (n in wins) if (wins[n] > most) { most = wins[n]; bestname = n }
     line = line " | " (bestname == "" ? "–" : bestname)
-    line = line " | " (ratios == "" ? "–" : sprintf("%.2f", median(ratios)))
+    for (i = 1; i <= nt; i++)
+      line = line " | " (ratios[i] == "" ? "–" : sprintf("%.2f", median(ratios[i])))
     line = line " | " (tcp == "" ? "–" : sprintf("%.2f", median(tcp))) " |"
     print line
   }

@@ -116,6 +116,15 @@ TUTTI_API tuttiResult_t tuttiGetVersion(int* version);
 /* A static, distinct description of `result` ("invalid argument", ...); never NULL. */
 TUTTI_API const char* tuttiGetErrorString(tuttiResult_t result);
 
+/* Allocates `size` (> 0) bytes that peers on the same host read and write directly, and
+   stores the page-aligned, zeroed buffer in *ptr: large messages from or into it are
+   copied without the kernel (tutti/memory.h tells the costs). Any buffer works with every
+   call; this one is faster for large messages between ranks of one machine. */
+TUTTI_API tuttiResult_t tuttiMemAlloc(void** ptr, size_t size);
+/* Frees a buffer from tuttiMemAlloc; NULL is a no-op, any other pointer is
+   tuttiInvalidArgument. */
+TUTTI_API tuttiResult_t tuttiMemFree(void* ptr);
+
 /* ---- communicators ------------------------------------------------------------------- */
 
 /* Joins the world communicator described by the launcher's environment (tutti-run,

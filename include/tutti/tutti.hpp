@@ -4,6 +4,7 @@
 
 #include "tutti/communicator.h"
 #include "tutti/deadline.h"
+#include "tutti/memory.h"
 #include "tutti/status.h"
 #include "tutti/store.h"
 #include "tutti/types.h"

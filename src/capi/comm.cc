@@ -7,6 +7,7 @@
 #include "base/macros.h"
 #include "capi/handles.h"
 #include "tutti/build_config.h"
+#include "tutti/memory.h"
 #include "tutti/tutti.h"
 
 namespace tutti::capi {
@@ -135,6 +136,20 @@ const char* tuttiGetErrorString(tuttiResult_t result) {
   if (value < 0 || value >= tuttiNumResults) return "unknown tutti result code";
   // The C++ names are distinct and stable ("invalid argument", "peer failure", ...).
   return errorCodeName(static_cast<ErrorCode>(value));
+}
+
+tuttiResult_t tuttiMemAlloc(void** ptr, size_t size) {
+  if (ptr == nullptr) return tuttiInvalidArgument;
+  *ptr = nullptr;
+  Result<void*> buffer = memAlloc(size);
+  if (!buffer.ok()) return initFailed("tuttiMemAlloc", buffer.status());
+  *ptr = buffer.value();
+  return tuttiSuccess;
+}
+
+tuttiResult_t tuttiMemFree(void* ptr) {
+  Status status = memFree(ptr);
+  return status.ok() ? tuttiSuccess : initFailed("tuttiMemFree", status);
 }
 
 tuttiResult_t tuttiCommInitFromEnv(tuttiComm_t* comm) {

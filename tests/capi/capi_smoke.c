@@ -515,6 +515,38 @@ static void checkPointToPointAndBarrier(tuttiComm_t comm, int async) {
 /* ---- communicators ------------------------------------------------------------------------ */
 
 /* Splits by parity with keys reversing the order, then leaves rank 0 out of a second split. */
+/* Buffers from tuttiMemAlloc: a large all-reduce between them (peers read them through
+   their own mappings) and the allocator's errors. */
+static void checkMemAlloc(tuttiComm_t comm) {
+  const size_t count = 300000; /* 1.2 MB: past the rendezvous threshold */
+  int32_t* in = NULL;
+  int32_t* out = NULL;
+  size_t i;
+  int r, wrong = 0;
+  void* none = &wrong;
+  expectResult(tuttiMemAlloc((void**)&in, count * sizeof *in), tuttiSuccess, "tuttiMemAlloc", NULL);
+  expectResult(tuttiMemAlloc((void**)&out, count * sizeof *out), tuttiSuccess, "tuttiMemAlloc",
+               NULL);
+  if (in != NULL && out != NULL) {
+    for (i = 0; i < count; ++i) in[i] = v32(gRank, i);
+    expectResult(tuttiAllReduce(in, out, count, tuttiInt32, tuttiSum, comm), tuttiSuccess,
+                 "allreduce of tuttiMemAlloc buffers", comm);
+    for (i = 0; i < count; ++i) {
+      int64_t sum = 0;
+      for (r = 0; r < gSize; ++r) sum += v32(r, i);
+      wrong += out[i] != (int32_t)sum;
+    }
+    expectTrue(wrong == 0, "allreduce of tuttiMemAlloc buffers: every element");
+  }
+  expectResult(tuttiMemFree(in), tuttiSuccess, "tuttiMemFree", NULL);
+  expectResult(tuttiMemFree(out), tuttiSuccess, "tuttiMemFree", NULL);
+  expectResult(tuttiMemFree(NULL), tuttiSuccess, "tuttiMemFree(NULL)", NULL);
+  expectResult(tuttiMemAlloc(NULL, 64), tuttiInvalidArgument, "tuttiMemAlloc(NULL, ...)", NULL);
+  expectResult(tuttiMemAlloc(&none, 0), tuttiInvalidArgument, "tuttiMemAlloc of 0 bytes", NULL);
+  expectTrue(none == NULL, "a failed tuttiMemAlloc stores NULL");
+  expectResult(tuttiMemFree(&wrong), tuttiInvalidArgument, "tuttiMemFree of a stack address", NULL);
+}
+
 static void checkSplit(tuttiComm_t comm) {
   tuttiComm_t half = NULL;
   tuttiComm_t rest = NULL;
@@ -733,6 +765,7 @@ int main(int argc, char** argv) {
     checkPointToPointAndBarrier(comm, async);
   }
   checkErrors(comm);
+  checkMemAlloc(comm);
   checkSplit(comm);
   checkTimeout(comm);
   checkAbort(comm);

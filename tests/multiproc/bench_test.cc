@@ -190,6 +190,23 @@ TEST(BenchProcs, VerifyProvesEveryRowBeforeRunning) {
   EXPECT_NE(forced.out.find("# Schedules verified : 6 calls"), std::string::npos) << forced.out;
 }
 
+// -R 1: every buffer from tutti::memAlloc, so that the ranks' large messages are copied and
+// reduced through mappings of each other's buffers (transport/shm/user_buffers.h). Sizes
+// past the rendezvous threshold, three ranks, every collective, every element checked.
+TEST(BenchProcs, BuffersFromMemAllocCheckCleanForEveryCollective) {
+  ProcessResult r = runBench(3, {"all", "-b", "1M", "-e", "4M", "-f", "4", "-c", "1", "-n", "2",
+                                 "-w", "1", "-R", "1"});
+  ASSERT_FALSE(r.timedOut) << r.out << r.err;
+  EXPECT_EQ(r.exitCode(), 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("buffers: memAlloc"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("# All 10 collectives: out of bounds values : 0 OK"), std::string::npos)
+      << r.out;
+  ProcessResult bad = runBench(2, {"allreduce", "-R", "2"});
+  ASSERT_FALSE(bad.timedOut);
+  EXPECT_NE(bad.exitCode(), 0);
+  EXPECT_NE(bad.err.find("-R/--register must be 0 or 1, got 2"), std::string::npos) << bad.err;
+}
+
 TEST(BenchProcs, SendRecvNeedsAPeer) {
   ProcessResult alone = runBench(1, {"sendrecv", "-b", "64", "-e", "64"});
   ASSERT_FALSE(alone.timedOut) << alone.out << alone.err;

@@ -44,6 +44,9 @@ struct BenchOptions {
   TimeAverage average = TimeAverage::kMean;   ///< -a
   std::string algorithm;                      ///< --algo, empty: the library chooses
   bool verify = false;                        ///< --verify: prove each row's schedules first
+  /// -R: 1 allocates the buffers with tutti::memAlloc (peers on this host map them), as
+  /// nccl-tests' -R registers its buffers; 0 (default) with the heap.
+  int registerBuffers = 0;
   std::string jsonPath;                       ///< --json, empty: no JSON file
   std::string commandLine;                    ///< argv joined, for the report header
 };

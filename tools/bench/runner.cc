@@ -10,6 +10,7 @@
 #include "base/macros.h"
 #include "base/strings.h"
 #include "bench/data.h"
+#include "tutti/memory.h"
 
 namespace tutti::bench {
 namespace {
@@ -18,11 +19,15 @@ namespace {
 // are for nccl-tests.
 constexpr std::size_t kBufferAlignment = 4096;
 
-// A zeroed, page-aligned heap buffer. Zeroing writes every page once, so that page faults
-// happen here and not inside timed operations.
+// A zeroed, page-aligned buffer: from the heap, or from tutti::memAlloc (-R 1). Zeroing
+// writes every page once, so that page faults happen here and not inside timed operations.
 class AlignedBuffer {
  public:
-  static Result<AlignedBuffer> allocate(std::size_t bytes) {
+  static Result<AlignedBuffer> allocate(std::size_t bytes, bool shared) {
+    if (shared) {
+      TUTTI_ASSIGN_OR_RETURN(void* memory, memAlloc(bytes == 0 ? 1 : bytes));
+      return AlignedBuffer(static_cast<unsigned char*>(memory), true);
+    }
     void* memory = ::operator new(bytes == 0 ? 1 : bytes, std::align_val_t{kBufferAlignment},
                                   std::nothrow);
     if (memory == nullptr) {
@@ -30,16 +35,22 @@ class AlignedBuffer {
                     strFormat("cannot allocate a %s benchmark buffer", humanBytes(bytes).c_str()));
     }
     std::memset(memory, 0, bytes);
-    return AlignedBuffer(static_cast<unsigned char*>(memory));
+    return AlignedBuffer(static_cast<unsigned char*>(memory), false);
   }
 
   unsigned char* data() const { return data_.get(); }
 
  private:
   struct Deleter {
-    void operator()(unsigned char* p) const { ::operator delete(p, std::align_val_t{kBufferAlignment}); }
+    bool shared = false;
+    void operator()(unsigned char* p) const {
+      if (shared)
+        (void)memFree(p);
+      else
+        ::operator delete(p, std::align_val_t{kBufferAlignment});
+    }
   };
-  explicit AlignedBuffer(unsigned char* data) : data_(data) {}
+  AlignedBuffer(unsigned char* data, bool shared) : data_(data, Deleter{shared}) {}
   std::unique_ptr<unsigned char, Deleter> data_;
 };
 
@@ -203,10 +214,11 @@ Status Runner::allocateBuffers(const std::vector<CollectivePlan>& plans) {
   }
   // Both buffers hold a whole row: in place, the input and output share the receive
   // buffer, which must then hold the larger of the two (nccl-tests sizes them alike).
-  TUTTI_ASSIGN_OR_RETURN(send_, AlignedBuffer::allocate(maxBytes));
-  TUTTI_ASSIGN_OR_RETURN(recv_, AlignedBuffer::allocate(maxBytes));
+  const bool shared = options_.registerBuffers == 1;
+  TUTTI_ASSIGN_OR_RETURN(send_, AlignedBuffer::allocate(maxBytes, shared));
+  TUTTI_ASSIGN_OR_RETURN(recv_, AlignedBuffer::allocate(maxBytes, shared));
   if (options_.check > 0) {
-    TUTTI_ASSIGN_OR_RETURN(expected_, AlignedBuffer::allocate(maxExpected));
+    TUTTI_ASSIGN_OR_RETURN(expected_, AlignedBuffer::allocate(maxExpected, false));
   }
   return Status::Ok();
 }

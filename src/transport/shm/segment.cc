@@ -173,6 +173,7 @@ SlotView Ring::read(std::uint64_t index) const {
   v.offset = h->offset;
   v.remoteAddr = h->remoteAddr;
   v.rndvSeq = h->rndvSeq;
+  if (v.kind == SlotKind::kRndv) v.buffer = h->buffer;
   v.data = payload(index);
   return v;
 }

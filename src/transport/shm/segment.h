@@ -25,6 +25,7 @@
 #include <string>
 
 #include "transport/link.h"
+#include "transport/shm/user_buffers.h"
 #include "tutti/status.h"
 
 namespace tutti::shm {
@@ -61,6 +62,7 @@ struct alignas(kCacheLine) SlotHeader {
   alignas(kCacheLine) std::uint64_t offset;  // kData: where this piece starts in the message
   std::uint64_t remoteAddr;  // kRndv: the message in the sender's address space
   std::uint64_t rndvSeq;     // kRndv: the value the ack must carry
+  BufferRef buffer;          // kRndv: the memAlloc buffer holding the message, if any
 };
 static_assert(sizeof(SlotHeader) == 2 * kCacheLine);
 static_assert(offsetof(SlotHeader, offset) == kCacheLine);
@@ -68,7 +70,8 @@ static_assert(offsetof(SlotHeader, offset) == kCacheLine);
 /// How the two ends of one rendezvous message share its copy: the message is cut into
 /// `chunks` pieces (shareChunkBytes()); the receiver claims pieces from the front and reads
 /// them with process_vm_readv, the sender claims pieces from the back and writes them into
-/// the receiver's buffer with process_vm_writev. Claims are one compare-and-swap on `claim`
+/// the receiver's buffer with process_vm_writev (or memcpy through a mapping, for buffers
+/// from memAlloc: BufferRef). Claims are one compare-and-swap on `claim`
 /// (front count in the low 32 bits, back count in the high 32), so every piece is copied
 /// exactly once whoever gets there first, and a sender busy elsewhere simply claims none.
 /// Lives in the sender's segment, indexed by receiver and rendezvous id; written by the
@@ -78,6 +81,7 @@ struct alignas(kCacheLine) RndvShare {
   std::atomic<std::uint64_t> dest;     // the receiver's buffer, in its address space
   std::atomic<std::uint64_t> claim;    // front | back << 32, in pieces
   std::atomic<std::uint64_t> written;  // pieces the sender has finished writing
+  BufferRef destBuffer;  // the memAlloc buffer holding `dest`, if any (written before seq)
 };
 static_assert(sizeof(RndvShare) == kCacheLine);
 
@@ -101,6 +105,7 @@ struct SlotView {
   std::uint16_t rndvId = 0;
   std::uint64_t remoteAddr = 0;
   std::uint64_t rndvSeq = 0;
+  BufferRef buffer;
   CallStamp stamp;
   const char* data = nullptr;  // kData: the piece's bytes (inline or the payload)
 };

@@ -83,6 +83,7 @@ bool ShmLink::sendRendezvousLocked(TransferRequest* request) {
   h->chunkBytes = 0;
   h->kind = SlotKind::kRndv;
   h->remoteAddr = reinterpret_cast<std::uint64_t>(request->data);
+  h->buffer = findUserBuffer(request->data, request->bytes);
   h->rndvId = static_cast<std::uint16_t>(id);
   h->stamp = request->stamp;
   h->rndvSeq = ++rndvSeq_;
@@ -180,8 +181,23 @@ bool ShmLink::checkSizeLocked(TransferRequest* request, std::uint64_t bytes, Don
   return false;
 }
 
+const char* ShmLink::mappedPeer(const BufferRef& buffer, std::uint64_t remote,
+                                std::size_t bytes) const {
+  if (!buffer.valid()) return nullptr;
+  return owner_->peerBuffers_.translate(owner_->pids_[static_cast<std::size_t>(peer_)], buffer,
+                                        remote, bytes);
+}
+
 Status ShmLink::copyWithPeer(bool read, char* local, std::uint64_t remote, std::size_t bytes,
-                             std::size_t msgBytes) const {
+                             std::size_t msgBytes, const BufferRef& buffer) const {
+  if (const char* mapped = mappedPeer(buffer, remote, bytes); mapped != nullptr) {
+    if (read)
+      std::memcpy(local, mapped, bytes);
+    else
+      std::memcpy(const_cast<char*>(mapped), local, bytes);
+    owner_->mappedBytes_.fetch_add(bytes, std::memory_order_relaxed);
+    return Status::Ok();
+  }
   const int pid = owner_->pids_[static_cast<std::size_t>(peer_)];
   std::size_t done = 0;
   while (done < bytes) {
@@ -239,15 +255,22 @@ constexpr double kHelperWaitSec = 10;
 
 }  // namespace
 
-void ShmLink::readCombiningLocked(TransferRequest* request, std::uint64_t remoteAddr,
-                                  std::uint64_t rndvId, std::uint64_t rndvSeq, DoneList& done) {
+void ShmLink::readCombiningLocked(TransferRequest* request, const Offer& offer,
+                                  DoneList& done) {
   const std::uint64_t bytes = request->bytes;
   char* bounce = owner_->bounce_.data();
   const std::size_t piece = owner_->bounce_.size();
+  // A memAlloc buffer is reduced straight from this process's mapping of it.
+  const char* mapped = mappedPeer(offer.buffer, offer.remoteAddr, bytes);
+  if (mapped != nullptr) owner_->mappedBytes_.fetch_add(bytes, std::memory_order_relaxed);
   Status status;
   for (std::uint64_t at = 0; at < bytes && status.ok(); at += piece) {
     const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(piece, bytes - at));
-    status = copyWithPeer(true, bounce, remoteAddr + at, n, bytes);
+    if (mapped != nullptr) {
+      request->combine->take(at, mapped + at, n);
+      continue;
+    }
+    status = copyWithPeer(true, bounce, offer.remoteAddr + at, n, bytes, BufferRef{});
     if (status.ok()) request->combine->take(at, bounce, n);
   }
   if (!status.ok()) {
@@ -256,17 +279,18 @@ void ShmLink::readCombiningLocked(TransferRequest* request, std::uint64_t remote
     return;
   }
   request->combined = true;
-  finishRendezvousLocked(request, rndvId, rndvSeq, false, done);
+  finishRendezvousLocked(request, offer.rndvId, offer.rndvSeq, false, done);
 }
 
-void ShmLink::readRendezvousLocked(TransferRequest* request, std::uint64_t remoteAddr,
-                                   std::uint64_t rndvId, std::uint64_t rndvSeq, DoneList& done) {
+void ShmLink::readRendezvousLocked(TransferRequest* request, const Offer& offer, DoneList& done) {
+  const std::uint64_t remoteAddr = offer.remoteAddr, rndvId = offer.rndvId,
+                      rndvSeq = offer.rndvSeq;
   TUTTI_ASSERT_CMP(rndvId, <, kRndvSlots);
   // Read through the cache rather than into staging and out again: a message that is
   // reduced on arrival costs one pass over memory instead of three.
   if (request->combine != nullptr && !owner_->bounce_.empty() &&
       owner_->bounce_.size() % request->combine->granule() == 0) {
-    readCombiningLocked(request, remoteAddr, rndvId, rndvSeq, done);
+    readCombiningLocked(request, offer, done);
     return;
   }
   const std::uint64_t bytes = request->bytes;
@@ -279,17 +303,19 @@ void ShmLink::readRendezvousLocked(TransferRequest* request, std::uint64_t remot
     share.dest.store(reinterpret_cast<std::uint64_t>(request->data), std::memory_order_relaxed);
     share.claim.store(0, std::memory_order_relaxed);
     share.written.store(0, std::memory_order_relaxed);
+    share.destBuffer = findUserBuffer(request->data, bytes);
     share.seq.store(rndvSeq, std::memory_order_release);
     peerSegment_->ring();  // the sender's waiter looks at its shares on its next pass
   }
   // The whole message in one call when it is a single piece, else the receiver's claims.
   Status status;
-  if (!shared) status = copyWithPeer(true, request->data, remoteAddr, bytes, bytes);
+  if (!shared) status = copyWithPeer(true, request->data, remoteAddr, bytes, bytes, offer.buffer);
   std::uint64_t first = 0, k = 0;
   while (shared && status.ok() && (k = claimPieces(share, chunks, false, &first)) > 0) {
     const std::uint64_t from = first * piece;
     const std::uint64_t to = std::min(bytes, (first + k) * piece);
-    status = copyWithPeer(true, request->data + from, remoteAddr + from, to - from, bytes);
+    status = copyWithPeer(true, request->data + from, remoteAddr + from, to - from, bytes,
+                          offer.buffer);
   }
   if (!status.ok()) {
     owner_->failLocked(status, done);
@@ -371,12 +397,14 @@ bool ShmLink::helpLocked(std::size_t id, DoneList& done) {
   const std::uint64_t piece = shareChunkBytes(bytes);
   const std::uint64_t chunks = chunksOf(bytes);
   const std::uint64_t dest = share.dest.load(std::memory_order_relaxed);
+  const BufferRef destBuffer = share.destBuffer;  // written with dest, before seq
   std::uint64_t first = 0, k = 0;
   bool moved = false;
   while ((k = claimPieces(share, chunks, true, &first)) > 0) {
     const std::uint64_t from = first * piece;
     const std::uint64_t to = std::min(bytes, (first + k) * piece);
-    Status status = copyWithPeer(false, request->data + from, dest + from, to - from, bytes);
+    Status status =
+        copyWithPeer(false, request->data + from, dest + from, to - from, bytes, destBuffer);
     // Failed: abort first, then count the pieces, so the receiver cannot take them as done.
     if (!status.ok()) owner_->failLocked(status, done);
     share.written.fetch_add(k, std::memory_order_release);
@@ -421,9 +449,9 @@ void ShmLink::postRecv(TransferRequest* request, Tag tag, void* data, std::size_
     } else {
       Unexpected& u = **it;
       if (u.rendezvous) {
-        const std::uint64_t addr = u.remoteAddr, id = u.rndvId, seq = u.rndvSeq;
+        const Offer offer = u.offer;
         recycleLocked(it);
-        readRendezvousLocked(request, addr, id, seq, done);
+        readRendezvousLocked(request, offer, done);
       } else if (u.received < u.bytes) {
         u.claimedBy = request;  // completed when its last piece arrives
       } else {
@@ -493,7 +521,7 @@ bool ShmLink::startMessageLocked(const SlotView& h, DoneList& done) {
     else
       posted_.erase(it);
     if (h.kind == SlotKind::kRndv) {
-      readRendezvousLocked(request, h.remoteAddr, h.rndvId, h.rndvSeq, done);
+      readRendezvousLocked(request, Offer{h.remoteAddr, h.rndvId, h.rndvSeq, h.buffer}, done);
       return !owner_->failed_;
     }
     streamTo_ = request;
@@ -521,9 +549,7 @@ bool ShmLink::startMessageLocked(const SlotView& h, DoneList& done) {
   u->bytes = h.msgBytes;
   if (h.kind == SlotKind::kRndv) {
     u->rendezvous = true;
-    u->remoteAddr = h.remoteAddr;
-    u->rndvId = h.rndvId;
-    u->rndvSeq = h.rndvSeq;
+    u->offer = Offer{h.remoteAddr, h.rndvId, h.rndvSeq, h.buffer};
     unexpected_.push_back(std::move(u));
     return true;
   }

@@ -69,6 +69,13 @@ class ShmLink final : public Link {
   void failAllLocked(const Status& status, DoneList& done);
 
  private:
+  /// A rendezvous message as its slot describes it: where it lies in the sender.
+  struct Offer {
+    std::uint64_t remoteAddr = 0;
+    std::uint64_t rndvId = 0;
+    std::uint64_t rndvSeq = 0;
+    BufferRef buffer;  // the memAlloc buffer around remoteAddr, if any
+  };
   struct Unexpected {
     Tag tag = 0;
     CallStamp stamp;
@@ -76,9 +83,7 @@ class ShmLink final : public Link {
     std::vector<char> data;        // eager: the payload, filled as pieces arrive
     std::uint64_t received = 0;
     bool rendezvous = false;       // the message waits in the sender's memory
-    std::uint64_t remoteAddr = 0;
-    std::uint64_t rndvId = 0;
-    std::uint64_t rndvSeq = 0;
+    Offer offer;                   // rendezvous: where
     TransferRequest* claimedBy = nullptr;  // a receive posted while pieces still arrive
   };
 
@@ -93,10 +98,8 @@ class ShmLink final : public Link {
   /// Reads a rendezvous message whose receive reduces it a piece at a time through the
   /// transport's bounce buffer, handing each piece to `request->combine`. The peer does not
   /// help: its writes would land unreduced.
-  void readCombiningLocked(TransferRequest* request, std::uint64_t remoteAddr,
-                           std::uint64_t rndvId, std::uint64_t rndvSeq, DoneList& done);
-  void readRendezvousLocked(TransferRequest* request, std::uint64_t remoteAddr,
-                            std::uint64_t rndvId, std::uint64_t rndvSeq, DoneList& done);
+  void readCombiningLocked(TransferRequest* request, const Offer& offer, DoneList& done);
+  void readRendezvousLocked(TransferRequest* request, const Offer& offer, DoneList& done);
   /// Acks rendezvous message `rndvId` and completes its receive, unless a peer's abort
   /// arrived meanwhile (the peer's pieces may then be missing).
   void finishRendezvousLocked(TransferRequest* request, std::uint64_t rndvId,
@@ -107,10 +110,14 @@ class ShmLink final : public Link {
   /// waits (bounded) until the pieces it is writing are done, so that the buffer does not
   /// change after its request completes.
   void closeShareLocked(std::size_t rndvId, std::uint64_t chunks);
-  /// Copies `bytes` between `local` and `remote` in the peer with process_vm_readv (`read`)
-  /// or process_vm_writev. The error names the peer (dead: deathOf) or the system call.
+  /// Copies `bytes` between `local` and `remote` in the peer: through this process's
+  /// mapping of the peer's memAlloc buffer `buffer` when there is one (memcpy), else with
+  /// process_vm_readv (`read`) or process_vm_writev. The error names the peer (dead:
+  /// deathOf) or the system call.
   Status copyWithPeer(bool read, char* local, std::uint64_t remote, std::size_t bytes,
-                      std::size_t msgBytes) const;
+                      std::size_t msgBytes, const BufferRef& buffer) const;
+  /// Where `bytes` at `remote` in the peer's buffer `buffer` are mapped here; null: not.
+  const char* mappedPeer(const BufferRef& buffer, std::uint64_t remote, std::size_t bytes) const;
   bool checkSizeLocked(TransferRequest* request, std::uint64_t bytes, DoneList& done);
   /// Hands a whole buffered message to `request`: to its combine sink when it has one
   /// (marking it combined), else copied into its buffer.

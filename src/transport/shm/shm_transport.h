@@ -10,7 +10,10 @@
 // process_vm_readv (one copy) and marks it done in the sender's ack table. A sender that
 // waits for that ack meanwhile writes pieces of the message from the back into the
 // receiver's buffer with process_vm_writev (RndvShare, segment.h): the two ends claim
-// pieces until none are left, so each core copies what it has time for.
+// pieces until none are left, so each core copies what it has time for. Where the buffer
+// on the other side came from memAlloc (user_buffers.h), its slot or share names the memfd
+// behind it, and that side's copy is a memcpy (or the reduction itself) through this
+// process's mapping of it, made on first use (PeerBuffers), instead of the kernel's copy.
 //
 // There is no progress thread. Posting a request moves what it can at once; the thread
 // that waits (waitForProgress) moves the rest, polling for the spin budget and then
@@ -102,6 +105,14 @@ class ShmTransport final : public Transport, public ProgressHook {
   std::size_t localPeers() const { return local_.size(); }
   /// Wakes this rank's waiter: another transport made progress.
   void onProgress() override;
+  /// Bytes this rank copied or reduced through its mappings of peers' memAlloc buffers
+  /// (user_buffers.h) rather than with the kernel's copy.
+  std::uint64_t mappedBytes() const { return mappedBytes_.load(std::memory_order_relaxed); }
+  /// Peers' memAlloc buffers mapped here now.
+  std::size_t mappedBuffers() const {
+    std::lock_guard<SpinLock> lock(mutex_);
+    return peerBuffers_.size();
+  }
 
  private:
   friend class ShmLink;
@@ -159,6 +170,9 @@ class ShmTransport final : public Transport, public ProgressHook {
   // it (ShmLink::readCombiningLocked): small enough to stay in cache between the two.
   // Allocated with the transport; used under mutex_.
   std::vector<char> bounce_;
+  // Peers' memAlloc buffers mapped here (used under mutex_, from const copy paths).
+  mutable PeerBuffers peerBuffers_;
+  mutable std::atomic<std::uint64_t> mappedBytes_{0};
   // Taken by the thread driving calls for each post and pass; other threads only to fail
   // the transport or shut it down (SpinLock: no critical section blocks).
   mutable SpinLock mutex_;

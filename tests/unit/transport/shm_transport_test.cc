@@ -18,43 +18,10 @@
 
 #include "transport/tag.h"
 #include "unit/transport/conformance.h"
+#include "unit/transport/shm_setup.h"
 
 namespace tutti::shm {
 namespace {
-
-constexpr std::uint64_t kUid = 0x5eed;
-
-struct ShmSetup {
-  std::uint64_t cmaBytes = 256 << 10;
-  std::uint64_t maxUnexpected = 64u << 20;
-  bool cmaShare = true;
-};
-
-std::vector<std::unique_ptr<ShmTransport>> connectAll(int size, const ShmSetup& setup) {
-  std::shared_ptr<Store> store = makeMemoryStore();
-  std::vector<std::unique_ptr<ShmTransport>> out(static_cast<std::size_t>(size));
-  std::vector<std::thread> threads;
-  std::vector<Status> errors(static_cast<std::size_t>(size));
-  for (int r = 0; r < size; ++r) {
-    threads.emplace_back([&, r] {
-      ShmTransport::Options o;
-      o.rank = r;
-      o.size = size;
-      o.commUid = kUid;
-      o.cmaBytes = setup.cmaBytes;
-      o.cmaShare = setup.cmaShare;
-      o.slotBytes = 4096;  // small slots: messages span many of them, and the ring wraps
-      o.maxUnexpectedBytes = setup.maxUnexpected;
-      o.deadline = Deadline::afterSeconds(30);
-      auto t = ShmTransport::create(*store, "t/", o);
-      if (t.ok()) out[static_cast<std::size_t>(r)] = std::move(t).value();
-      else errors[static_cast<std::size_t>(r)] = t.status();
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (const auto& e : errors) EXPECT_TRUE(e.ok()) << e.toString();
-  return out;
-}
 
 using test::pattern;
 using test::waitFor;

@@ -1,0 +1,50 @@
+#pragma once
+// Shared-memory transports connected as threads of this process (the segments, rings,
+// doorbells and process_vm_readv are the real ones: a process can map its own memfds and
+// read its own memory), for the shm transport's tests.
+
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "transport/shm/shm_transport.h"
+
+namespace tutti::shm {
+
+inline constexpr std::uint64_t kUid = 0x5eed;
+
+struct ShmSetup {
+  std::uint64_t cmaBytes = 256 << 10;
+  std::uint64_t maxUnexpected = 64u << 20;
+  bool cmaShare = true;
+};
+
+inline std::vector<std::unique_ptr<ShmTransport>> connectAll(int size, const ShmSetup& setup) {
+  std::shared_ptr<Store> store = makeMemoryStore();
+  std::vector<std::unique_ptr<ShmTransport>> out(static_cast<std::size_t>(size));
+  std::vector<std::thread> threads;
+  std::vector<Status> errors(static_cast<std::size_t>(size));
+  for (int r = 0; r < size; ++r) {
+    threads.emplace_back([&, r] {
+      ShmTransport::Options o;
+      o.rank = r;
+      o.size = size;
+      o.commUid = kUid;
+      o.cmaBytes = setup.cmaBytes;
+      o.cmaShare = setup.cmaShare;
+      o.slotBytes = 4096;  // small slots: messages span many of them, and the ring wraps
+      o.maxUnexpectedBytes = setup.maxUnexpected;
+      o.deadline = Deadline::afterSeconds(30);
+      auto t = ShmTransport::create(*store, "t/", o);
+      if (t.ok()) out[static_cast<std::size_t>(r)] = std::move(t).value();
+      else errors[static_cast<std::size_t>(r)] = t.status();
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& e : errors) EXPECT_TRUE(e.ok()) << e.toString();
+  return out;
+}
+
+}  // namespace tutti::shm

@@ -1,0 +1,245 @@
+// Buffers from memAlloc (transport/shm/user_buffers.h): the allocator's contract, and
+// rendezvous messages from and into them copied through the peer's mapping instead of the
+// kernel's copy, whichever end copies, with every byte checked; a freed buffer's mapping
+// is dropped and never confused with a later buffer under the same descriptor number.
+
+#include "transport/shm/user_buffers.h"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "transport/link.h"
+#include "tutti/memory.h"
+#include "unit/transport/conformance.h"
+#include "unit/transport/shm_setup.h"
+
+namespace tutti::shm {
+namespace {
+
+using test::pattern;
+using test::waitFor;
+
+TEST(UserBuffers, AllocationsArePageAlignedZeroedAndFoundByAnyRangeInside) {
+  Result<void*> a = memAlloc(10000);
+  ASSERT_TRUE(a.ok()) << a.status().toString();
+  auto* p = static_cast<unsigned char*>(a.value());
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % 4096, 0u);
+  EXPECT_TRUE(std::all_of(p, p + 10000, [](unsigned char c) { return c == 0; }));
+  std::memset(p, 7, 10000);  // writable throughout
+  const BufferRef whole = findUserBuffer(p, 10000);
+  ASSERT_TRUE(whole.valid());
+  EXPECT_EQ(whole.base, reinterpret_cast<std::uint64_t>(p));
+  EXPECT_EQ(whole.bytes, 3u * 4096);  // whole pages
+  EXPECT_TRUE(findUserBuffer(p + 100, 3 * 4096 - 100).valid());
+  EXPECT_FALSE(findUserBuffer(p + 100, 3 * 4096 - 99).valid()) << "runs past the end";
+  EXPECT_FALSE(findUserBuffer(p - 1, 2).valid()) << "starts before it";
+  std::vector<char> heap(100);
+  EXPECT_FALSE(findUserBuffer(heap.data(), heap.size()).valid());
+  EXPECT_TRUE(memFree(p).ok());
+  EXPECT_FALSE(findUserBuffer(p, 1).valid()) << "found after being freed";
+}
+
+TEST(UserBuffers, BadArgumentsAreRefusedNamingTheProblem) {
+  Result<void*> none = memAlloc(0);
+  EXPECT_EQ(none.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(none.status().message().find("0 bytes"), std::string::npos);
+  EXPECT_EQ(memAlloc(std::size_t{1} << 62).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_TRUE(memFree(nullptr).ok());
+  std::vector<char> heap(64);
+  Status foreign = memFree(heap.data());
+  EXPECT_EQ(foreign.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(foreign.message().find("not a buffer memAlloc returned"), std::string::npos);
+  Result<void*> a = memAlloc(1);
+  ASSERT_TRUE(a.ok());
+  EXPECT_TRUE(memFree(a.value()).ok());
+  EXPECT_EQ(memFree(a.value()).code(), ErrorCode::kInvalidArgument) << "freed twice";
+  // Inside a buffer is not the buffer.
+  Result<void*> b = memAlloc(8192);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(memFree(static_cast<char*>(b.value()) + 4096).code(), ErrorCode::kInvalidArgument);
+  EXPECT_TRUE(memFree(b.value()).ok());
+}
+
+TEST(UserBuffers, PeerMappingsRefuseRangesOutsideTheRefAndForeignDescriptors) {
+  Result<void*> a = memAlloc(4 * 4096);
+  ASSERT_TRUE(a.ok());
+  auto* p = static_cast<char*>(a.value());
+  std::memset(p, 3, 4 * 4096);
+  const BufferRef ref = findUserBuffer(p, 1);
+  PeerBuffers maps;
+  char* local = maps.translate(getpid(), ref, ref.base + 4096, 4096);
+  ASSERT_NE(local, nullptr);
+  EXPECT_NE(local, p + 4096) << "a mapping of its own";
+  EXPECT_EQ(local[0], 3);
+  p[4096] = 9;  // the same memory
+  EXPECT_EQ(local[0], 9);
+  EXPECT_EQ(maps.translate(getpid(), ref, ref.base + 4096, 3 * 4096 + 1), nullptr);
+  EXPECT_EQ(maps.translate(getpid(), ref, ref.base - 1, 1), nullptr);
+  BufferRef wrongInode = ref;
+  wrongInode.inode += 1;
+  EXPECT_EQ(maps.translate(getpid(), wrongInode, ref.base, 1), nullptr);
+  EXPECT_EQ(maps.size(), 1u);
+  // A descriptor that is not that memfd (standard input) is never mapped.
+  BufferRef notOurs = ref;
+  notOurs.fd = 0;
+  PeerBuffers fresh;
+  EXPECT_EQ(fresh.translate(getpid(), notOurs, ref.base, 1), nullptr);
+  EXPECT_EQ(fresh.size(), 0u);
+  EXPECT_TRUE(memFree(p).ok());
+}
+
+// A buffer from memAlloc, or from the heap, holding `bytes`.
+struct Buffer {
+  Buffer(std::size_t bytes, bool shared) : bytes_(bytes), shared_(shared) {
+    if (shared_) {
+      Result<void*> r = memAlloc(bytes);
+      EXPECT_TRUE(r.ok()) << r.status().toString();
+      data_ = static_cast<std::uint8_t*>(r.ok() ? r.value() : nullptr);
+    } else {
+      heap_.assign(bytes, 0);
+      data_ = heap_.data();
+    }
+  }
+  ~Buffer() {
+    if (shared_) {
+      EXPECT_TRUE(memFree(data_).ok());
+    }
+  }
+  std::uint8_t* data() const { return data_; }
+
+ private:
+  std::size_t bytes_;
+  bool shared_;
+  std::vector<std::uint8_t> heap_;
+  std::uint8_t* data_ = nullptr;
+};
+
+// One message of `bytes` from rank 0's buffer to rank 1's, every byte checked. Returns ""
+// or what went wrong.
+std::string sendOnce(std::vector<std::unique_ptr<ShmTransport>>& ts, const Buffer& out,
+                     const Buffer& in, std::size_t bytes, int seed) {
+  const std::vector<std::uint8_t> payload = pattern(bytes, seed);
+  std::memcpy(out.data(), payload.data(), bytes);
+  std::memset(in.data(), 0, bytes);
+  TransferRequest send, recv;
+  std::string sendError;
+  std::thread sender([&] {
+    ts[0]->link(1).postSend(&send, 40 + seed, out.data(), bytes);
+    Status s = waitFor(*ts[0], send);
+    if (!s.ok()) sendError = "send: " + s.toString();
+  });
+  ts[1]->link(0).postRecv(&recv, 40 + seed, in.data(), bytes);
+  Status s = waitFor(*ts[1], recv);
+  sender.join();
+  if (!s.ok()) return "receive: " + s.toString();
+  if (!sendError.empty()) return sendError;
+  if (std::memcmp(in.data(), payload.data(), bytes) != 0) return "the bytes differ";
+  return "";
+}
+
+class UserBufferTransfer : public ::testing::TestWithParam<bool> {};
+
+TEST_P(UserBufferTransfer, LargeMessagesGoThroughTheMappingWhicheverSideIsShared) {
+  ShmSetup setup;
+  setup.cmaShare = GetParam();  // with the sender writing pieces into the receiver, or not
+  auto ts = connectAll(2, setup);
+  ASSERT_EQ(ts.size(), 2u);
+  const std::size_t bytes = (5u << 20) + 4093;  // many shared pieces, the last one short
+  int seed = 0;
+  for (const bool sendShared : {false, true}) {
+    for (const bool recvShared : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "send buffer " << (sendShared ? "memAlloc" : "heap")
+                                        << ", receive buffer "
+                                        << (recvShared ? "memAlloc" : "heap"));
+      Buffer out(bytes, sendShared), in(bytes, recvShared);
+      const std::uint64_t before0 = ts[0]->mappedBytes(), before1 = ts[1]->mappedBytes();
+      for (int round = 0; round < 3; ++round)
+        ASSERT_EQ(sendOnce(ts, out, in, bytes, ++seed), "");
+      const std::uint64_t read = ts[1]->mappedBytes() - before1;
+      const std::uint64_t written = ts[0]->mappedBytes() - before0;
+      // The receiver reads a shared send buffer through its mapping (it always claims the
+      // first pieces); a helping sender writes into a shared receive buffer through its own
+      // (what it claims depends on timing). Where both buffers are shared, every byte went
+      // one way or the other.
+      EXPECT_EQ(read > 0, sendShared);
+      if (!recvShared || !GetParam()) {
+        EXPECT_EQ(written, 0u);
+      }
+      if (sendShared && (recvShared || !GetParam())) {
+        EXPECT_EQ(read + written, 3 * bytes);
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Share, UserBufferTransfer, ::testing::Values(true, false),
+                         [](const auto& param) {
+                           return param.param ? std::string("SenderHelps")
+                                              : std::string("ReceiverReads");
+                         });
+
+// Adds what arrives into `dst`, element = byte.
+class AddingSink final : public PieceSink {
+ public:
+  explicit AddingSink(std::vector<std::uint8_t>& dst) : dst_(dst) {}
+  std::size_t granule() const override { return 1; }
+  void take(std::size_t offset, const char* piece, std::size_t bytes) const override {
+    for (std::size_t i = 0; i < bytes; ++i)
+      dst_[offset + i] = static_cast<std::uint8_t>(dst_[offset + i] + static_cast<std::uint8_t>(piece[i]));
+  }
+
+ private:
+  std::vector<std::uint8_t>& dst_;
+};
+
+TEST(UserBufferTransfer, ReducedMessagesAreReadFromTheMappingInPlace) {
+  auto ts = connectAll(2, ShmSetup{});
+  const std::size_t bytes = (1u << 20) + 7;
+  Buffer out(bytes, true);
+  const std::vector<std::uint8_t> payload = pattern(bytes, 5), mine = pattern(bytes, 6);
+  std::memcpy(out.data(), payload.data(), bytes);
+  std::vector<std::uint8_t> dst = mine, untouched(bytes, 0x5a);
+  AddingSink sink(dst);
+  TransferRequest send, recv;
+  recv.combine = &sink;
+  std::thread sender([&] {
+    ts[0]->link(1).postSend(&send, 9, out.data(), bytes);
+    EXPECT_TRUE(waitFor(*ts[0], send).ok());
+  });
+  ts[1]->link(0).postRecv(&recv, 9, untouched.data(), bytes);
+  ASSERT_TRUE(waitFor(*ts[1], recv).ok()) << recv.status().toString();
+  sender.join();
+  ASSERT_TRUE(recv.combined);
+  for (std::size_t i = 0; i < bytes; ++i)
+    ASSERT_EQ(dst[i], static_cast<std::uint8_t>(mine[i] + payload[i])) << "byte " << i;
+  EXPECT_EQ(untouched, std::vector<std::uint8_t>(bytes, 0x5a));
+  EXPECT_EQ(ts[1]->mappedBytes(), bytes);
+}
+
+TEST(UserBufferTransfer, FreedBuffersAreUnmappedAndNeverConfusedWithNewOnes) {
+  ShmSetup setup;
+  setup.cmaShare = false;  // the receiver reads every byte
+  auto ts = connectAll(2, setup);
+  const std::size_t bytes = 1u << 20;
+  Buffer in(bytes, false);
+  // Each buffer is freed before the next is allocated: the next usually gets the same
+  // descriptor number and often the same address, but is other memory.
+  for (int i = 0; i < 40; ++i) {
+    Buffer out(bytes, true);
+    ASSERT_EQ(sendOnce(ts, out, in, bytes, i), "") << "buffer " << i;
+  }
+  EXPECT_EQ(ts[1]->mappedBytes(), 40u * bytes);
+  // Stale mappings are dropped when the next buffer of the same process is mapped: one is
+  // left (the last), not forty.
+  EXPECT_LE(ts[1]->mappedBuffers(), 1u);
+}
+
+}  // namespace
+}  // namespace tutti::shm
