@@ -5,7 +5,9 @@
 # the per-round ratio cancels the drift that a comparison of two separate series keeps.
 #
 #   scripts/ab_latency.sh [-r ROUNDS] [-n RANKS] [-b BYTES] [-c COLLECTIVE] [-t TRANSPORT]
-#                         [-i ITERS] [-w WARMUP] BINDIR...
+#                         [-i ITERS] [-w WARMUP] [-a "BENCH ARGS"] BINDIR...
+#
+# -a passes more arguments to every tutti-bench (e.g. -a "-R 1": buffers from memAlloc).
 #
 # Large sizes want few iterations and little warm-up: -b 64M -i 10 -w 2 (sizes take K/M/G).
 #
@@ -17,12 +19,12 @@
 # in the middle of a run; the runs are short and bounded by `timeout`.
 set -euo pipefail
 
-rounds=60 ranks=2 bytes=8 coll=allreduce transport=shm iters=50000 warmup=5000
-while getopts "r:n:b:c:t:i:w:" opt; do
+rounds=60 ranks=2 bytes=8 coll=allreduce transport=shm iters=50000 warmup=5000 benchargs=""
+while getopts "r:n:b:c:t:i:w:a:" opt; do
   case $opt in
     r) rounds=$OPTARG ;; n) ranks=$OPTARG ;; b) bytes=$OPTARG ;; c) coll=$OPTARG ;;
-    t) transport=$OPTARG ;; i) iters=$OPTARG ;; w) warmup=$OPTARG ;;
-    *) echo "usage: $0 [-r rounds] [-n ranks] [-b bytes] [-c collective] [-t transport] [-i iters] [-w warmup] BINDIR..." >&2; exit 2 ;;
+    t) transport=$OPTARG ;; i) iters=$OPTARG ;; w) warmup=$OPTARG ;; a) benchargs=$OPTARG ;;
+    *) echo "usage: $0 [-r rounds] [-n ranks] [-b bytes] [-c collective] [-t transport] [-i iters] [-w warmup] [-a bench-args] BINDIR..." >&2; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -51,7 +53,7 @@ for round in $(seq 1 "$rounds"); do
       # column after the rank prefix).
       t=$(TUTTI_TRANSPORT=$transport timeout 120 "${prio[@]}" "$bin/tutti-run" "${runargs[@]}" \
             -n "$ranks" "$bin/tutti-bench" "$coll" -b "$bytes" -e "$bytes" -n "$iters" -w "$warmup" \
-            -c 0 2>/dev/null |
+            -c 0 $benchargs 2>/dev/null |
           awk -v b="$bytes" '$2 == b && NF > 10 {print $7; exit}')
     fi
     [ -n "$t" ] || { echo "$0: $bin gave no result in round $round" >&2; exit 1; }

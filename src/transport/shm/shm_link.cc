@@ -71,7 +71,7 @@ bool ShmLink::roomLocked() {
   return outHead_ - outTail_ < out_.count;
 }
 
-bool ShmLink::sendRendezvousLocked(TransferRequest* request) {
+bool ShmLink::sendRendezvousLocked(TransferRequest* request, const BufferRef& buffer) {
   std::size_t id = 0;
   while (id < kRndvSlots && rndvInflight_[id] != nullptr) ++id;
   if (id == kRndvSlots) return false;  // wait for acks
@@ -83,7 +83,7 @@ bool ShmLink::sendRendezvousLocked(TransferRequest* request) {
   h->chunkBytes = 0;
   h->kind = SlotKind::kRndv;
   h->remoteAddr = reinterpret_cast<std::uint64_t>(request->data);
-  h->buffer = findUserBuffer(request->data, request->bytes);
+  h->buffer = buffer;
   h->rndvId = static_cast<std::uint16_t>(id);
   h->stamp = request->stamp;
   h->rndvSeq = ++rndvSeq_;
@@ -126,12 +126,19 @@ bool ShmLink::pumpSendsLocked(DoneList& done) {
     // behind that send on the peer, as in a ring of send-then-receive): those are always
     // copied. A collective's schedule is verified to progress with no buffering at all,
     // so its large messages may wait for their receive.
-    const bool rendezvous = request->progress == 0 && !isP2pTag(request->tag) &&
-                            !request->preferCopy &&
-                            owner_->rendezvousTo(peer_) &&
-                            request->bytes >= owner_->options_.cmaBytes;
+    //
+    // A send that prefers a copy (its receiver reduces it) still goes by rendezvous from a
+    // memAlloc buffer: the receiver then reduces it straight from its mapping, one pass over
+    // the data where the ring takes two.
+    bool rendezvous = request->progress == 0 && !isP2pTag(request->tag) &&
+                      owner_->rendezvousTo(peer_) && request->bytes >= owner_->options_.cmaBytes;
+    BufferRef buffer;
     if (rendezvous) {
-      if (!sendRendezvousLocked(request)) break;
+      buffer = findUserBuffer(request->data, request->bytes);
+      rendezvous = !request->preferCopy || buffer.valid();
+    }
+    if (rendezvous) {
+      if (!sendRendezvousLocked(request, buffer)) break;
       sendQueue_.pop_front();
       moved = true;
       continue;

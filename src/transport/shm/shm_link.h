@@ -128,7 +128,8 @@ class ShmLink final : public Link {
   void recycleLocked(std::deque<std::unique_ptr<Unexpected>>::iterator it);
   /// True when the outbound ring has a free slot.
   bool roomLocked();
-  bool sendRendezvousLocked(TransferRequest* request);
+  /// `buffer`: the memAlloc buffer holding the message, if any.
+  bool sendRendezvousLocked(TransferRequest* request, const BufferRef& buffer);
   bool sendEagerLocked(TransferRequest* request);
   std::string describe(Tag tag) const;
   /// "rank 3", as errors name the peer.

@@ -199,16 +199,22 @@ class AddingSink final : public PieceSink {
   std::vector<std::uint8_t>& dst_;
 };
 
-TEST(UserBufferTransfer, ReducedMessagesAreReadFromTheMappingInPlace) {
+// A send whose receiver reduces it prefers a copy through the ring (preferCopy), except from
+// a memAlloc buffer: the receiver then reduces it straight from its mapping.
+class UserBufferReduce : public ::testing::TestWithParam<bool> {};
+
+TEST_P(UserBufferReduce, ReducedMessagesAreReadFromTheMappingInPlace) {
+  const bool shared = GetParam();
   auto ts = connectAll(2, ShmSetup{});
   const std::size_t bytes = (1u << 20) + 7;
-  Buffer out(bytes, true);
+  Buffer out(bytes, shared);
   const std::vector<std::uint8_t> payload = pattern(bytes, 5), mine = pattern(bytes, 6);
   std::memcpy(out.data(), payload.data(), bytes);
   std::vector<std::uint8_t> dst = mine, untouched(bytes, 0x5a);
   AddingSink sink(dst);
   TransferRequest send, recv;
   recv.combine = &sink;
+  send.preferCopy = true;
   std::thread sender([&] {
     ts[0]->link(1).postSend(&send, 9, out.data(), bytes);
     EXPECT_TRUE(waitFor(*ts[0], send).ok());
@@ -220,8 +226,14 @@ TEST(UserBufferTransfer, ReducedMessagesAreReadFromTheMappingInPlace) {
   for (std::size_t i = 0; i < bytes; ++i)
     ASSERT_EQ(dst[i], static_cast<std::uint8_t>(mine[i] + payload[i])) << "byte " << i;
   EXPECT_EQ(untouched, std::vector<std::uint8_t>(bytes, 0x5a));
-  EXPECT_EQ(ts[1]->mappedBytes(), bytes);
+  EXPECT_EQ(ts[1]->mappedBytes(), shared ? bytes : 0u);
 }
+
+INSTANTIATE_TEST_SUITE_P(Send, UserBufferReduce, ::testing::Values(true, false),
+                         [](const auto& param) {
+                           return param.param ? std::string("FromMemAlloc")
+                                              : std::string("FromHeap");
+                         });
 
 TEST(UserBufferTransfer, FreedBuffersAreUnmappedAndNeverConfusedWithNewOnes) {
   ShmSetup setup;
