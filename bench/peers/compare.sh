@@ -8,7 +8,7 @@
 #   bench/peers/compare.sh [--quick] [--collectives "allreduce ..."] [--sizes "8 1M ..."]
 #                          [--worlds "2 4 8"] [--rounds R] [--peers "ompi mpich ..."]
 #                          [--target SECONDS] [--timeout SECONDS] [--out DIR]
-#                          [--gloo-algos LIST] [--register]
+#                          [--gloo-algos LIST] [--register [--reg-algo SPEC]]
 #
 # Defaults: allreduce; 8 64K 1M 16M 64M 256M; worlds 2 4 8; 5 rounds; every peer variant.
 # --quick: 2 rounds, sizes 8 1M 64M, worlds 2 4, --target 0.2, --timeout 120 (explicit
@@ -30,6 +30,8 @@
 # on the host map them and copy with memcpy instead of the kernel's copy), as a second row
 # "tutti-reg" with its own ratio column. The peers have no such allocator in Debian's
 # builds (Open MPI's MPI_Alloc_mem is plain memory without xpmem/knem), so they keep theirs.
+# --reg-algo SPEC: that row runs with TUTTI_ALGO=SPEC (e.g. allreduce:direct_rs_ag, which
+# reads peers' buffers in place and wins only when they are memAlloc'd).
 # Nothing leaves loopback: Open MPI gets btl/oob_tcp_if_include lo, MPICH -iface lo and
 # UCX_NET_DEVICES=lo, tutti-run binds 127.0.0.1, Gloo's device 127.0.0.1.
 #
@@ -52,6 +54,7 @@ gloo_algos="ring,ring_chunked,halving_doubling,bcube"
 out=""
 quick=0
 tuttis="tutti"
+reg_algo=""
 set_sizes=0
 set_worlds=0
 set_rounds=0
@@ -73,6 +76,7 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift ;;
     --gloo-algos) gloo_algos=$2; shift ;;
     --register) tuttis="tutti tutti-reg" ;;
+    --reg-algo) reg_algo=$2; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "compare.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -142,16 +146,19 @@ record_failure() {  # round coll world size impl status
 
 run_tutti() {  # round coll world size impl (tutti, or tutti-reg: buffers from memAlloc)
   local round=$1 coll=$2 world=$3 size=$4 impl=$5 bytes iters warm log json status=0
-  local extra=()
-  [ "$impl" = tutti-reg ] && extra=(-R 1)
+  local extra=() env=()
+  if [ "$impl" = tutti-reg ]; then
+    extra=(-R 1)
+    [ -n "$reg_algo" ] && env=(-x "TUTTI_ALGO=$reg_algo")
+  fi
   bytes=$(bytes_of "$size")
   iters=$(tutti_iters "$impl/$coll/$world/$size" "$bytes" "$world")
   warm=$(warmup_for "$bytes")
   log="$out/logs/r$round-$coll-n$world-$size-$impl.log"
   json="$out/logs/r$round-$coll-n$world-$size-$impl.json"
-  run_logged "$log" "$bin/tutti-run" --timeout "$run_timeout" -n "$world" "$bin/tutti-bench" \
-    "$coll" -b "$bytes" -e "$bytes" -n "$iters" -w "$warm" -c 1 "${extra[@]}" --json "$json" ||
-    status=$?
+  run_logged "$log" "$bin/tutti-run" "${env[@]}" --timeout "$run_timeout" -n "$world" \
+    "$bin/tutti-bench" "$coll" -b "$bytes" -e "$bytes" -n "$iters" -w "$warm" -c 1 "${extra[@]}" \
+    --json "$json" || status=$?
   if [ "$status" != 0 ] || [ ! -s "$json" ]; then
     echo "  $impl $coll n=$world $size: failed ($status), see $log" >&2
     record_failure "$round" "$coll" "$world" "$bytes" "$impl" "$status"
@@ -239,6 +246,7 @@ run_peer() {  # round coll world peer: every size in one launch (Gloo: one per a
   echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "# collectives: $collectives | sizes: $sizes | worlds: $worlds | rounds: $rounds"
   echo "# peers: $peers"
+  if [ -n "$reg_algo" ]; then echo "# tutti-reg: TUTTI_ALGO=$reg_algo"; fi
 } | tee "$out/header.txt"
 membw_start=$(timeout 120 "$peer_bin/membw" 2>&1 || echo "MEMBW failed")
 echo "$membw_start (start)" | tee -a "$out/header.txt"

@@ -52,6 +52,7 @@ Schedule buildAllreduceRing(const CollectiveSpec& spec);
 Schedule buildAllgatherRing(const CollectiveSpec& spec);
 Schedule buildReducescatterRing(const CollectiveSpec& spec);
 Schedule buildAllreduceRsAg(const CollectiveSpec& spec);
+Schedule buildAllreduceDirectRsAg(const CollectiveSpec& spec);  // allreduce_rs_ag.cc
 Schedule buildAllreduceRecursiveDoubling(const CollectiveSpec& spec);
 Schedule buildAllgatherRecursiveDoubling(const CollectiveSpec& spec);
 Schedule buildReducescatterRecursiveHalving(const CollectiveSpec& spec);

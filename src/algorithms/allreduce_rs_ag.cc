@@ -29,6 +29,16 @@
 //                                                   all of phase 1 ^ before phase 2 starts
 //
 // Limitations: as both rings (commutative operators, n-1 latencies per phase).
+//
+// direct_rs_ag: the same two phases by the direct (flat) algorithms of direct.cc: each rank
+// receives its chunk from every other rank and reduces it (in a fixed order), then sends
+// its finished chunk to every other rank. One round per phase instead of n-1, n-1 messages
+// per rank per phase; the bytes are the ring's. Over shared memory a message is read from
+// the sender's buffer itself (rendezvous), so each rank reduces its chunk reading its peers'
+// inputs in place, the node-local all-reduce of issue 4; where the buffers come from
+// memAlloc those reads are plain loads through a mapping.
+//
+// Cost: 2 alpha + 2(n-1)/n N beta + (n-1)/n N gamma, with n-1 messages in flight per rank.
 
 #include "algorithms/algorithm.h"
 #include "algorithms/block_layout.h"
@@ -37,7 +47,14 @@
 
 namespace tutti {
 
-Schedule buildAllreduceRsAg(const CollectiveSpec& spec) {
+namespace {
+
+using PhaseBuilder = Schedule (*)(const CollectiveSpec&);
+
+// The reduce-scatterv by `reduceScatter`, then the all-gatherv by `allGather`, over the
+// chunks of partOffset/partCount.
+Schedule buildRsAg(const CollectiveSpec& spec, PhaseBuilder reduceScatterPhase,
+                   PhaseBuilder allGatherPhase) {
   const int n = spec.size;
   const int r = spec.rank;
   if (spec.count == 0) return ScheduleBuilder(r, n).build();
@@ -46,17 +63,26 @@ Schedule buildAllreduceRsAg(const CollectiveSpec& spec) {
 
   // Phase 1: the output of the reduce-scatterv is this rank's chunk of the output (in place,
   // out[chunk r] is also in[chunk r], exactly where an in-place reduce-scatterv puts it).
-  Schedule reduceScatter = buildReducescatterRing(
+  Schedule reduceScatter = reduceScatterPhase(
       chunkPhaseSpec(spec, Collective::kReduceScatterV, n, r, spec.inPlace));
   offsetRegions(reduceScatter, BufferKind::kOutput, chunkOffset);
 
   // Phase 2: an in-place all-gatherv whose input (the own chunk) is out[chunk r].
-  Schedule allGather =
-      buildAllgatherRing(chunkPhaseSpec(spec, Collective::kAllGatherV, n, r, true));
+  Schedule allGather = allGatherPhase(chunkPhaseSpec(spec, Collective::kAllGatherV, n, r, true));
   offsetRegions(allGather, BufferKind::kInput, chunkOffset);
   remapBuffer(allGather, BufferKind::kInput, BufferKind::kOutput);
 
   return concatenate(std::move(reduceScatter), allGather);
+}
+
+}  // namespace
+
+Schedule buildAllreduceRsAg(const CollectiveSpec& spec) {
+  return buildRsAg(spec, buildReducescatterRing, buildAllgatherRing);
+}
+
+Schedule buildAllreduceDirectRsAg(const CollectiveSpec& spec) {
+  return buildRsAg(spec, buildDirect, buildDirect);
 }
 
 }  // namespace tutti

@@ -38,6 +38,10 @@ const std::vector<AlgorithmInfo>& algorithmRegistry() {
       {"rs_ag", Collective::kAllReduce,
        "ring reduce-scatter then ring all-gather, unfused (a pipeline bubble between them)",
        always, buildAllreduceRsAg},
+      {"direct_rs_ag", Collective::kAllReduce,
+       "direct reduce-scatter (each rank reduces its chunk from every rank) then direct "
+       "all-gather; one round each",
+       always, buildAllreduceDirectRsAg},
       {"recursive_doubling", Collective::kAllReduce,
        "log2 n rounds exchanging the whole vector with rank r^2^k; non-powers of two fold",
        always, buildAllreduceRecursiveDoubling},

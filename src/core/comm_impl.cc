@@ -203,6 +203,7 @@ Status CommImpl::connect(const InitParams& params, const Config& config, const s
     sopts.size = params.size;
     sopts.commUid = uid;
     sopts.cmaBytes = config.shmCmaBytes;
+    sopts.mappedBytes = config.shmMappedBytes;
     sopts.cmaShare = config.shmCmaShare;
     TUTTI_CHECK_ARG(config.shmSlotBytes >= 64 && config.shmSlotBytes <= (64u << 20),
                     "TUTTI_SHM_SLOT_BYTES must be between 64 and 64M, got %llu",

@@ -28,6 +28,7 @@ constexpr Entry kEntries[] = {
     {"ring", Collective::kReduceScatter},
     {"ring", Collective::kReduceScatterV},
     {"rs_ag", Collective::kAllReduce},
+    {"direct_rs_ag", Collective::kAllReduce},
     {"recursive_doubling", Collective::kAllReduce},
     {"recursive_doubling", Collective::kAllGather},
     {"recursive_doubling", Collective::kAllGatherV},

@@ -130,12 +130,17 @@ bool ShmLink::pumpSendsLocked(DoneList& done) {
     // A send that prefers a copy (its receiver reduces it) still goes by rendezvous from a
     // memAlloc buffer: the receiver then reduces it straight from its mapping, one pass over
     // the data where the ring takes two.
+    // A memAlloc buffer goes by rendezvous from a lower size (mappedBytes) too.
+    const ShmTransport::Options& o = owner_->options_;
+    const std::uint64_t cma = o.cmaBytes == 0 ? UINT64_MAX : o.cmaBytes;
+    const std::uint64_t mapped = o.mappedBytes == 0 ? UINT64_MAX : o.mappedBytes;
     bool rendezvous = request->progress == 0 && !isP2pTag(request->tag) &&
-                      owner_->rendezvousTo(peer_) && request->bytes >= owner_->options_.cmaBytes;
+                      request->bytes >= std::min(cma, mapped) && owner_->rendezvousTo(peer_);
     BufferRef buffer;
     if (rendezvous) {
       buffer = findUserBuffer(request->data, request->bytes);
-      rendezvous = !request->preferCopy || buffer.valid();
+      rendezvous = buffer.valid() ? request->bytes >= mapped
+                                  : request->bytes >= cma && !request->preferCopy;
     }
     if (rendezvous) {
       if (!sendRendezvousLocked(request, buffer)) break;

@@ -55,6 +55,11 @@ class ShmTransport final : public Transport, public ProgressHook {
     /// Messages of at least this many bytes go by rendezvous (CMA) where the receiver can
     /// read the sender; 0 never.
     std::uint64_t cmaBytes = 256 << 10;
+    /// Messages of at least this many bytes sent from a memAlloc buffer go by rendezvous,
+    /// the receiver reading them through its mapping of the buffer (no system call per
+    /// message, so the threshold is lower than cmaBytes); 0 never. Only where the receiver
+    /// can read the sender (rendezvousTo).
+    std::uint64_t mappedBytes = 16 << 10;
     /// The sender of a rendezvous message helps: while the receiver reads the message from
     /// the front, the sender writes it into the receiver's buffer from the back (RndvShare
     /// in segment.h), so both cores copy when the sender has nothing else to do.

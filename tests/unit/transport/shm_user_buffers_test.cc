@@ -179,6 +179,19 @@ TEST_P(UserBufferTransfer, LargeMessagesGoThroughTheMappingWhicheverSideIsShared
   }
 }
 
+TEST(UserBufferTransfer, MidSizeMessagesFromMemAllocAreReadThroughTheMapping) {
+  // Below the rendezvous threshold of heap buffers (cmaBytes) but above mappedBytes.
+  ShmSetup setup;
+  auto ts = connectAll(2, setup);
+  const std::size_t bytes = 20000;
+  for (const bool shared : {false, true}) {
+    Buffer out(bytes, shared), in(bytes, false);
+    const std::uint64_t before = ts[1]->mappedBytes();
+    ASSERT_EQ(sendOnce(ts, out, in, bytes, shared ? 1 : 2), "");
+    EXPECT_EQ(ts[1]->mappedBytes() - before, shared ? bytes : 0u) << shared;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Share, UserBufferTransfer, ::testing::Values(true, false),
                          [](const auto& param) {
                            return param.param ? std::string("SenderHelps")
