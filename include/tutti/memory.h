@@ -13,7 +13,8 @@
 /// Each allocation is one memfd (one file descriptor) rounded up to whole pages and
 /// populated up front, so it suits few large buffers, not many small ones. A peer's mapping
 /// keeps the memory until that peer drops it: at its next mapping of a buffer of this
-/// process, when it holds more than 32, or when its communicator is destroyed.
+/// process, within about a second of its next call (while it has calls running), when it
+/// holds more than 32, or when its communicator is destroyed.
 
 #include <cstddef>
 

@@ -32,6 +32,8 @@ constexpr std::uint32_t kMaxSlots = 16;
 constexpr std::size_t kBounceBytes = 128u << 10;
 // How often a waiting rank looks for peers that died.
 constexpr std::int64_t kPeerCheckNs = 50'000'000;
+// How often a transport in use looks for mappings of peers' buffers that were freed.
+constexpr std::int64_t kFreedCheckNs = 1'000'000'000;
 // After the spin, how long and how many times a waiter yields the core before it sleeps.
 constexpr std::int64_t kYieldNs = 50'000;
 constexpr int kMaxYields = 64;
@@ -263,6 +265,11 @@ void ShmTransport::checkPeersIfDueLocked(DoneList& done) {
   if (now - lastPeerCheckNs_ < kPeerCheckNs) return;
   lastPeerCheckNs_ = now;
   checkPeersLocked(done);
+  // Peers' buffers they freed since: their memory goes once nobody maps it.
+  if (peerBuffers_.size() > 0 && now - lastFreedCheckNs_ >= kFreedCheckNs) {
+    lastFreedCheckNs_ = now;
+    peerBuffers_.dropFreed();
+  }
 }
 
 void ShmTransport::checkAbortLocked(DoneList& done) {

@@ -187,6 +187,7 @@ class ShmTransport final : public Transport, public ProgressHook {
   bool shutDown_ = false;
   WaitSignal progress_;
   std::int64_t lastPeerCheckNs_ = 0;
+  std::int64_t lastFreedCheckNs_ = 0;
   std::uint64_t passes_ = 0;
 };
 

@@ -175,7 +175,7 @@ char* PeerBuffers::map(int pid, const BufferRef& ref) {
 void PeerBuffers::dropStale(int pid) {
   for (std::size_t i = 0; i < maps_.size();) {
     const Mapping& m = maps_[i];
-    if (m.pid != pid) {
+    if (pid != -1 && m.pid != pid) {
       ++i;
       continue;
     }
@@ -188,6 +188,8 @@ void PeerBuffers::dropStale(int pid) {
     ++i;
   }
 }
+
+void PeerBuffers::dropFreed() { dropStale(-1); }
 
 void PeerBuffers::unmap(std::size_t index) {
   munmap(maps_[index].local, maps_[index].ref.bytes);

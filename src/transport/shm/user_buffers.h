@@ -58,6 +58,9 @@ class PeerBuffers {
   char* translate(int pid, const BufferRef& ref, std::uint64_t addr, std::uint64_t bytes);
   /// Mappings held now.
   std::size_t size() const { return maps_.size(); }
+  /// Drops every mapping whose owner freed the buffer (its descriptor no longer names the
+  /// memfd), so that freed memory is not kept alive here. A system call per mapping.
+  void dropFreed();
 
  private:
   struct Mapping {
@@ -68,9 +71,9 @@ class PeerBuffers {
   };
   /// Maps `ref` of `pid`; null when it cannot.
   char* map(int pid, const BufferRef& ref);
-  /// Drops `pid`'s mappings whose descriptor no longer names the same memfd (the owner
-  /// freed them): without this, a peer that allocates and frees in a loop would have this
-  /// process keep its memory alive.
+  /// Drops the mappings of process `pid` (-1: of every process) whose descriptor no longer
+  /// names the same memfd (the owner freed them): without this, a peer that allocates and
+  /// frees in a loop would have this process keep its memory alive.
   void dropStale(int pid);
   void unmap(std::size_t index);
 
