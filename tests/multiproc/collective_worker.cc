@@ -1,8 +1,9 @@
 // The rank program of the multi-process collective tests (build/tests/tutti_collective_worker),
 // started by tutti-run. Modes:
 //   check            all-reduce every dtype x op x placement at counts 0, 1, n-1, n+1 and a
-//                    large odd count, plus barriers and point-to-point messages; every element
-//                    is compared with an independent expectation. Exit 0 when all is right.
+//                    large odd count, then from memAlloc buffers (default and direct_rs_ag),
+//                    plus barriers and point-to-point messages; every element is compared
+//                    with an independent expectation. Exit 0 when all is right.
 //   every            every collective x every registered algorithm (and the default) at a
 //                    few counts, dtypes and roots, then the same on sub-communicators from
 //                    split (reversed order and odd/even groups).
@@ -46,6 +47,7 @@
 #include "schedule/collective.h"
 #include "base/strings.h"
 #include "tutti/communicator.h"
+#include "tutti/memory.h"
 
 namespace {
 
@@ -58,16 +60,49 @@ constexpr DataType kTypes[] = {DataType::kInt8,    DataType::kUint8,    DataType
 constexpr ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax,
                              ReduceOp::kAvg};
 
+// `bytes` from tutti::memAlloc (freed on destruction), or from the heap.
+class Buffer {
+ public:
+  Buffer(std::size_t bytes, bool shared, char fill) : shared_(shared) {
+    if (shared_) {
+      Result<void*> r = memAlloc(bytes);
+      data_ = r.ok() ? static_cast<char*>(r.value()) : nullptr;
+    } else {
+      heap_.assign(bytes, fill);
+      data_ = heap_.data();
+    }
+    if (data_ != nullptr) std::memset(data_, fill, bytes);
+  }
+  ~Buffer() {
+    if (shared_) (void)memFree(data_);
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  char* data() const { return data_; }
+
+ private:
+  bool shared_;
+  std::vector<char> heap_;
+  char* data_ = nullptr;
+};
+
+// One all-reduce checked element by element; `shared`: both buffers from memAlloc (peers on
+// this host read them through their mappings); `algorithm`: forced, or "" for the default.
 std::string checkOne(Communicator& comm, std::size_t count, DataType dtype, ReduceOp op,
-                     bool inPlace) {
+                     bool inPlace, bool shared = false, const char* algorithm = "") {
   const std::size_t bytes = count * dataTypeSize(dtype);
-  std::vector<char> input(bytes + 1), output(bytes + 1, '\xff'), expected(bytes + 1);
+  Buffer input(bytes + 1, shared, 0), output(bytes + 1, shared, '\xff');
+  std::vector<char> expected(bytes + 1);
+  std::string what = strFormat("count=%zu %s %s %s%s%s%s", count, dataTypeName(dtype),
+                               reduceOpName(op), inPlace ? "in-place" : "out-of-place",
+                               shared ? " memAlloc" : "", *algorithm != 0 ? " " : "", algorithm);
+  if (input.data() == nullptr || output.data() == nullptr) return what + ": memAlloc failed\n";
   bench::fillInput(input.data(), count, comm.rank(), comm.size(), dtype, op);
   bench::fillExpectedAllReduce(expected.data(), count, comm.size(), dtype, op);
   void* out = inPlace ? input.data() : output.data();
-  Status s = comm.allreduce(input.data(), out, count, dtype, op);
-  std::string what = strFormat("count=%zu %s %s %s", count, dataTypeName(dtype), reduceOpName(op),
-                               inPlace ? "in-place" : "out-of-place");
+  CallOptions options;
+  options.algorithm = algorithm;
+  Status s = comm.allreduce(input.data(), out, count, dtype, op, options);
   if (!s.ok()) return what + ": " + s.toString() + "\n";
   std::uint64_t wrong = bench::countWrong(out, expected.data(), count, dtype);
   if (wrong != 0) return what + strFormat(": %llu wrong\n", static_cast<unsigned long long>(wrong));
@@ -97,6 +132,17 @@ int runChecks(Communicator& comm) {
         if (n > 4) break;
         const std::size_t count = (std::size_t{9} << 20) / 2 / dataTypeSize(dtype) + 1001;
         failures += checkOne(comm, count, dtype, op, inPlace);
+        ++checks;
+      }
+  // Buffers from memAlloc: messages past TUTTI_SHM_MAPPED_BYTES (16K) and past the 256K of
+  // heap buffers read and reduced through the peers' mappings over shared memory (over TCP
+  // nothing changes), with the default algorithms and with direct_rs_ag, which reads every
+  // peer's input; odd counts so the chunks are uneven.
+  for (const char* algorithm : {"", "direct_rs_ag"})
+    for (std::size_t count : {std::size_t{40009}, std::size_t{600011}})
+      for (bool inPlace : {false, true}) {
+        failures += checkOne(comm, count, DataType::kFloat32, ReduceOp::kSum, inPlace, true,
+                             algorithm);
         ++checks;
       }
   for (int i = 0; i < 10; ++i) {
