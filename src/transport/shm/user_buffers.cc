@@ -21,6 +21,9 @@ namespace tutti::shm {
 namespace {
 
 constexpr std::size_t kPage = 4096;
+constexpr const char* kMemfdName = "tutti-buf";
+// How /proc/<pid>/fd/<n> reads for such a memfd.
+constexpr const char* kMemfdLink = "/memfd:tutti-buf ";
 
 struct Registry {
   std::shared_mutex mutex;
@@ -46,7 +49,7 @@ Result<void*> allocUserBuffer(std::size_t bytes) {
     return Status(ErrorCode::kInvalidArgument,
                   strFormat("memAlloc: %zu bytes is more than this machine can map", bytes));
   const std::size_t length = (bytes + kPage - 1) / kPage * kPage;
-  const int fd = static_cast<int>(syscall(SYS_memfd_create, "tutti-buf", MFD_CLOEXEC));
+  const int fd = static_cast<int>(syscall(SYS_memfd_create, kMemfdName, MFD_CLOEXEC));
   if (fd < 0) return systemError("memAlloc: memfd_create", errno);
   if (ftruncate(fd, static_cast<off_t>(length)) != 0) {
     const int error = errno;
@@ -141,7 +144,13 @@ char* PeerBuffers::map(int pid, const BufferRef& ref) {
   if (std::find(refused_.begin(), refused_.end(), pid) != refused_.end()) return nullptr;
   dropStale(pid);
   const std::string path = strFormat("/proc/%d/fd/%d", pid, ref.fd);
-  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  // Only a memfd of memAlloc's is ever opened, whatever a slot says: not a file, a device
+  // or a socket that the descriptor number might name.
+  char target[64] = {};
+  const ssize_t length = readlink(path.c_str(), target, sizeof(target) - 1);
+  if (length <= 0 || std::strncmp(target, kMemfdLink, std::strlen(kMemfdLink)) != 0)
+    return nullptr;
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (fd < 0) {
     const int error = errno;
     if (error == EACCES || error == EPERM) {
