@@ -127,10 +127,9 @@ bool ShmLink::pumpSendsLocked(DoneList& done) {
     // copied. A collective's schedule is verified to progress with no buffering at all,
     // so its large messages may wait for their receive.
     //
-    // A send that prefers a copy (its receiver reduces it) still goes by rendezvous from a
-    // memAlloc buffer: the receiver then reduces it straight from its mapping, one pass over
-    // the data where the ring takes two.
-    // A memAlloc buffer goes by rendezvous from a lower size (mappedBytes) too.
+    // A send from a memAlloc buffer goes by rendezvous from mappedBytes (lower than cmaBytes)
+    // and even when it prefers a copy (its receiver reduces it): the receiver reads or
+    // reduces it straight from its mapping, one pass over the data where the ring takes two.
     const ShmTransport::Options& o = owner_->options_;
     const std::uint64_t cma = o.cmaBytes == 0 ? UINT64_MAX : o.cmaBytes;
     const std::uint64_t mapped = o.mappedBytes == 0 ? UINT64_MAX : o.mappedBytes;
