@@ -23,6 +23,15 @@ struct AlgorithmInfo {
   /// Empty when the algorithm applies to `spec`; otherwise why not.
   std::string (*unsupportedReason)(const CollectiveSpec& spec);
   Schedule (*build)(const CollectiveSpec& spec);
+  /// Set where the schedule is one round in which every rank sends its whole contribution
+  /// to every rank that needs it, so that a transport's flat exchange
+  /// (Transport::flatExchange) can carry the round instead of messages: the bytes of this
+  /// rank's contribution (read from the input), and this rank's output computed from every
+  /// rank's contribution (indexed by rank) exactly as the schedule computes it, operands in
+  /// the same order, so the same bits.
+  std::size_t (*flatBytes)(const CollectiveSpec& spec) = nullptr;
+  void (*flatFinish)(const CollectiveSpec& spec, const char* const* contributions,
+                     void* output) = nullptr;
 };
 
 /// Every algorithm, grouped by collective.
@@ -43,6 +52,10 @@ Result<std::vector<std::pair<Collective, std::string>>> parseAlgorithmOverrides(
 
 // The builders, one per algorithm file.
 Schedule buildDirect(const CollectiveSpec& spec);  // every collective (direct.cc)
+// direct.cc's one-round all-reduce, all-gather and barrier, carried by a flat exchange
+// (direct_flat.cc).
+std::size_t flatBytesDirect(const CollectiveSpec& spec);
+void flatFinishDirect(const CollectiveSpec& spec, const char* const* contributions, void* output);
 Schedule buildAllreduceRing(const CollectiveSpec& spec);
 // Rings and butterflies (allgather_ring.cc, reducescatter_ring.cc, allreduce_rs_ag.cc,
 // allreduce_recursive_doubling.cc, allgather_recursive_doubling.cc,

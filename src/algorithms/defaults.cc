@@ -42,6 +42,15 @@ constexpr Rule kRules[] = {
     // 0.81 and 0.87 of recursive doubling's time over shared memory, 0.78 over TCP). At 4
     // ranks on 2 cores direct was slower (1.03-1.06 over shared memory), at 8 more so
     // (1.10-1.17), and at 2 recursive doubling is one exchange with fewer steps.
+    // Every rank on one host, up to 992 bytes (FlatSlot's room, shm/segment.h): direct's one
+    // round carried by the flat exchange (Transport::flatExchange: each rank writes its input
+    // once, every rank reads every input in place). Alternating runs (scripts/ab_latency.sh,
+    // 8 and 960 bytes, time against recursive doubling's): 2 ranks 0.59 and 0.90, 3 ranks
+    // on 2 cores 0.62 (8 bytes), 4 ranks 0.52 and 0.60, 8 ranks 0.78 and 0.66; against
+    // Open MPI in the same runs: 2 ranks 0.76, 4 ranks 0.56, 8 ranks 0.85 (8 bytes). Every
+    // rank reads every other's line, so the rule stops at 32 ranks, past what was measured
+    // (8) but where log2 n rounds still cost more than n reads issued together.
+    {Collective::kAllReduce, 992, 32, "direct", 2, true},
     {Collective::kAllReduce, 256, 3, "direct", 3},
     {Collective::kAllReduce, 4096, kAnyRanks, "recursive_doubling"},
     {Collective::kAllReduce, 128 << 10, kAnyRanks, "reduce_bcast"},
@@ -65,6 +74,10 @@ constexpr Rule kRules[] = {
     {Collective::kAllReduce, kAny, kAnyRanks, "rabenseifner"},
     // all-gather: recursive doubling won at every size measured (8 ranks, 4 MiB: 8.7 ms vs
     // direct 10.2, ring 11.5); the pipelined ring takes over for very large blocks.
+    // One host, blocks up to 992 bytes: the flat exchange, as for all-reduce (alternating
+    // runs, time against recursive doubling's: 2 ranks 2 and 240-byte blocks 0.53 and 0.58,
+    // 4 ranks 60-byte blocks 0.62, 8 ranks 120-byte blocks 0.52).
+    {Collective::kAllGather, 992, 32, "direct", 2, true},
     {Collective::kAllGather, 4 << 20, kAnyRanks, "recursive_doubling"},
     // Two ranks sharing memory: one exchange of the whole block, read in place, beats the
     // ring's 512 KiB segments at every size (alternating, time over the ring's: 16 MiB
@@ -104,6 +117,9 @@ constexpr Rule kRules[] = {
     {Collective::kAllToAll, 512, kAnyRanks, "bruck"},
     {Collective::kAllToAll, kAny, kAnyRanks, "pairwise"},
     {Collective::kAllToAllV, kAny, kAnyRanks, "pairwise"},
+    // One host: a flat exchange of nothing (against dissemination: 2 ranks 0.74, 4 on 2
+    // cores 0.59, 8 on 2 cores 0.51).
+    {Collective::kBarrier, kAny, 32, "direct", 2, true},
     {Collective::kBarrier, kAny, kAnyRanks, "dissemination"},
 };
 

@@ -471,6 +471,10 @@ Status CommImpl::runSchedule(const OpRequest& r, const AlgorithmInfo& algorithm,
     return refusal(what, health);
   }
   const Plan& plan = planFor(spec, algorithm);
+  if (algorithm.flatBytes != nullptr) {
+    const std::size_t room = transport_->flatBytes();  // 0: no flat exchange
+    if (room > 0 && algorithm.flatBytes(spec) <= room) return runFlat(r, algorithm, plan, what, report);
+  }
   const Schedule& schedule = plan.schedule;
   const ExecParams params = execParams(r, plan, what);
   if (schedule.scratchCount > 0) {
@@ -483,6 +487,48 @@ Status CommImpl::runSchedule(const OpRequest& r, const AlgorithmInfo& algorithm,
   Status status = tutti::execute(*transport_, schedule, buffers, params, pool_, report);
   if (status.ok()) return status;
   return status.withContext(strFormat("%s failed on rank %d", what.describe().c_str(), rank_));
+}
+
+Status CommImpl::runFlat(const OpRequest& r, const AlgorithmInfo& algorithm, const Plan& plan,
+                         const OpDescriber& what, ExecReport* report) {
+  FlatCall call;
+  call.index = flatCalls_++;
+  call.seq = r.seq;
+  call.stamp = plan.stamp;
+  call.data = r.input;
+  call.bytes = algorithm.flatBytes(r.spec);
+  call.deadline = r.deadline;
+  call.spinNs = spinNs_;
+  call.checker = &checker_;
+  flatViews_.resize(static_cast<std::size_t>(size_));
+  FlatStop stop;
+  Status status = transport_->flatExchange(call, flatViews_.data(), &stop);
+  if (status.ok()) {
+    algorithm.flatFinish(r.spec, flatViews_.data(), r.output);
+    return status;
+  }
+  // Worded as the executor words its failures, and failed as it fails them (Run::abandon).
+  if (status.code() == ErrorCode::kMismatch && stop.peer >= 0 && !stop.peerStamp.empty()) {
+    status = Status(ErrorCode::kMismatch,
+                    strFormat("rank %d called %s while rank %d called %s", stop.peer,
+                              what.describeStamp(stop.peerStamp).c_str(), rank_,
+                              what.describe().c_str()),
+                    stop.peer);
+  } else if (status.code() == ErrorCode::kTimeout) {
+    status = Status(ErrorCode::kTimeout,
+                    strFormat("%s timed out; still waiting for data from %s",
+                              what.describe().c_str(), status.message().c_str()),
+                    status.peerRank());
+  }
+  if (report != nullptr) {
+    report->completedSteps = 0;
+    report->totalSteps = 1;
+    if (stop.peer >= 0) report->waitingOn = strFormat("data from rank %d (flat)", stop.peer);
+  }
+  transport_->fail(status);
+  const Status root = transport_->health();
+  return (root.ok() ? status : root)
+      .withContext(strFormat("%s failed on rank %d", what.describe().c_str(), rank_));
 }
 
 Status CommImpl::failed(const OpRequest& r, const OpDescriber& what, const Status& status,

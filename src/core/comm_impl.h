@@ -122,6 +122,11 @@ class CommImpl {
   /// The refusal of a call issued after the communicator failed (`health`).
   Status refusal(const OpDescriber& what, const Status& health) const;
   struct Plan;
+  /// runSchedule() for an algorithm whose one round the transport's flat exchange carries
+  /// (AlgorithmInfo::flatBytes): no executor, no messages, the same result and the same
+  /// guarantees (stamps, deadline, abort, hang report).
+  Status runFlat(const OpRequest& request, const AlgorithmInfo& algorithm, const Plan& plan,
+                 const OpDescriber& what, ExecReport* report);
   /// The executor's parameters for `request` run with `plan`.
   ExecParams execParams(const OpRequest& request, const Plan& plan, const OpDescriber& what);
 
@@ -211,6 +216,10 @@ class CommImpl {
   // same verdict on every rank (shm_transport.h), so calls pick the same algorithms.
   bool sharedMemory_ = false;
   std::vector<char> scratch_;  // schedules' scratch space, pooled across calls
+  // Flat exchanges run so far (FlatCall::index: the same count on every rank) and the
+  // contributions of the current one, by rank.
+  std::uint64_t flatCalls_ = 0;
+  std::vector<const char*> flatViews_;
   std::uint64_t nextSeq_ = 0;  // touched only by the issuing thread
 
   // The last operations, for dumps; among the live recorders (SIGUSR1) once created.

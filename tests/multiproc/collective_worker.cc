@@ -2,17 +2,20 @@
 // started by tutti-run. Modes:
 //   check            all-reduce every dtype x op x placement at counts 0, 1, n-1, n+1 and a
 //                    large odd count, then from memAlloc buffers (default and direct_rs_ag),
-//                    plus barriers and point-to-point messages; every element is compared
-//                    with an independent expectation. Exit 0 when all is right.
+//                    plus barriers, a sequence of small calls (flat over shared memory)
+//                    between larger ones, and point-to-point messages; every element is
+//                    compared with an independent expectation. Exit 0 when all is right.
 //   every            every collective x every registered algorithm (and the default) at a
 //                    few counts, dtypes and roots, then the same on sub-communicators from
 //                    split (reversed order and odd/even groups).
-//   die <rank>       <rank> starts a large all-reduce and kills itself (SIGKILL) while it
-//                    runs; the others' all-reduce must fail with kPeerFailure naming <rank>.
+//   die <rank> [small]  <rank> starts a large all-reduce and kills itself (SIGKILL) while
+//                    it runs (small: kills itself instead of an 8-byte all-reduce); the
+//                    others' all-reduce must fail with kPeerFailure naming <rank>.
 //                    Survivors print "EXPECTED-FAILURE <message>" and exit 3.
 //   mismatch <how>   rank 1 calls something else than the others (how: count, dtype, root,
-//                    collective, algorithm); then every rank makes three more calls. Every
-//                    rank must fail with kMismatch stating both calls: it prints
+//                    collective, algorithm, flat_count, flat_mixed); then every rank makes
+//                    three more calls. Every rank must fail with kMismatch stating both
+//                    calls: it prints
 //                    "EXPECTED-FAILURE ..." for its first failed call and exits 3.
 //   hang <how> <rank> after two warm-up calls (barrier #0, all-reduce #1) every rank prints
 //                    "READY rank r pid p handler=tutti|other"; then the others call
@@ -109,6 +112,74 @@ std::string checkOne(Communicator& comm, std::size_t count, DataType dtype, Redu
   return "";
 }
 
+// Rank r's i-th input of round k: a float with a full mantissa, so that a sum's bits depend
+// on the order of its operands.
+float roundInput(int rank, int round, std::size_t i) {
+  std::uint64_t h = (static_cast<std::uint64_t>(rank) << 40) ^ (static_cast<std::uint64_t>(round) << 20) ^ i;
+  h = (h ^ (h >> 33)) * 0xff51afd7ed558ccdull;
+  h ^= h >> 29;
+  return static_cast<float>(static_cast<std::int64_t>(h % 2000001) - 1000000) / 999983.0f;
+}
+
+// Small calls that shared memory carries by its flat exchange (direct's one round), between
+// calls it does not, so that each rank's two flat slots are reused across other calls and
+// across a broadcast its root may finish before the others start. The all-reduces force
+// direct, which combines in rank order on every transport: each result must equal, bit for
+// bit, the rank-order fold of every rank's input computed here.
+std::string checkSmallSequence(Communicator& comm) {
+  const int n = comm.size();
+  const int me = comm.rank();
+  std::string failures;
+  CallOptions direct;
+  direct.algorithm = "direct";
+  for (int round = 0; round < 48 && failures.empty(); ++round) {
+    const std::size_t count = 1 + static_cast<std::size_t>(round * 37) % 248;  // <= 992 bytes
+    std::vector<float> in(count), out(count), expected(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      in[i] = roundInput(me, round, i);
+      float acc = roundInput(0, round, i);
+      for (int r = 1; r < n; ++r) acc = acc + roundInput(r, round, i);
+      expected[i] = acc;
+    }
+    const bool inPlace = round % 2 == 1;
+    float* result = inPlace ? in.data() : out.data();
+    Status s = comm.allreduce(in.data(), result, count, DataType::kFloat32, ReduceOp::kSum, direct);
+    if (!s.ok()) failures += strFormat("round %d all-reduce: %s\n", round, s.toString().c_str());
+    else if (std::memcmp(result, expected.data(), count * sizeof(float)) != 0)
+      failures += strFormat("round %d all-reduce of %zu: not the rank-order sum\n", round, count);
+
+    const int root = round % n;  // a larger broadcast (messages), its root finishing first
+    std::vector<std::int32_t> data(3001);
+    for (std::size_t i = 0; i < data.size(); ++i)
+      data[i] = me == root ? static_cast<std::int32_t>(round * 100000 + i) : -1;
+    s = comm.broadcast(data.data(), data.data(), data.size(), DataType::kInt32, root);
+    for (std::size_t i = 0; i < data.size() && s.ok(); ++i)
+      if (data[i] != static_cast<std::int32_t>(round * 100000 + i)) {
+        failures += strFormat("round %d broadcast: element %zu wrong\n", round, i);
+        break;
+      }
+    if (!s.ok()) failures += strFormat("round %d broadcast: %s\n", round, s.toString().c_str());
+
+    const std::size_t block = 1 + static_cast<std::size_t>(round) % 7;
+    std::vector<std::int32_t> mine(block), all(block * static_cast<std::size_t>(n), -1);
+    for (std::size_t i = 0; i < block; ++i) mine[i] = me * 1000 + round * 10 + static_cast<int>(i);
+    s = comm.allgather(mine.data(), all.data(), block, DataType::kInt32);
+    for (std::size_t i = 0; i < all.size() && s.ok(); ++i) {
+      const int r = static_cast<int>(i / block);
+      if (all[i] != r * 1000 + round * 10 + static_cast<int>(i % block)) {
+        failures += strFormat("round %d all-gather: element %zu wrong\n", round, i);
+        break;
+      }
+    }
+    if (!s.ok()) failures += strFormat("round %d all-gather: %s\n", round, s.toString().c_str());
+    if (round % 3 == 0) {
+      s = comm.barrier();
+      if (!s.ok()) failures += strFormat("round %d barrier: %s\n", round, s.toString().c_str());
+    }
+  }
+  return failures;
+}
+
 int runChecks(Communicator& comm) {
   const std::size_t n = static_cast<std::size_t>(comm.size());
   std::vector<std::size_t> counts = {0, 1, n + 1, 100003};
@@ -149,6 +220,8 @@ int runChecks(Communicator& comm) {
     Status s = comm.barrier();
     if (!s.ok()) failures += "barrier: " + s.toString() + "\n";
   }
+  failures += checkSmallSequence(comm);
+  ++checks;
   if (comm.size() > 1) {  // a ring of point-to-point messages
     const int next = (comm.rank() + 1) % comm.size();
     const int prev = (comm.rank() + comm.size() - 1) % comm.size();
@@ -249,9 +322,15 @@ int expectFailure(const Communicator& comm, const Status& s) {
   return 3;
 }
 
-int runDie(Communicator& comm, int victim) {
-  const std::size_t count = 16u << 20;  // 64 MiB of float32: long enough to die mid-way
+int runDie(Communicator& comm, int victim, bool small) {
+  // 64 MiB of float32: long enough to die mid-way. Small: 8 bytes, which shared memory
+  // carries by its flat exchange; the victim dies without contributing.
+  const std::size_t count = small ? 2 : 16u << 20;
   std::vector<float> buf(count, 1.0f);
+  if (comm.rank() == victim && small) {
+    std::fflush(stdout);
+    raise(SIGKILL);
+  }
   if (comm.rank() == victim) {
     Work w = comm.allreduceAsync(buf.data(), buf.data(), count, DataType::kFloat32, ReduceOp::kSum);
     std::fflush(stdout);
@@ -278,6 +357,12 @@ Status mismatchedCall(Communicator& comm, const std::string& how, bool odd,
   if (how == "collective")
     return odd ? comm.reduce(buf.data(), buf.data(), 1024, f32, ReduceOp::kSum, 0, options)
                : comm.broadcast(buf.data(), buf.data(), 1024, f32, 0, options);
+  // Over shared memory, calls of a few hundred bytes go through the flat exchange: both
+  // sides there, or one side there and the other sending messages.
+  if (how == "flat_count")
+    return comm.allreduce(buf.data(), buf.data(), odd ? 3 : 2, f32, ReduceOp::kSum, options);
+  if (how == "flat_mixed")
+    return comm.allreduce(buf.data(), buf.data(), odd ? 1024 : 2, f32, ReduceOp::kSum, options);
   options.algorithm = odd ? "ring" : "recursive_doubling";
   return comm.allreduce(buf.data(), buf.data(), 1024, f32, ReduceOp::kSum, options);
 }
@@ -385,12 +470,13 @@ int main(int argc, char** argv) {
   }
   if (mode == "check") return runChecks(*comm);
   if (mode == "every") return runEvery(*comm);
-  if (mode == "die" && argc > 2) return runDie(*comm, std::atoi(argv[2]));
+  if (mode == "die" && argc > 2)
+    return runDie(*comm, std::atoi(argv[2]), argc > 3 && std::strcmp(argv[3], "small") == 0);
   if (mode == "mismatch" && argc > 2) return runMismatch(*comm, argv[2]);
   if (mode == "hang" && argc > 3) return runHang(*comm, argv[2], std::atoi(argv[3]));
   if (mode == "idle") return runIdle(*comm);
   std::fprintf(stderr,
-               "usage: %s [--wait-fifo PATH] [--wrong-secret RANK] check | every | die <rank> | "
+               "usage: %s [--wait-fifo PATH] [--wrong-secret RANK] check | every | die <rank> [small] | "
                "mismatch <how> | hang <how> <rank> | idle\n",
                program);
   return 2;

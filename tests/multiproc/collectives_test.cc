@@ -87,14 +87,16 @@ TEST(CollectiveProcs, LargeMessagesOverSharedMemoryHaveZeroWrong) {
 
 class KilledRankProcs : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(KilledRankProcs, KilledRankIsNamedByEverySurvivor) {
+// The victim (rank 2 of 4) dies in the middle of a 64 MiB all-reduce, or (small) instead of
+// an 8-byte one (over shared memory, the survivors then wait in the flat exchange).
+void expectVictimNamedByEverySurvivor(const std::string& transport, const char* size) {
   const int n = 4;
   const int victim = 2;
   // A generous --grace: survivors must get to report however loaded the machine is (a
   // sanitizer build on 2 cores can take seconds); only a real hang can exhaust it.
-  ProcessResult r = runProcess(launch(n, GetParam(), {"--timeout", "100", "--grace", "60"},
+  ProcessResult r = runProcess(launch(n, transport, {"--timeout", "100", "--grace", "60"},
                                       {testProgramPath("tutti_collective_worker"), "die",
-                                       std::to_string(victim)}),
+                                       std::to_string(victim), size}),
                                kOuterBoundSeconds);
   ASSERT_FALSE(r.timedOut) << r.out << r.err;
   EXPECT_NE(r.exitCode(), 0);
@@ -110,6 +112,14 @@ TEST_P(KilledRankProcs, KilledRankIsNamedByEverySurvivor) {
   // tutti-run names the victim as the first failure.
   EXPECT_NE(r.err.find("rank " + std::to_string(victim)), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("SIGKILL"), std::string::npos) << r.err;
+}
+
+TEST_P(KilledRankProcs, KilledRankIsNamedByEverySurvivor) {
+  expectVictimNamedByEverySurvivor(GetParam(), "large");
+}
+
+TEST_P(KilledRankProcs, RankKilledBeforeASmallCallIsNamedByEverySurvivor) {
+  expectVictimNamedByEverySurvivor(GetParam(), "small");
 }
 
 // Rank 1 calls something else than ranks 0, 2 and 3 (MismatchProcs below).
@@ -161,7 +171,10 @@ INSTANTIATE_TEST_SUITE_P(
                          "broadcast #0 (count 1024 float32 root 0"},
             MismatchCase{"collective", "reduce #0 (count 1024 float32 sum root 0",
                          "broadcast #0 (count 1024 float32 root 0"},
-            MismatchCase{"algorithm", "float32 sum, ring)", "float32 sum, recursive_doubling)"}),
+            MismatchCase{"algorithm", "float32 sum, ring)", "float32 sum, recursive_doubling)"},
+            // Over shared memory both in the flat exchange, then one there and one not.
+            MismatchCase{"flat_count", "(count 3 float32 sum", "(count 2 float32 sum"},
+            MismatchCase{"flat_mixed", "(count 1024 float32 sum", "(count 2 float32 sum"}),
         ::testing::ValuesIn(kTransports)),
     mismatchName);
 

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -41,6 +42,8 @@ Layout Layout::make(int size, std::uint32_t slots, std::uint32_t slotBytes) {
   at = roundUp(at + n * kRndvSlots * sizeof(std::atomic<std::uint64_t>), kCacheLine);
   l.sharesAt = at;
   at = roundUp(at + n * kRndvSlots * sizeof(RndvShare), kCacheLine);
+  l.flatAt = at;
+  at += 2 * sizeof(FlatSlot);
   l.channelsAt = at;
   // The tail on a line of its own: the receiver writes it, the sender reads it rarely.
   l.channelBytes = kCacheLine + static_cast<std::size_t>(slots) * l.slotStride();
@@ -147,6 +150,10 @@ RndvShare& Segment::share(int peer, std::size_t id) const {
   return table[static_cast<std::size_t>(peer) * kRndvSlots + id];
 }
 
+FlatSlot& Segment::flat(std::uint64_t parity) const {
+  return reinterpret_cast<FlatSlot*>(base_ + layout_.flatAt)[parity & 1];
+}
+
 Ring Segment::ringFrom(int sender) const {
   char* channel = base_ + layout_.channelsAt + static_cast<std::size_t>(sender) * layout_.channelBytes;
   Ring ring;
@@ -199,6 +206,17 @@ std::string hostKey() {
   const ssize_t n = readlink("/proc/self/ns/net", netns, sizeof(netns) - 1);
   return boot + "/" + (n > 0 ? std::string(netns, static_cast<std::size_t>(n)) : std::string("?"));
 }
+
+bool registerSleepFence() {
+  static const bool registered = [] {
+    const long commands = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    return commands > 0 && (commands & MEMBARRIER_CMD_GLOBAL_EXPEDITED) != 0 &&
+           syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
+  }();
+  return registered;
+}
+
+void sleepFence() { syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0); }
 
 void sharedFutexWait(std::atomic<std::uint32_t>* word, std::uint32_t expected,
                      std::int64_t maxWaitNs) {

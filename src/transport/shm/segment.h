@@ -110,6 +110,26 @@ struct SlotView {
   const char* data = nullptr;  // kData: the piece's bytes (inline or the payload)
 };
 
+/// Bytes one rank may contribute to a flat exchange (FlatSlot).
+inline constexpr std::size_t kFlatBytes = 992;
+
+/// One rank's contribution to a flat exchange (ShmTransport::flatExchange): written by the
+/// segment's owner, read in place by every other rank. Two per segment, used alternately:
+/// a rank that publishes its (k+2)-th exchange has seen every rank's (k+1)-th, which each
+/// published only after it had finished reading everybody's k-th, so the slot it reuses is
+/// free. A contribution of up to 32 bytes shares the cache line of `seq`.
+struct alignas(kCacheLine) FlatSlot {
+  /// The call's sequence number + 1, stored last (sequentially consistent, see
+  /// Segment::wakeIfSleeping); 0 before the first use.
+  std::atomic<std::uint64_t> seq;
+  CallStamp stamp;
+  std::uint32_t bytes;
+  std::uint32_t pad;
+  char data[kFlatBytes];
+};
+static_assert(sizeof(FlatSlot) == 1024);
+static_assert(offsetof(FlatSlot, data) == 32);
+
 /// The control block at the start of every segment.
 struct alignas(kCacheLine) Control {
   std::uint64_t magic;
@@ -118,6 +138,10 @@ struct alignas(kCacheLine) Control {
   std::int32_t size;
   std::uint32_t slots;
   std::uint32_t slotBytes;
+  /// 1 when the owner fences every process of the host before it sleeps (sleepFence()), so
+  /// that a publication meant for it needs no fence of its own (FlatSlot::seq). Written
+  /// before the segment is announced.
+  std::uint32_t fencesOnSleep;
   /// Bumped by anyone who gives this rank something to do (messages and room only while
   /// it sleeps: Segment::wakeIfSleeping); the owner sleeps on it.
   alignas(kCacheLine) std::atomic<std::uint32_t> doorbell;
@@ -140,6 +164,7 @@ struct Layout {
   std::size_t cmaAt = 0;       // std::uint8_t[size]: this rank can read p with CMA
   std::size_t acksAt = 0;      // std::atomic<uint64_t>[size][kRndvSlots]
   std::size_t sharesAt = 0;    // RndvShare[size][kRndvSlots]
+  std::size_t flatAt = 0;      // FlatSlot[2]
   std::size_t channelsAt = 0;  // channels, one per rank (the owner's own is unused)
   std::size_t channelBytes = 0;
   std::size_t totalBytes = 0;
@@ -198,6 +223,8 @@ class Segment {
   std::atomic<std::uint64_t>& ack(int peer, std::size_t id) const;
   /// How rendezvous send `id` of this segment's owner to `peer` is shared (RndvShare).
   RndvShare& share(int peer, std::size_t id) const;
+  /// The owner's flat-exchange slot `parity` (0 or 1).
+  FlatSlot& flat(std::uint64_t parity) const;
   /// The ring carrying messages from `sender` to this segment's owner.
   Ring ringFrom(int sender) const;
 
@@ -205,7 +232,8 @@ class Segment {
   void ring() const;
   /// Wakes the owner only if it sleeps: for what its spin watches itself without the
   /// doorbell (published slots, ring tails). The publication must be a sequentially consistent
-  /// store; the owner stores its sleeping flag the same way before its last look, so either
+  /// store (or a release store, where the owner fences on sleep: Control::fencesOnSleep);
+  /// the owner stores its sleeping flag the same way before its last look, so either
   /// that look sees the publication or this sees the flag. Saves the doorbell's cache line
   /// a round trip per message while the owner spins.
   void wakeIfSleeping() const;
@@ -222,6 +250,18 @@ class Segment {
 /// (ranks in different network namespaces are treated as different hosts, which is how
 /// the multi-host tests emulate machines).
 std::string hostKey();
+
+/// Registers this process for sleepFence() (once per process; later calls return the first
+/// answer). False where the kernel has no expedited global membarrier: sleepers then rely on
+/// publications being sequentially consistent stores.
+bool registerSleepFence();
+/// After a sleeper's sequentially consistent store of its sleeping flag and before its last
+/// look: makes every thread of every registered process of the host execute a full fence.
+/// A publisher's plain (release) store followed by its read of the flag then works as if
+/// it were sequentially consistent: either the look sees the store, or the read sees the
+/// flag. Costs the sleeper a system call and inter-processor interrupts (microseconds),
+/// and the publishers nothing. Only after registerSleepFence() returned true.
+void sleepFence();
 
 /// Blocks on a doorbell shared between processes while it equals `expected`, at most
 /// `maxWaitNs`. Spurious returns are possible.

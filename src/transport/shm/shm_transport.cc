@@ -107,6 +107,7 @@ Status ShmTransport::setUp(Store& store, const std::string& keyPrefix) {
       std::clamp<std::size_t>(perPeer / options_.slotBytes, kMinSlots, kMaxSlots));
   layout_ = Layout::make(size_, slots, options_.slotBytes);
   TUTTI_ASSIGN_OR_RETURN(own_, Segment::create(layout_, options_.commUid, rank_));
+  own_.control().fencesOnSleep = registerSleepFence() ? 1 : 0;
   const std::string host = options_.host.empty() ? hostKey() : options_.host;
   TUTTI_RETURN_IF_ERROR(store.set(
       keyPrefix + "shm/info/" + std::to_string(rank_),
@@ -169,6 +170,10 @@ Status ShmTransport::setUp(Store& store, const std::string& keyPrefix) {
       return Status(ErrorCode::kSystemError,
                     strFormat("rank %d could not join the shared segments: %s", r, verdict.c_str()));
   }
+  // Flat publications go without a fence when every reader fences before it sleeps.
+  flatRelease_ = own_.control().fencesOnSleep != 0;
+  for (int r : local_)
+    flatRelease_ = flatRelease_ && peers_[static_cast<std::size_t>(r)].control().fencesOnSleep != 0;
   // Everyone has mapped this segment: the descriptor is no longer needed, and without it
   // the memory goes with the last mapping, however the processes end.
   own_.closeFd();
@@ -350,10 +355,14 @@ void ShmTransport::mark(Marks& marks) const {
   marks.bell = own_.control().doorbell.load(std::memory_order_seq_cst);
   marks.arrived = 0;
   marks.tails = 0;
+  marks.flat = 0;
   for (int r : local_) {
     const ShmLink& l = *links_[static_cast<std::size_t>(r)];
     marks.arrived += l.arrivals();
     if (marks.sending) marks.tails += l.outTail();
+    if (flatWatch_ >= 0)
+      marks.flat += peers_[static_cast<std::size_t>(r)].flat(static_cast<std::uint64_t>(flatWatch_))
+                        .seq.load(std::memory_order_seq_cst);
   }
 }
 
@@ -364,11 +373,14 @@ bool ShmTransport::changedSince(const Marks& marks, std::uint32_t seen) const {
   Marks now;
   now.sending = marks.sending;
   mark(now);
-  return now.arrived != marks.arrived || (marks.sending && now.tails != marks.tails);
+  return now.arrived != marks.arrived || (marks.sending && now.tails != marks.tails) ||
+         now.flat != marks.flat;
 }
 
 bool ShmTransport::markAndPass(Marks& marks, DoneList& done) {
-  marks.sending = true;  // the tails are read whether or not they will matter
+  // The tails are read only when the last pass left sends waiting for room. A send that
+  // starts waiting in this pass makes the next changedSince() differ (no tails in these
+  // marks) and the pass after it reads them.
   mark(marks);
   bool moved;
   {
@@ -402,11 +414,15 @@ bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::i
   Marks marks;
   auto pass = [&] { return markAndPass(marks, done); };
   auto changed = [&] { return changedSince(marks, seen); };
+  // A flat exchange waits for peers' slots rather than for completions (flat.cc).
+  auto ended = [&] {
+    return progress_.snapshot() != seen || (flatWatch_ >= 0 && marks.flat != flatSeen_);
+  };
   bool look = true;  // a pass is due
   while (true) {
     if (look) {
       const bool moved = pass();
-      if (progress_.snapshot() != seen) return true;
+      if (ended()) return true;
       if (moved) {
         // Bytes are flowing (a long message streams through the ring): the budgets count
         // time with nothing to do, so they start again. Sleeping now would cost the peer a
@@ -438,10 +454,11 @@ bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::i
     // Sleep on the doorbell. A peer publishes, then rings; reading the bell before the
     // last look means a ring after that look changes it and the wait returns at once.
     c.sleeping.store(1, std::memory_order_seq_cst);
+    if (c.fencesOnSleep != 0) sleepFence();  // for publishers that store without a fence
     const bool movedLate = pass();
-    if (movedLate || progress_.snapshot() != seen) {
+    if (movedLate || ended()) {
       c.sleeping.store(0, std::memory_order_relaxed);
-      if (progress_.snapshot() != seen) return true;
+      if (ended()) return true;
       continue;
     }
     if (deadline.expired()) {

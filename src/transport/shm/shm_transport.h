@@ -95,6 +95,10 @@ class ShmTransport final : public Transport, public ProgressHook {
   void interruptWait() override { onProgress(); }
   /// Rings are read only by the thread that posts or waits (no thread of its own).
   bool arrivalsOnCallingThreads() const override { return true; }
+  /// Flat exchanges (flat.cc) where every rank is on this host: each rank writes its
+  /// contribution into a slot of its own segment (FlatSlot), every other rank reads it there.
+  std::size_t flatBytes() const override;
+  Status flatExchange(const FlatCall& call, const char** views, FlatStop* stop) override;
   Status health() const override;
   void fail(const Status& status) override;
   void shutdown(Deadline deadline) override;
@@ -147,7 +151,11 @@ class ShmTransport final : public Transport, public ProgressHook {
     std::uint32_t bell = 0;
     std::uint64_t arrived = 0;  // sum of the links' arrivals()
     std::uint64_t tails = 0;    // sum of the outbound tails, read while `sending`
-    bool sending = true;        // sends wait for room: the tails matter
+    /// Sends waited for room after the last pass: the tails matter. Read otherwise, a tail
+    /// would pull its cache line away from the receiver, whose next store to it (one per
+    /// message) would then wait for the line to come back.
+    bool sending = false;
+    std::uint64_t flat = 0;     // sum of the watched flat slots' seq (flatWatch_)
   };
   /// Reads the words of `marks` (no mutex).
   void mark(Marks& marks) const;
@@ -189,6 +197,15 @@ class ShmTransport final : public Transport, public ProgressHook {
   std::int64_t lastPeerCheckNs_ = 0;
   std::int64_t lastFreedCheckNs_ = 0;
   std::uint64_t passes_ = 0;
+  // The parity of the peers' flat slots a flat exchange waits on (watched by mark(), so
+  // that a publication ends the wait); -1 outside flat exchanges. Driving thread only.
+  int flatWatch_ = -1;
+  // Every local rank fences before it sleeps (Control::fencesOnSleep): this rank publishes
+  // its flat contributions with a release store, which does not stall until the line is
+  // this core's (peers poll it), where a sequentially consistent store does.
+  bool flatRelease_ = false;
+  // The sum of those slots' seq when the exchange last looked: a wait ends once it differs.
+  std::uint64_t flatSeen_ = 0;
 };
 
 }  // namespace tutti::shm

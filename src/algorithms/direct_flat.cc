@@ -1,0 +1,48 @@
+// direct.cc's one-round all-reduce, all-gather and barrier in flat form: the output
+// computed from every rank's whole contribution at once, for a transport's flat exchange
+// (Transport::flatExchange, AlgorithmInfo::flatBytes) to carry the round instead of messages.
+
+#include <cstring>
+
+#include "algorithms/algorithm.h"
+#include "base/assert.h"
+#include "reduce/reduce.h"
+
+namespace tutti {
+
+// What direct.cc's one-round schedules compute, computed from every rank's whole
+// contribution: all-reduce combines in rank order 0..n-1 as allreduce()'s steps do (the
+// first combine reads two contributions where the schedule copies one and then reduces,
+// the same operands in the same order); all-gather places the blocks; a barrier has none.
+std::size_t flatBytesDirect(const CollectiveSpec& spec) {
+  switch (spec.kind) {
+    case Collective::kAllReduce:
+    case Collective::kAllGather: return spec.count * dataTypeSize(spec.dtype);
+    case Collective::kBarrier: return 0;
+    default: TUTTI_ASSERT(false && "no flat form for this collective"); return 0;
+  }
+}
+
+void flatFinishDirect(const CollectiveSpec& spec, const char* const* contributions,
+                      void* output) {
+  const std::size_t bytes = flatBytesDirect(spec);
+  if (bytes == 0) return;
+  char* out = static_cast<char*>(output);
+  if (spec.kind == Collective::kAllGather) {
+    // In place, this rank's block is already there: copying it back changes nothing.
+    for (int r = 0; r < spec.size; ++r)
+      std::memcpy(out + static_cast<std::size_t>(r) * bytes, contributions[r], bytes);
+    return;
+  }
+  if (spec.size == 1) {
+    std::memcpy(out, contributions[0], bytes);
+  } else {
+    reduce::combine(out, contributions[0], contributions[1], spec.count, spec.dtype, spec.op);
+    for (int r = 2; r < spec.size; ++r)
+      reduce::combine(out, out, contributions[r], spec.count, spec.dtype, spec.op);
+  }
+  if (spec.op == ReduceOp::kAvg)
+    reduce::finalize(out, spec.count, spec.dtype, spec.op, spec.size);
+}
+
+}  // namespace tutti

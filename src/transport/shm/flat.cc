@@ -1,0 +1,122 @@
+// Flat exchanges over shared memory (Transport::flatExchange): the one round of a direct
+// all-reduce, all-gather or barrier of a few hundred bytes, without messages. Each rank
+// writes its contribution into a slot of its own segment (FlatSlot, segment.h) and reads
+// every other rank's where it lies, so a call costs one store of a line or two, one read of
+// each peer's, and none of a message's bookkeeping (queues, requests, ring tails).
+//
+// Waiting is the transport's: a short spin on the peers' lines, then waitForProgress(),
+// which watches the same lines (flatWatch_), passes over the links (a message of another
+// call from a peer shows a mismatch there, CallChecker::onArrival), finds dead peers and
+// aborts, yields and sleeps on the doorbell. A publication wakes a sleeping peer exactly as
+// a message does (the slot's seq is stored sequentially consistent before the peer's
+// sleeping flag is read; Segment::wakeIfSleeping).
+
+#include <cstring>
+
+#include "base/assert.h"
+#include "base/fd.h"
+#include "base/strings.h"
+#include "base/wait.h"
+#include "transport/call_checker.h"
+#include "transport/shm/shm_transport.h"
+
+namespace tutti::shm {
+
+namespace {
+// Turns of a first spin on the peers' lines before the general wait (which passes over the
+// links first) takes over. Short: where ranks outnumber cores the peer waited for may need
+// this very core. Alternating runs, 8 bytes (time against 64 turns, or against none where
+// the spin budget is 0): 2 ranks 0.95, 4 ranks on 2 cores 0.95; 8 ranks 64 turns took 1.5
+// times as long as 16, and 16 1.2 times as long as 4.
+constexpr int kFlatSpins = 4;
+}  // namespace
+
+std::size_t ShmTransport::flatBytes() const {
+  return local_.size() + 1 == static_cast<std::size_t>(size_) ? kFlatBytes : 0;
+}
+
+Status ShmTransport::flatExchange(const FlatCall& call, const char** views, FlatStop* stop) {
+  TUTTI_ASSERT(flatBytes() > 0);
+  TUTTI_ASSERT_CMP(call.bytes, <=, kFlatBytes);
+  if (failed_.load(std::memory_order_acquire)) return health();
+  const std::uint64_t parity = call.index & 1;
+  const std::uint64_t expected = call.seq + 1;
+  FlatSlot& mine = own_.flat(parity);
+  mine.stamp = call.stamp;
+  mine.bytes = static_cast<std::uint32_t>(call.bytes);
+  if (call.bytes > 0) std::memcpy(mine.data, call.data, call.bytes);
+  // Publishes; see Segment::wakeIfSleeping and flatRelease_.
+  mine.seq.store(expected, flatRelease_ ? std::memory_order_release : std::memory_order_seq_cst);
+  for (int r : local_) peers_[static_cast<std::size_t>(r)].wakeIfSleeping();
+  views[rank_] = mine.data;
+  std::size_t next = 0;  // local_[next] is the first peer whose contribution was not seen
+  // A failure names the first rank still missing (the hang report says whom each rank
+  // waited for, whatever ended its wait).
+  auto stopped = [&](Status status) {
+    if (stop->peer < 0 && next < local_.size()) stop->peer = local_[next];
+    return status;
+  };
+  if (call.checker != nullptr && !call.stamp.empty()) {
+    // Messages of this call that arrived early, from a peer running another call, were
+    // kept: begin() checks them.
+    Status early = call.checker->begin(call.seq, call.stamp);
+    if (!early.ok()) return stopped(std::move(early));
+  }
+
+  ScopeExit unwatch([&] { flatWatch_ = -1; });
+  int spins = 0;
+  while (true) {
+    // Peers before `next` are done: their slots stay put until this rank publishes again.
+    std::uint64_t sum = 0;
+    std::size_t missing = local_.size();
+    for (std::size_t i = next; i < local_.size(); ++i) {
+      const int r = local_[i];
+      const FlatSlot& slot = peers_[static_cast<std::size_t>(r)].flat(parity);
+      const std::uint64_t seq = slot.seq.load(std::memory_order_seq_cst);
+      sum += seq;
+      if (seq != expected) {
+        if (missing == local_.size()) missing = i;
+        continue;
+      }
+      if (missing != local_.size()) continue;  // checked once all before it are in
+      if (stampsConflict(slot.stamp, call.stamp)) {
+        stop->peer = r;
+        stop->peerStamp = slot.stamp;
+        return Status(ErrorCode::kMismatch,
+                      strFormat("rank %d contributed to call #%llu under another stamp", r,
+                                static_cast<unsigned long long>(call.seq)),
+                      r);
+      }
+      if (slot.bytes != call.bytes) {
+        stop->peer = r;
+        return Status(ErrorCode::kProtocolError,
+                      strFormat("rank %d contributed %u bytes to call #%llu, this rank %zu", r,
+                                slot.bytes, static_cast<unsigned long long>(call.seq),
+                                call.bytes),
+                      r);
+      }
+      views[r] = slot.data;
+      next = i + 1;
+    }
+    if (next == local_.size()) return Status::Ok();
+    if (++spins < kFlatSpins) {
+      cpuRelax();
+      continue;
+    }
+    if (failed_.load(std::memory_order_acquire)) return stopped(health());
+    // Until a watched slot's seq moves off `sum` (every publication raises one) or
+    // something else happens; the sum comes from the very reads that found a peer missing,
+    // so a publication after them cannot be missed.
+    flatWatch_ = static_cast<int>(parity);
+    flatSeen_ = sum;
+    for (std::size_t i = 0; i < next; ++i) flatSeen_ += expected;
+    const bool progressed = waitForProgress(progress_.snapshot(), call.deadline, call.spinNs);
+    if (!progressed && call.deadline.expired())
+      return stopped(Status(ErrorCode::kTimeout,
+                            strFormat("rank %d (flat exchange)", local_[next]), local_[next]));
+    if (failed_.load(std::memory_order_acquire)) return stopped(health());
+    spins = 0;
+  }
+}
+
+}  // namespace tutti::shm
