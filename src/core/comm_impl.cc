@@ -129,7 +129,11 @@ CommImpl::CommImpl(const Config& config, int rank, int size, std::string name)
       size_(size),
       name_(std::move(name)),
       checker_(rank, &describeStamp),
-      recorder_(name_, rank, static_cast<std::size_t>(config.flightRecorderSize)) {}
+      recorder_(name_, rank, static_cast<std::size_t>(config.flightRecorderSize)) {
+  for (int t = 0; t < kNumDataTypes; ++t)
+    segmentCounts_[static_cast<std::size_t>(t)] = std::max<std::uint64_t>(
+        1, config_.segmentBytes / dataTypeSize(static_cast<DataType>(t)));
+}
 
 Result<std::unique_ptr<CommImpl>> CommImpl::create(InitParams params) {
   const Result<Config>& config = Config::fromProcessEnvironment();
@@ -313,8 +317,7 @@ void CommImpl::prepare(OpRequest& r, const CallOptions& options) {
   r.issued = now.at;
   r.deadline = Deadline::at(now.at + now.tick +
                             std::chrono::duration_cast<Deadline::Clock::duration>(timeout));
-  r.spec.segmentCount =
-      std::max<std::uint64_t>(1, config_.segmentBytes / dataTypeSize(r.spec.dtype));
+  r.spec.segmentCount = segmentCounts_[static_cast<std::size_t>(r.spec.dtype)];  // validated
   r.spec.sharedMemory = sharedMemory_;
   // Point to point takes no sequence number; it keeps the next one, so that the hang report
   // can say which collectives it came between.
@@ -473,7 +476,8 @@ Status CommImpl::runSchedule(const OpRequest& r, const AlgorithmInfo& algorithm,
   const Plan& plan = planFor(spec, algorithm);
   if (algorithm.flatBytes != nullptr) {
     const std::size_t room = transport_->flatBytes();  // 0: no flat exchange
-    if (room > 0 && algorithm.flatBytes(spec) <= room) return runFlat(r, algorithm, plan, what, report);
+    const std::size_t bytes = algorithm.flatBytes(spec);
+    if (room > 0 && bytes <= room) return runFlat(r, algorithm, plan, bytes, what, report);
   }
   const Schedule& schedule = plan.schedule;
   const ExecParams params = execParams(r, plan, what);
@@ -490,13 +494,13 @@ Status CommImpl::runSchedule(const OpRequest& r, const AlgorithmInfo& algorithm,
 }
 
 Status CommImpl::runFlat(const OpRequest& r, const AlgorithmInfo& algorithm, const Plan& plan,
-                         const OpDescriber& what, ExecReport* report) {
+                         std::size_t bytes, const OpDescriber& what, ExecReport* report) {
   FlatCall call;
   call.index = flatCalls_++;
   call.seq = r.seq;
   call.stamp = plan.stamp;
   call.data = r.input;
-  call.bytes = algorithm.flatBytes(r.spec);
+  call.bytes = bytes;
   call.deadline = r.deadline;
   call.spinNs = spinNs_;
   call.checker = &checker_;

@@ -126,7 +126,7 @@ class CommImpl {
   /// (AlgorithmInfo::flatBytes): no executor, no messages, the same result and the same
   /// guarantees (stamps, deadline, abort, hang report).
   Status runFlat(const OpRequest& request, const AlgorithmInfo& algorithm, const Plan& plan,
-                 const OpDescriber& what, ExecReport* report);
+                 std::size_t bytes, const OpDescriber& what, ExecReport* report);
   /// The executor's parameters for `request` run with `plan`.
   ExecParams execParams(const OpRequest& request, const Plan& plan, const OpDescriber& what);
 
@@ -216,6 +216,9 @@ class CommImpl {
   // same verdict on every rank (shm_transport.h), so calls pick the same algorithms.
   bool sharedMemory_ = false;
   std::vector<char> scratch_;  // schedules' scratch space, pooled across calls
+  // TUTTI_SEGMENT_BYTES in elements of each dtype (CollectiveSpec::segmentCount), computed
+  // once rather than divided out on every call.
+  std::array<std::uint64_t, kNumDataTypes> segmentCounts_{};
   // Flat exchanges run so far (FlatCall::index: the same count on every rank) and the
   // contributions of the current one, by rank.
   std::uint64_t flatCalls_ = 0;

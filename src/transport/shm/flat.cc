@@ -45,8 +45,7 @@ Status ShmTransport::flatExchange(const FlatCall& call, const char** views, Flat
   mine.stamp = call.stamp;
   mine.bytes = static_cast<std::uint32_t>(call.bytes);
   if (call.bytes > 0) std::memcpy(mine.data, call.data, call.bytes);
-  // Publishes; see Segment::wakeIfSleeping and flatRelease_.
-  mine.seq.store(expected, flatRelease_ ? std::memory_order_release : std::memory_order_seq_cst);
+  mine.seq.store(expected, std::memory_order_seq_cst);  // publishes; see wakeIfSleeping
   for (int r : local_) peers_[static_cast<std::size_t>(r)].wakeIfSleeping();
   views[rank_] = mine.data;
   std::size_t next = 0;  // local_[next] is the first peer whose contribution was not seen

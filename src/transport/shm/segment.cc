@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <linux/futex.h>
-#include <linux/membarrier.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -206,17 +205,6 @@ std::string hostKey() {
   const ssize_t n = readlink("/proc/self/ns/net", netns, sizeof(netns) - 1);
   return boot + "/" + (n > 0 ? std::string(netns, static_cast<std::size_t>(n)) : std::string("?"));
 }
-
-bool registerSleepFence() {
-  static const bool registered = [] {
-    const long commands = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
-    return commands > 0 && (commands & MEMBARRIER_CMD_GLOBAL_EXPEDITED) != 0 &&
-           syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
-  }();
-  return registered;
-}
-
-void sleepFence() { syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0); }
 
 void sharedFutexWait(std::atomic<std::uint32_t>* word, std::uint32_t expected,
                      std::int64_t maxWaitNs) {

@@ -138,10 +138,6 @@ struct alignas(kCacheLine) Control {
   std::int32_t size;
   std::uint32_t slots;
   std::uint32_t slotBytes;
-  /// 1 when the owner fences every process of the host before it sleeps (sleepFence()), so
-  /// that a publication meant for it needs no fence of its own (FlatSlot::seq). Written
-  /// before the segment is announced.
-  std::uint32_t fencesOnSleep;
   /// Bumped by anyone who gives this rank something to do (messages and room only while
   /// it sleeps: Segment::wakeIfSleeping); the owner sleeps on it.
   alignas(kCacheLine) std::atomic<std::uint32_t> doorbell;
@@ -232,8 +228,7 @@ class Segment {
   void ring() const;
   /// Wakes the owner only if it sleeps: for what its spin watches itself without the
   /// doorbell (published slots, ring tails). The publication must be a sequentially consistent
-  /// store (or a release store, where the owner fences on sleep: Control::fencesOnSleep);
-  /// the owner stores its sleeping flag the same way before its last look, so either
+  /// store; the owner stores its sleeping flag the same way before its last look, so either
   /// that look sees the publication or this sees the flag. Saves the doorbell's cache line
   /// a round trip per message while the owner spins.
   void wakeIfSleeping() const;
@@ -250,18 +245,6 @@ class Segment {
 /// (ranks in different network namespaces are treated as different hosts, which is how
 /// the multi-host tests emulate machines).
 std::string hostKey();
-
-/// Registers this process for sleepFence() (once per process; later calls return the first
-/// answer). False where the kernel has no expedited global membarrier: sleepers then rely on
-/// publications being sequentially consistent stores.
-bool registerSleepFence();
-/// After a sleeper's sequentially consistent store of its sleeping flag and before its last
-/// look: makes every thread of every registered process of the host execute a full fence.
-/// A publisher's plain (release) store followed by its read of the flag then works as if
-/// it were sequentially consistent: either the look sees the store, or the read sees the
-/// flag. Costs the sleeper a system call and inter-processor interrupts (microseconds),
-/// and the publishers nothing. Only after registerSleepFence() returned true.
-void sleepFence();
 
 /// Blocks on a doorbell shared between processes while it equals `expected`, at most
 /// `maxWaitNs`. Spurious returns are possible.

@@ -107,7 +107,6 @@ Status ShmTransport::setUp(Store& store, const std::string& keyPrefix) {
       std::clamp<std::size_t>(perPeer / options_.slotBytes, kMinSlots, kMaxSlots));
   layout_ = Layout::make(size_, slots, options_.slotBytes);
   TUTTI_ASSIGN_OR_RETURN(own_, Segment::create(layout_, options_.commUid, rank_));
-  own_.control().fencesOnSleep = registerSleepFence() ? 1 : 0;
   const std::string host = options_.host.empty() ? hostKey() : options_.host;
   TUTTI_RETURN_IF_ERROR(store.set(
       keyPrefix + "shm/info/" + std::to_string(rank_),
@@ -170,10 +169,6 @@ Status ShmTransport::setUp(Store& store, const std::string& keyPrefix) {
       return Status(ErrorCode::kSystemError,
                     strFormat("rank %d could not join the shared segments: %s", r, verdict.c_str()));
   }
-  // Flat publications go without a fence when every reader fences before it sleeps.
-  flatRelease_ = own_.control().fencesOnSleep != 0;
-  for (int r : local_)
-    flatRelease_ = flatRelease_ && peers_[static_cast<std::size_t>(r)].control().fencesOnSleep != 0;
   // Everyone has mapped this segment: the descriptor is no longer needed, and without it
   // the memory goes with the last mapping, however the processes end.
   own_.closeFd();
@@ -454,7 +449,6 @@ bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::i
     // Sleep on the doorbell. A peer publishes, then rings; reading the bell before the
     // last look means a ring after that look changes it and the wait returns at once.
     c.sleeping.store(1, std::memory_order_seq_cst);
-    if (c.fencesOnSleep != 0) sleepFence();  // for publishers that store without a fence
     const bool movedLate = pass();
     if (movedLate || ended()) {
       c.sleeping.store(0, std::memory_order_relaxed);

@@ -200,10 +200,6 @@ class ShmTransport final : public Transport, public ProgressHook {
   // The parity of the peers' flat slots a flat exchange waits on (watched by mark(), so
   // that a publication ends the wait); -1 outside flat exchanges. Driving thread only.
   int flatWatch_ = -1;
-  // Every local rank fences before it sleeps (Control::fencesOnSleep): this rank publishes
-  // its flat contributions with a release store, which does not stall until the line is
-  // this core's (peers poll it), where a sequentially consistent store does.
-  bool flatRelease_ = false;
   // The sum of those slots' seq when the exchange last looked: a wait ends once it differs.
   std::uint64_t flatSeen_ = 0;
 };
