@@ -113,8 +113,11 @@ bytes_of() {
 }
 
 # tutti-bench takes a fixed iteration count: from the last measured time of the same cell
-# (so later rounds take about --target seconds), or at first from a rough model of tutti
-# over TCP (40 us per rank of latency, 0.5 GB/s).
+# (so later rounds take about --target seconds, as the peers' runs do with -t), or at first
+# from a rough model of tutti over TCP (40 us per rank of latency, 0.5 GB/s). Capped at
+# 2M calls (0.3 s of 0.15 us calls); a cap of 20000 made an 8-byte run last 8 ms against
+# the peers' 0.3 s, which weighed a few slow calls (a timer tick, a preemption) 40 times
+# more in tutti's average than in theirs.
 declare -A last_us
 tutti_iters() {
   local key=$1 bytes=$2 world=$3 us
@@ -124,7 +127,7 @@ tutti_iters() {
   fi
   awk -v t="$target" -v us="$us" 'BEGIN {
     n = int(t * 1e6 / (us > 0.01 ? us : 0.01))
-    print (n < 3 ? 3 : (n > 20000 ? 20000 : n)) }'
+    print (n < 3 ? 3 : (n > 2000000 ? 2000000 : n)) }'
 }
 
 # Warm-up calls: a few for small messages, fewer where one call is long.
