@@ -97,7 +97,12 @@ Status ShmTransport::flatExchange(const FlatCall& call, const char** views, Flat
       views[r] = slot.data;
       next = i + 1;
     }
-    if (next == local_.size()) return Status::Ok();
+    if (next == local_.size()) {
+      // The next exchange writes the other slot, which the peers last read an exchange
+      // ago: ask for its line now, so that it is likely this core's again by then.
+      __builtin_prefetch(&own_.flat(parity + 1), 1, 3);
+      return Status::Ok();
+    }
     if (++spins < kFlatSpins) {
       cpuRelax();
       continue;
