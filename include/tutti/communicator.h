@@ -253,9 +253,11 @@ class TUTTI_API Communicator {
   Result<std::optional<Communicator>> split(int color, int key, const CommOptions& options = {});
 
   /// The algorithm tutti would run for this call (name), or an error if `forced` is given
-  /// and does not apply.
+  /// and does not apply. `sharedBuffers`: every rank's buffers come from memAlloc
+  /// (CallShape::sharedBuffers).
   Result<std::string> algorithmFor(Collective kind, std::size_t count, DataType dtype,
-                                   const std::string& forced = "") const;
+                                   const std::string& forced = "",
+                                   bool sharedBuffers = false) const;
 
   /// Proves, with no communication, that the call would be right: builds the schedule
   /// every rank of this communicator would run for `call` (the same algorithm choice,

@@ -90,6 +90,9 @@ struct CallShape {
   ReduceOp op = ReduceOp::kSum;
   int root = 0;
   bool inPlace = false;
+  /// Every rank's buffers come from tutti::memAlloc: the algorithm of an all-reduce of 1 MiB
+  /// or more among 3 to 8 ranks of one host depends on it (the ranks agree on it per call).
+  bool sharedBuffers = false;
 };
 
 }  // namespace tutti

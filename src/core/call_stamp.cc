@@ -8,7 +8,7 @@
 namespace tutti::detail {
 namespace {
 
-constexpr int kRootBits = 23;
+constexpr int kRootBits = 22;  // bit 62 is kStampAnyAlgorithm
 constexpr std::uint64_t kRootMask = (std::uint64_t{1} << kRootBits) - 1;
 constexpr std::uint64_t kSetBit = std::uint64_t{1} << 63;
 
@@ -74,6 +74,14 @@ CallStamp stampFor(const CollectiveSpec& spec, const AlgorithmInfo& algorithm) {
   return CallStamp{what, count};
 }
 
+CallStamp stampBeforeChoice(const CollectiveSpec& spec) {
+  // Any registry entry of the collective: its id is masked out.
+  CallStamp stamp = stampFor(spec, algorithmRegistry().front());
+  if (stamp.empty()) return stamp;
+  stamp.what = (stamp.what & ~kStampAlgorithmBits) | kStampAnyAlgorithm;
+  return stamp;
+}
+
 std::string describeStamp(const CallStamp& stamp, std::uint64_t seq) {
   const auto kindValue = static_cast<unsigned>(stamp.what & 0xff);
   const auto dtypeValue = static_cast<unsigned>((stamp.what >> 8) & 0xff);
@@ -88,6 +96,7 @@ std::string describeStamp(const CallStamp& stamp, std::uint64_t seq) {
   for (const AlgorithmInfo& info : algorithmRegistry()) {
     if (info.kind == kind && nameId(info.name) == id) algorithm = info.name;
   }
+  if ((stamp.what & kStampAnyAlgorithm) != 0) algorithm = "algorithm not chosen yet";
   if (kind == Collective::kBarrier)
     return strFormat("barrier #%llu", static_cast<unsigned long long>(seq));
   std::string text = strFormat("%s #%llu (", collectiveName(kind), static_cast<unsigned long long>(seq));

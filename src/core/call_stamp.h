@@ -2,7 +2,8 @@
 // Packing a collective call into the CallStamp its messages carry (mismatch detection,
 // DESIGN.md 7), and naming the call a peer's stamp describes.
 //
-//   what  [63] set  [62:40] root (rooted collectives)  [39:24] algorithm id
+//   what  [63] set  [62] algorithm not chosen yet (kStampAnyAlgorithm)
+//         [61:40] root (rooted collectives)  [39:24] algorithm id
 //         [23:16] op (reductions)  [15:8] dtype  [7:0] collective
 //   count the call's count; for gatherv/scatterv/allgatherv/reducescatterv a hash of the
 //         counts and displacements (every rank must pass the same arrays); 0 for alltoallv,
@@ -22,6 +23,9 @@ namespace tutti::detail {
 
 /// The stamp of `spec` run with `algorithm` (a registry entry). Point to point: empty.
 CallStamp stampFor(const CollectiveSpec& spec, const AlgorithmInfo& algorithm);
+/// The stamp of `spec` before its algorithm is chosen (kStampAnyAlgorithm): it conflicts
+/// only with stamps of another call.
+CallStamp stampBeforeChoice(const CollectiveSpec& spec);
 
 /// The call as CommImpl::describe() words it ("allreduce #12 (count 1000 float32 sum,
 /// ring)"), `seq` being the sequence number. Fields that are out of range (a peer built

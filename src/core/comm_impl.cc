@@ -396,7 +396,7 @@ bool CommImpl::LastChoice::matches(const CollectiveSpec& spec, std::string_view 
   return algorithm != nullptr && spec.kind == kind && spec.count == count &&
          spec.dtype == dtype && spec.op == op && spec.root == root && spec.peer == peer &&
          spec.inPlace == inPlace && spec.segmentCount == segmentCount &&
-         spec.sharedMemory == sharedMemory &&
+         spec.sharedMemory == sharedMemory && spec.sharedBuffers == sharedBuffers &&
          spec.counts.empty() && spec.displs.empty() && spec.recvCounts.empty() &&
          spec.recvDispls.empty() && asked == forced;
 }
@@ -420,11 +420,17 @@ Result<const AlgorithmInfo*> CommImpl::chooseAlgorithm(const CollectiveSpec& spe
   c.inPlace = spec.inPlace;
   c.segmentCount = spec.segmentCount;
   c.sharedMemory = spec.sharedMemory;
+  c.sharedBuffers = spec.sharedBuffers;
   c.forced.assign(forced.data(), forced.size());
   return algorithm;
 }
 
-Status CommImpl::execute(const OpRequest& r, std::string_view requested) {
+
+Status CommImpl::execute(OpRequest& r, std::string_view requested) {
+  // The same decision on every rank: the call's shape, then what the ranks agreed on.
+  r.spec.sharedBuffers = false;
+  if (choiceNeedsBuffers(r.spec) && transport_->flatBytes() > 0)
+    TUTTI_RETURN_IF_ERROR(agreeOnBuffers(r));
   auto algorithm = chooseAlgorithm(r.spec, forcedAlgorithm(requested, r.spec.kind));
   if (!algorithm.ok()) return algorithm.status();
   const CallDescriber what(*this, r, (*algorithm)->name);
@@ -491,48 +497,6 @@ Status CommImpl::runSchedule(const OpRequest& r, const AlgorithmInfo& algorithm,
   Status status = tutti::execute(*transport_, schedule, buffers, params, pool_, report);
   if (status.ok()) return status;
   return status.withContext(strFormat("%s failed on rank %d", what.describe().c_str(), rank_));
-}
-
-Status CommImpl::runFlat(const OpRequest& r, const AlgorithmInfo& algorithm, const Plan& plan,
-                         std::size_t bytes, const OpDescriber& what, ExecReport* report) {
-  FlatCall call;
-  call.index = flatCalls_++;
-  call.seq = r.seq;
-  call.stamp = plan.stamp;
-  call.data = r.input;
-  call.bytes = bytes;
-  call.deadline = r.deadline;
-  call.spinNs = spinNs_;
-  call.checker = &checker_;
-  flatViews_.resize(static_cast<std::size_t>(size_));
-  FlatStop stop;
-  Status status = transport_->flatExchange(call, flatViews_.data(), &stop);
-  if (status.ok()) {
-    algorithm.flatFinish(r.spec, flatViews_.data(), r.output);
-    return status;
-  }
-  // Worded as the executor words its failures, and failed as it fails them (Run::abandon).
-  if (status.code() == ErrorCode::kMismatch && stop.peer >= 0 && !stop.peerStamp.empty()) {
-    status = Status(ErrorCode::kMismatch,
-                    strFormat("rank %d called %s while rank %d called %s", stop.peer,
-                              what.describeStamp(stop.peerStamp).c_str(), rank_,
-                              what.describe().c_str()),
-                    stop.peer);
-  } else if (status.code() == ErrorCode::kTimeout) {
-    status = Status(ErrorCode::kTimeout,
-                    strFormat("%s timed out; still waiting for data from %s",
-                              what.describe().c_str(), status.message().c_str()),
-                    status.peerRank());
-  }
-  if (report != nullptr) {
-    report->completedSteps = 0;
-    report->totalSteps = 1;
-    if (stop.peer >= 0) report->waitingOn = strFormat("data from rank %d (flat)", stop.peer);
-  }
-  transport_->fail(status);
-  const Status root = transport_->health();
-  return (root.ok() ? status : root)
-      .withContext(strFormat("%s failed on rank %d", what.describe().c_str(), rank_));
 }
 
 Status CommImpl::failed(const OpRequest& r, const OpDescriber& what, const Status& status,
@@ -706,6 +670,7 @@ CollectiveSpec representativeSpec(const CallShape& call, int rank, int n, std::u
   spec.inPlace = call.inPlace;
   spec.peer = (rank + 1) % n;
   spec.segmentCount = std::max<std::uint64_t>(1, segmentBytes / dataTypeSize(call.dtype));
+  spec.sharedBuffers = call.sharedBuffers && choiceNeedsBuffers(spec);  // as agreed in a call
   const auto ranks = static_cast<std::size_t>(n);
   if (call.kind == Collective::kGatherV || call.kind == Collective::kScatterV ||
       call.kind == Collective::kAllGatherV || call.kind == Collective::kReduceScatterV ||
@@ -724,11 +689,12 @@ CollectiveSpec representativeSpec(const CallShape& call, int rank, int n, std::u
 }  // namespace
 
 Result<std::string> CommImpl::algorithmFor(Collective kind, std::size_t count, DataType dtype,
-                                           const std::string& forced) const {
+                                           const std::string& forced, bool sharedBuffers) const {
   CallShape call;
   call.kind = kind;
   call.count = count;
   call.dtype = dtype;
+  call.sharedBuffers = sharedBuffers;
   OpRequest r;
   r.spec = representativeSpec(call, rank_, size_, config_.segmentBytes, sharedMemory_);
   TUTTI_RETURN_IF_ERROR(validateSpec(r.spec));

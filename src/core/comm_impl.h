@@ -59,6 +59,11 @@ struct OpRequest {
   std::shared_ptr<WorkState> work;
 };
 
+/// Whether the algorithm `spec` gets depends on whether every rank's buffers come from
+/// memAlloc (an all-reduce of 1 MiB or more among 3 to 8 ranks on one host): the ranks then
+/// agree on it first (CommImpl::agreeOnBuffers). The same on every rank for one call.
+bool choiceNeedsBuffers(const CollectiveSpec& spec);
+
 class CommImpl {
  public:
   struct InitParams {
@@ -90,7 +95,7 @@ class CommImpl {
   Work submit(OpRequest request, const CallOptions& options);
 
   Result<std::string> algorithmFor(Collective kind, std::size_t count, DataType dtype,
-                                   const std::string& forced) const;
+                                   const std::string& forced, bool sharedBuffers) const;
   Status verifyCall(const CallShape& call, const std::string& forced) const;
   /// "allreduce #12 (count 1000 float32 sum, ring)": the call as errors name it.
   std::string describe(const OpRequest& request, const char* algorithm) const;
@@ -114,7 +119,11 @@ class CommImpl {
   /// Runs one operation and records it in the flight recorder; on failure, adds the hang
   /// report and dumps the recorder when the failure calls for it. `requested`: the
   /// algorithm the call's options force (empty: none).
-  Status execute(const OpRequest& request, std::string_view requested);
+  Status execute(OpRequest& request, std::string_view requested);
+  /// One flat exchange of a byte per rank: sets request.spec.sharedBuffers to whether every
+  /// rank's input and output come from memAlloc, so that every rank chooses the same. Fails
+  /// the communicator (as a call fails it) when the exchange fails.
+  Status agreeOnBuffers(OpRequest& request);
   /// execute()'s run itself: the transport's health, the schedule, the executor. Sets
   /// *refused when the communicator had failed before the call began.
   Status runSchedule(const OpRequest& request, const AlgorithmInfo& algorithm,
@@ -127,6 +136,10 @@ class CommImpl {
   /// guarantees (stamps, deadline, abort, hang report).
   Status runFlat(const OpRequest& request, const AlgorithmInfo& algorithm, const Plan& plan,
                  std::size_t bytes, const OpDescriber& what, ExecReport* report);
+  /// A failed flat exchange worded as the executor words its failures (`stop`: where it
+  /// stopped); fails the transport, as the executor does.
+  Status flatFailure(const OpDescriber& what, Status status, const FlatStop& stop,
+                     ExecReport* report);
   /// The executor's parameters for `request` run with `plan`.
   ExecParams execParams(const OpRequest& request, const Plan& plan, const OpDescriber& what);
 
@@ -207,6 +220,7 @@ class CommImpl {
     bool inPlace = false;
     std::uint64_t segmentCount = 0;
     bool sharedMemory = false;
+    bool sharedBuffers = false;
     std::string forced;
     /// True when `spec` (without per-rank arrays) and `asked` are what it was chosen for.
     bool matches(const CollectiveSpec& spec, std::string_view asked) const;

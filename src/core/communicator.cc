@@ -406,9 +406,10 @@ Result<std::optional<Communicator>> Communicator::split(int color, int key,
 }
 
 Result<std::string> Communicator::algorithmFor(Collective kind, std::size_t count, DataType dtype,
-                                               const std::string& forced) const {
+                                               const std::string& forced,
+                                               bool sharedBuffers) const {
   if (!impl_) return movedFrom("algorithmFor");
-  return impl_->algorithmFor(kind, count, dtype, forced);
+  return impl_->algorithmFor(kind, count, dtype, forced, sharedBuffers);
 }
 
 Status Communicator::verifyCall(const CallShape& call, const std::string& forced) const {

@@ -58,6 +58,10 @@ struct CollectiveSpec {
   /// Every rank reaches every other through shared memory (one host). The same on every
   /// rank of a communicator; algorithm defaults may differ from a network's.
   bool sharedMemory = false;
+  /// Every rank's input and output of this call come from tutti::memAlloc, so peers on the
+  /// host can read them in place (agreed among the ranks for the call, so the same on
+  /// every rank: CommImpl::agreeOnBuffers, from 1 MiB). Only ever set with sharedMemory.
+  bool sharedBuffers = false;
   /// v-collectives (one entry per rank). gatherv/scatterv/allgatherv: counts and displs of
   /// the gathered/scattered buffer (meaningful on every rank, as MPI requires them on the
   /// root only, tutti requires the same arrays on every rank). reducescatterv: counts only.

@@ -39,9 +39,19 @@ struct CallStamp {
   friend bool operator==(const CallStamp&, const CallStamp&) = default;
 };
 
+/// Set in CallStamp::what by a rank that has not chosen the call's algorithm yet (it is
+/// agreeing with the others on what the choice depends on, CommImpl::agreeOnBuffers): such
+/// a stamp agrees with every stamp of the same call, whatever its algorithm. The algorithm
+/// id sits in bits 39-24 of `what` (core/call_stamp.h).
+inline constexpr std::uint64_t kStampAnyAlgorithm = std::uint64_t{1} << 62;
+inline constexpr std::uint64_t kStampAlgorithmBits = std::uint64_t{0xffff} << 24;
+
 /// True when both stamps are set and differ: the two ends run different calls.
 inline bool stampsConflict(const CallStamp& a, const CallStamp& b) {
-  return !a.empty() && !b.empty() && !(a == b);
+  if (a.empty() || b.empty()) return false;
+  if (((a.what | b.what) & kStampAnyAlgorithm) == 0) return !(a == b);
+  const std::uint64_t call = ~(kStampAnyAlgorithm | kStampAlgorithmBits);
+  return (a.what & call) != (b.what & call) || a.count != b.count;
 }
 
 class TransferRequest;

@@ -207,6 +207,25 @@ TEST(BenchProcs, BuffersFromMemAllocCheckCleanForEveryCollective) {
   EXPECT_NE(bad.err.find("-R/--register must be 0 or 1, got 2"), std::string::npos) << bad.err;
 }
 
+// At 3 to 8 ranks on one host an all-reduce of 1 MiB or more reads the peers' buffers in
+// place (direct_rs_ag) when every rank's come from memAlloc, which the ranks agree on per
+// call; from the heap it keeps the ring.
+TEST(BenchProcs, AllReduceReadsPeersInPlaceOnlyWhenEveryRanksBuffersAreShared) {
+  for (const char* shared : {"1", "0"}) {
+    ProcessResult r = runBench(4, {"allreduce", "-b", "1M", "-e", "1M", "-c", "1", "-n", "2",
+                                   "-w", "1", "-R", shared});
+    ASSERT_FALSE(r.timedOut) << r.out << r.err;
+    EXPECT_EQ(r.exitCode(), 0) << r.out << r.err;
+    const auto rows = tableRows(r.out)["allreduce"];
+    ASSERT_EQ(rows.size(), 1u) << r.out;
+    ASSERT_EQ(rows[0].size(), kCells) << r.out;
+    EXPECT_EQ(rows[0][8], "0") << r.out;
+    EXPECT_EQ(rows[0][12], "0") << r.out;
+    if (std::string(shared) == "1") EXPECT_EQ(rows[0][13], "direct_rs_ag") << r.out;
+    else EXPECT_NE(rows[0][13], "direct_rs_ag") << r.out;
+  }
+}
+
 TEST(BenchProcs, SendRecvNeedsAPeer) {
   ProcessResult alone = runBench(1, {"sendrecv", "-b", "64", "-e", "64"});
   ASSERT_FALSE(alone.timedOut) << alone.out << alone.err;

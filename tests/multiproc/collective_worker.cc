@@ -13,7 +13,8 @@
 //                    others' all-reduce must fail with kPeerFailure naming <rank>.
 //                    Survivors print "EXPECTED-FAILURE <message>" and exit 3.
 //   mismatch <how>   rank 1 calls something else than the others (how: count, dtype, root,
-//                    collective, algorithm, flat_count, flat_mixed); then every rank makes
+//                    collective, algorithm, flat_count, flat_mixed, flat_bcast,
+//                    agree_bcast); then every rank makes
 //                    three more calls. Every rank must fail with kMismatch stating both
 //                    calls: it prints
 //                    "EXPECTED-FAILURE ..." for its first failed call and exits 3.
@@ -216,6 +217,11 @@ int runChecks(Communicator& comm) {
                              algorithm);
         ++checks;
       }
+  // Shared on some ranks only (600011 floats: past the 1 MiB from which the ranks agree on
+  // their buffers): they agree that not all are, and keep the default.
+  failures += checkOne(comm, 600011, DataType::kFloat32, ReduceOp::kSum, false,
+                       comm.rank() % 2 == 0);
+  ++checks;
   for (int i = 0; i < 10; ++i) {
     Status s = comm.barrier();
     if (!s.ok()) failures += "barrier: " + s.toString() + "\n";
@@ -363,12 +369,20 @@ Status mismatchedCall(Communicator& comm, const std::string& how, bool odd,
     return comm.allreduce(buf.data(), buf.data(), odd ? 3 : 2, f32, ReduceOp::kSum, options);
   if (how == "flat_mixed")
     return comm.allreduce(buf.data(), buf.data(), odd ? 1024 : 2, f32, ReduceOp::kSum, options);
+  // Rank 1 only waits for the root's data while the others publish theirs: in the flat
+  // exchange (8 bytes), or in the agreement on buffers that comes before a large
+  // all-reduce's algorithm (4 MiB).
+  if (how == "flat_bcast" || how == "agree_bcast") {
+    const std::size_t count = how == "flat_bcast" ? 2 : buf.size();
+    return odd ? comm.broadcast(buf.data(), buf.data(), count, f32, 0, options)
+               : comm.allreduce(buf.data(), buf.data(), count, f32, ReduceOp::kSum, options);
+  }
   options.algorithm = odd ? "ring" : "recursive_doubling";
   return comm.allreduce(buf.data(), buf.data(), 1024, f32, ReduceOp::kSum, options);
 }
 
 int runMismatch(Communicator& comm, const std::string& how) {
-  std::vector<float> buf(1024, 1.0f);
+  std::vector<float> buf(how == "agree_bcast" ? std::size_t{1} << 20 : 1024, 1.0f);
   CallOptions options;
   options.timeout = std::chrono::seconds(60);
   Status s = mismatchedCall(comm, how, comm.rank() == 1, buf);

@@ -174,7 +174,12 @@ INSTANTIATE_TEST_SUITE_P(
             MismatchCase{"algorithm", "float32 sum, ring)", "float32 sum, recursive_doubling)"},
             // Over shared memory both in the flat exchange, then one there and one not.
             MismatchCase{"flat_count", "(count 3 float32 sum", "(count 2 float32 sum"},
-            MismatchCase{"flat_mixed", "(count 1024 float32 sum", "(count 2 float32 sum"}),
+            MismatchCase{"flat_mixed", "(count 1024 float32 sum", "(count 2 float32 sum"},
+            // Rank 1 only receives, the others publish: their publications reach it.
+            MismatchCase{"flat_bcast", "broadcast #0 (count 2 float32 root 0",
+                         "allreduce #0 (count 2 float32 sum"},
+            MismatchCase{"agree_bcast", "broadcast #0 (count 1048576 float32 root 0",
+                         "allreduce #0 (count 1048576 float32 sum"}),
         ::testing::ValuesIn(kTransports)),
     mismatchName);
 

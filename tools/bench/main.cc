@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
     return kExitFailure;
   }
   TuttiComm benchComm(*comm);
+  benchComm.setSharedBuffers(options.registerBuffers == 1);
   Result<RunSummary> summary = runBenchmark(benchComm, options, stdout);
   if (!summary.ok()) {
     // Every rank reports its own error: the first failure names the rank at fault.

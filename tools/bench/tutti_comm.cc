@@ -69,11 +69,13 @@ Status TuttiComm::sendRecv(const void* send, void* recv, std::size_t count, Data
 
 Result<std::string> TuttiComm::algorithmFor(Collective kind, std::size_t count, DataType dtype,
                                             const std::string& forced) const {
-  return comm_.algorithmFor(kind, count, dtype, forced);
+  return comm_.algorithmFor(kind, count, dtype, forced, sharedBuffers_);
 }
 
 Status TuttiComm::verifyCall(const CallShape& call, const std::string& forced) const {
-  return comm_.verifyCall(call, forced);
+  CallShape shape = call;
+  shape.sharedBuffers = sharedBuffers_;
+  return comm_.verifyCall(shape, forced);
 }
 
 }  // namespace tutti::bench

@@ -11,6 +11,9 @@ namespace tutti::bench {
 class TuttiComm final : public BenchComm {
  public:
   explicit TuttiComm(Communicator& comm) : comm_(comm) {}
+  /// Every rank's buffers come from memAlloc (-R 1): algorithmFor and verifyCall say what
+  /// runs with them.
+  void setSharedBuffers(bool shared) { sharedBuffers_ = shared; }
 
   // BenchComm, forwarded one to one (sendRecv: an async send and a blocking receive).
   int rank() const override;
@@ -39,6 +42,7 @@ class TuttiComm final : public BenchComm {
   Status verifyCall(const CallShape& call, const std::string& forced) const override;
 
  private:
+  bool sharedBuffers_ = false;
   /// The options of a call forcing `algorithm`, kept from call to call: building them for
   /// every timed call would time a string copy (and its allocation) no caller pays.
   const CallOptions& optionsFor(const std::string& algorithm);

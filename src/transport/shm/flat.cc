@@ -42,7 +42,12 @@ Status ShmTransport::flatExchange(const FlatCall& call, const char** views, Flat
   const std::uint64_t parity = call.index & 1;
   const std::uint64_t expected = call.seq + 1;
   FlatSlot& mine = own_.flat(parity);
-  mine.stamp = call.stamp;
+  // Marked as being rewritten first: a reader checking stamps on the side must not pair
+  // the last call's seq with this call's stamp.
+  mine.seq.store(0, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  mine.stampWhat.store(call.stamp.what, std::memory_order_relaxed);
+  mine.stampCount.store(call.stamp.count, std::memory_order_relaxed);
   mine.bytes = static_cast<std::uint32_t>(call.bytes);
   if (call.bytes > 0) std::memcpy(mine.data, call.data, call.bytes);
   mine.seq.store(expected, std::memory_order_seq_cst);  // publishes; see wakeIfSleeping
@@ -78,9 +83,9 @@ Status ShmTransport::flatExchange(const FlatCall& call, const char** views, Flat
         continue;
       }
       if (missing != local_.size()) continue;  // checked once all before it are in
-      if (stampsConflict(slot.stamp, call.stamp)) {
+      if (stampsConflict(slot.stamp(), call.stamp)) {
         stop->peer = r;
-        stop->peerStamp = slot.stamp;
+        stop->peerStamp = slot.stamp();
         return Status(ErrorCode::kMismatch,
                       strFormat("rank %d contributed to call #%llu under another stamp", r,
                                 static_cast<unsigned long long>(call.seq)),

@@ -120,12 +120,20 @@ inline constexpr std::size_t kFlatBytes = 992;
 /// free. A contribution of up to 32 bytes shares the cache line of `seq`.
 struct alignas(kCacheLine) FlatSlot {
   /// The call's sequence number + 1, stored last (sequentially consistent, see
-  /// Segment::wakeIfSleeping); 0 before the first use.
+  /// Segment::wakeIfSleeping); 0 before the first use and while the owner rewrites the slot
+  /// (a reader that does not wait for this call, ShmTransport::checkFlatArrivalsLocked,
+  /// reads the stamp between two loads of seq, as a seqlock).
   std::atomic<std::uint64_t> seq;
-  CallStamp stamp;
+  std::atomic<std::uint64_t> stampWhat;   // CallStamp::what
+  std::atomic<std::uint64_t> stampCount;  // CallStamp::count
   std::uint32_t bytes;
   std::uint32_t pad;
   char data[kFlatBytes];
+
+  CallStamp stamp() const {
+    return CallStamp{stampWhat.load(std::memory_order_relaxed),
+                     stampCount.load(std::memory_order_relaxed)};
+  }
 };
 static_assert(sizeof(FlatSlot) == 1024);
 static_assert(offsetof(FlatSlot, data) == 32);

@@ -16,7 +16,9 @@
 #include "base/log.h"
 #include "base/macros.h"
 #include "base/strings.h"
+#include "transport/call_checker.h"
 #include "transport/shm/shm_link.h"
+#include "transport/tag.h"
 
 namespace tutti::shm {
 namespace {
@@ -255,6 +257,7 @@ bool ShmTransport::progressLocked(DoneList& done) {
                    done);
     }
   }
+  if (!failed_) checkFlatArrivalsLocked(done);
   // Looking for dead peers costs a system call; the clock is read every few hundred passes.
   if (++passes_ % kPassesPerClockRead == 0) checkPeersIfDueLocked(done);
   return moved;
@@ -278,6 +281,31 @@ void ShmTransport::checkAbortLocked(DoneList& done) {
   TUTTI_INFO(kShm, "rank %d aborted the communicator", c.abortFrom);
   // failLocked adopts the record: the root cause as the first rank to see it worded it.
   failLocked(Status(ErrorCode::kAborted, "aborted by a peer"), done);
+}
+
+void ShmTransport::checkFlatArrivalsLocked(DoneList& done) {
+  CallChecker* checker = callChecker();
+  if (checker == nullptr) return;
+  if (flatChecked_.empty()) flatChecked_.assign(2 * static_cast<std::size_t>(size_), 0);
+  for (int r : local_) {
+    for (std::uint64_t parity = 0; parity < 2; ++parity) {
+      const FlatSlot& slot = peers_[static_cast<std::size_t>(r)].flat(parity);
+      std::uint64_t& checked = flatChecked_[2 * static_cast<std::size_t>(r) + parity];
+      const std::uint64_t seq = slot.seq.load(std::memory_order_acquire);
+      if (seq == 0 || seq == checked) continue;
+      const CallStamp stamp = slot.stamp();
+      // The owner may be rewriting the slot for a later call (it zeroes seq first): then
+      // the stamp read may be the later call's, and the slot is looked at on a later pass.
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (slot.seq.load(std::memory_order_relaxed) != seq) continue;
+      checked = seq;
+      Status conflict = checker->onArrival(r, collectiveTagBase(0, seq - 1), stamp);
+      if (!conflict.ok()) {
+        failLocked(conflict, done);
+        return;
+      }
+    }
+  }
 }
 
 bool ShmTransport::peerDead(int peer) const {

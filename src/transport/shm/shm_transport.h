@@ -132,6 +132,10 @@ class ShmTransport final : public Transport, public ProgressHook {
   bool progressLocked(DoneList& done);
   /// Adopts a failure written into this rank's abort record by a peer.
   void checkAbortLocked(DoneList& done);
+  /// Peers' flat contributions published since the last look go to the call checker like
+  /// the first piece of a message (CallChecker::onArrival): a rank in another call learns of
+  /// the mismatch at once, even when it only waits for messages nobody will send it.
+  void checkFlatArrivalsLocked(DoneList& done);
   /// Peers that died (pidfd readable) without having left; fails the transport.
   void checkPeersLocked(DoneList& done);
   /// checkPeersLocked() when kPeerCheckNs have passed since the last look.
@@ -200,6 +204,8 @@ class ShmTransport final : public Transport, public ProgressHook {
   // The parity of the peers' flat slots a flat exchange waits on (watched by mark(), so
   // that a publication ends the wait); -1 outside flat exchanges. Driving thread only.
   int flatWatch_ = -1;
+  // The seq of each peer's flat slots (2 per rank) already given to the call checker.
+  std::vector<std::uint64_t> flatChecked_;
   // The sum of those slots' seq when the exchange last looked: a wait ends once it differs.
   std::uint64_t flatSeen_ = 0;
 };

@@ -11,7 +11,8 @@
 namespace tutti {
 namespace {
 
-std::string defaultFor(Collective kind, int size, std::uint64_t bytes, bool sharedMemory) {
+std::string defaultFor(Collective kind, int size, std::uint64_t bytes, bool sharedMemory,
+                       bool sharedBuffers = false) {
   CollectiveSpec spec;
   spec.kind = kind;
   spec.size = size;
@@ -20,6 +21,7 @@ std::string defaultFor(Collective kind, int size, std::uint64_t bytes, bool shar
   spec.count = bytes / 4;  // all-gather: one rank's block
   spec.segmentCount = (512 << 10) / 4;
   spec.sharedMemory = sharedMemory;
+  spec.sharedBuffers = sharedBuffers;
   const AlgorithmInfo* info = defaultAlgorithm(spec);
   return info == nullptr ? "none" : info->name;
 }
@@ -49,6 +51,31 @@ TEST(DefaultRules, MoreThanFourRanksOnOneHostTakeTheRingAbove2MiB) {
   // Up to 4 ranks the ring wherever they run.
   EXPECT_EQ(allreduceDefault(4, 16 << 20, true), "ring");
   EXPECT_EQ(allreduceDefault(4, 16 << 20, false), "ring");
+}
+
+TEST(DefaultRules, ThreeToEightRanksWhoseBuffersAreAllSharedReadPeersInPlace) {
+  for (int size : {3, 4, 8}) {
+    EXPECT_EQ(defaultFor(Collective::kAllReduce, size, 16 << 20, true, true), "direct_rs_ag") << size;
+    EXPECT_EQ(defaultFor(Collective::kAllReduce, size, 1 << 20, true, true), "direct_rs_ag") << size;
+    // Small calls look at nothing but the shape.
+    EXPECT_NE(defaultFor(Collective::kAllReduce, size, 128 << 10, true, true), "direct_rs_ag") << size;
+  }
+  // Two ranks read their half in place already (Rabenseifner); past 8 the rule was not measured.
+  EXPECT_EQ(defaultFor(Collective::kAllReduce, 2, 16 << 20, true, true), "rabenseifner");
+  EXPECT_EQ(defaultFor(Collective::kAllReduce, 16, 16 << 20, true, true), "ring");
+  EXPECT_EQ(defaultFor(Collective::kAllReduce, 4, 16 << 20, true, false), "ring");
+}
+
+TEST(DefaultRules, SmallCallsOnOneHostTakeTheFlatExchange) {
+  for (int size : {2, 3, 8, 32}) {
+    EXPECT_EQ(defaultFor(Collective::kAllReduce, size, 992, true), "direct") << size;
+    EXPECT_EQ(defaultFor(Collective::kAllGather, size, 992, true), "direct") << size;
+    EXPECT_EQ(defaultFor(Collective::kBarrier, size, 0, true), "direct") << size;
+  }
+  EXPECT_NE(defaultFor(Collective::kAllReduce, 2, 996, true), "direct");
+  EXPECT_NE(defaultFor(Collective::kAllReduce, 64, 8, true), "direct");
+  EXPECT_NE(defaultFor(Collective::kAllReduce, 4, 8, false), "direct");
+  EXPECT_EQ(defaultFor(Collective::kBarrier, 4, 0, false), "dissemination");
 }
 
 TEST(DefaultRules, TwoRanksSharingMemoryAllGatherInOneExchange) {

@@ -41,6 +41,26 @@ TEST_P(CallCheckerModes, AgreeingArrivalsPassBeforeAndAfterBegin) {
   EXPECT_TRUE(checker.onArrival(1, tagOf(1), kB).ok());
 }
 
+// A rank agreeing with the others before it chooses the call's algorithm stamps the call
+// without one (kStampAnyAlgorithm): the messages of a rank already past the agreement, which
+// carry its algorithm, agree with it; another call does not.
+TEST_P(CallCheckerModes, AStampBeforeTheAlgorithmAgreesWithEveryAlgorithmOfTheCall) {
+  constexpr std::uint64_t kRing = std::uint64_t{0x1234} << 24, kDirect = std::uint64_t{0x4321} << 24;
+  const CallStamp ring{kA.what | kRing, kA.count}, direct{kA.what | kDirect, kA.count};
+  const CallStamp before{kA.what | kStampAnyAlgorithm, kA.count};
+  EXPECT_FALSE(stampsConflict(before, ring));
+  EXPECT_FALSE(stampsConflict(direct, before));
+  EXPECT_TRUE(stampsConflict(ring, direct));
+  EXPECT_TRUE(stampsConflict(before, CallStamp{kB.what | kRing, kB.count}));  // another count
+  CallChecker checker(0, &describeForTest);
+  checker.setConcurrentArrivals(GetParam());
+  EXPECT_TRUE(checker.onArrival(1, tagOf(0), ring).ok());   // early
+  EXPECT_TRUE(checker.begin(0, before).ok());                // the agreement
+  EXPECT_TRUE(checker.onArrival(2, tagOf(0), direct).ok());  // during it
+  EXPECT_FALSE(checker.onArrival(3, tagOf(0), kB).ok());     // another call
+  EXPECT_TRUE(checker.begin(0, ring).ok());                  // the algorithm, chosen
+}
+
 TEST_P(CallCheckerModes, ArrivalAfterBeginStatesBothCalls) {
   CallChecker checker(0, &describeForTest);
   checker.setConcurrentArrivals(GetParam());

@@ -1,0 +1,103 @@
+// The calls the shared-memory transport's flat exchange carries (Transport::flatExchange):
+// small all-reduces, all-gathers and barriers run without the executor (runFlat), and the
+// agreement on memAlloc buffers that comes before a large all-reduce's algorithm
+// (agreeOnBuffers). Both are worded and failed as the executor's runs are.
+
+#include "base/strings.h"
+#include "core/call_describer.h"
+#include "core/call_stamp.h"
+#include "core/comm_impl.h"
+#include "transport/shm/user_buffers.h"
+
+namespace tutti::detail {
+
+bool choiceNeedsBuffers(const CollectiveSpec& spec) {
+  // From 1 MiB, where direct_rs_ag was measured: the agreement is a flat exchange (a few
+  // microseconds on 4 to 8 ranks of 2 cores), which heap buffers pay for nothing; at 256 KiB
+  // that was 2-7% of the call, from 1 MiB it is within the noise.
+  return spec.kind == Collective::kAllReduce && spec.sharedMemory && spec.size >= 3 &&
+         spec.size <= 8 && spec.count * dataTypeSize(spec.dtype) >= (1u << 20);
+}
+
+Status CommImpl::agreeOnBuffers(OpRequest& r) {
+  // A failed communicator refuses the call further on (runSchedule) without agreeing.
+  if (!transport_->health().ok()) return Status::Ok();
+  const std::size_t bytes = r.spec.count * dataTypeSize(r.spec.dtype);
+  const char mine = shm::findUserBuffer(r.input, bytes).valid() &&
+                            shm::findUserBuffer(r.output, bytes).valid()
+                        ? 1
+                        : 0;
+  FlatCall call;
+  call.index = flatCalls_++;
+  call.seq = r.seq;
+  // Agrees with the stamps of this call's messages whatever algorithm the peers choose, so
+  // that a message from a rank already past the agreement is not taken for a mismatch.
+  call.stamp = stampBeforeChoice(r.spec);
+  call.data = &mine;
+  call.bytes = 1;
+  call.deadline = r.deadline;
+  call.spinNs = spinNs_;
+  call.checker = &checker_;  // a message of another call shows as a mismatch at once
+  flatViews_.resize(static_cast<std::size_t>(size_));
+  FlatStop stop;
+  Status status = transport_->flatExchange(call, flatViews_.data(), &stop);
+  if (status.ok()) {
+    bool all = true;
+    for (const char* flag : flatViews_) all = all && *flag == 1;
+    r.spec.sharedBuffers = all;
+    return status;
+  }
+  const CallDescriber what(*this, r, "algorithm not chosen yet");
+  ExecReport report;
+  status = flatFailure(what, status, stop, &report);
+  return failed(r, what, status, report, false);
+}
+
+Status CommImpl::runFlat(const OpRequest& r, const AlgorithmInfo& algorithm, const Plan& plan,
+                         std::size_t bytes, const OpDescriber& what, ExecReport* report) {
+  FlatCall call;
+  call.index = flatCalls_++;
+  call.seq = r.seq;
+  call.stamp = plan.stamp;
+  call.data = r.input;
+  call.bytes = bytes;
+  call.deadline = r.deadline;
+  call.spinNs = spinNs_;
+  call.checker = &checker_;
+  flatViews_.resize(static_cast<std::size_t>(size_));
+  FlatStop stop;
+  Status status = transport_->flatExchange(call, flatViews_.data(), &stop);
+  if (status.ok()) {
+    algorithm.flatFinish(r.spec, flatViews_.data(), r.output);
+    return status;
+  }
+  return flatFailure(what, status, stop, report);
+}
+
+Status CommImpl::flatFailure(const OpDescriber& what, Status status,
+                             const FlatStop& stop, ExecReport* report) {
+  // Worded as the executor words its failures, and failed as it fails them (Run::abandon).
+  if (status.code() == ErrorCode::kMismatch && stop.peer >= 0 && !stop.peerStamp.empty()) {
+    status = Status(ErrorCode::kMismatch,
+                    strFormat("rank %d called %s while rank %d called %s", stop.peer,
+                              what.describeStamp(stop.peerStamp).c_str(), rank_,
+                              what.describe().c_str()),
+                    stop.peer);
+  } else if (status.code() == ErrorCode::kTimeout) {
+    status = Status(ErrorCode::kTimeout,
+                    strFormat("%s timed out; still waiting for data from %s",
+                              what.describe().c_str(), status.message().c_str()),
+                    status.peerRank());
+  }
+  if (report != nullptr) {
+    report->completedSteps = 0;
+    report->totalSteps = 1;
+    if (stop.peer >= 0) report->waitingOn = strFormat("data from rank %d (flat)", stop.peer);
+  }
+  transport_->fail(status);
+  const Status root = transport_->health();
+  return (root.ok() ? status : root)
+      .withContext(strFormat("%s failed on rank %d", what.describe().c_str(), rank_));
+}
+
+}  // namespace tutti::detail
