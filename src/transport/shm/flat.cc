@@ -44,10 +44,10 @@ Status ShmTransport::flatExchange(const FlatCall& call, const char** views, Flat
   FlatSlot& mine = own_.flat(parity);
   // Marked as being rewritten first: a reader checking stamps on the side must not pair
   // the last call's seq with this call's stamp.
+  // (Release stores: a reader whose acquire load sees either then sees seq at 0 or later.)
   mine.seq.store(0, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
-  mine.stampWhat.store(call.stamp.what, std::memory_order_relaxed);
-  mine.stampCount.store(call.stamp.count, std::memory_order_relaxed);
+  mine.stampWhat.store(call.stamp.what, std::memory_order_release);
+  mine.stampCount.store(call.stamp.count, std::memory_order_release);
   mine.bytes = static_cast<std::uint32_t>(call.bytes);
   if (call.bytes > 0) std::memcpy(mine.data, call.data, call.bytes);
   mine.seq.store(expected, std::memory_order_seq_cst);  // publishes; see wakeIfSleeping

@@ -131,8 +131,8 @@ struct alignas(kCacheLine) FlatSlot {
   char data[kFlatBytes];
 
   CallStamp stamp() const {
-    return CallStamp{stampWhat.load(std::memory_order_relaxed),
-                     stampCount.load(std::memory_order_relaxed)};
+    return CallStamp{stampWhat.load(std::memory_order_acquire),
+                     stampCount.load(std::memory_order_acquire)};
   }
 };
 static_assert(sizeof(FlatSlot) == 1024);

@@ -296,8 +296,7 @@ void ShmTransport::checkFlatArrivalsLocked(DoneList& done) {
       const CallStamp stamp = slot.stamp();
       // The owner may be rewriting the slot for a later call (it zeroes seq first): then
       // the stamp read may be the later call's, and the slot is looked at on a later pass.
-      std::atomic_thread_fence(std::memory_order_acquire);
-      if (slot.seq.load(std::memory_order_relaxed) != seq) continue;
+      if (slot.seq.load(std::memory_order_relaxed) != seq) continue;  // stamp() acquires
       checked = seq;
       Status conflict = checker->onArrival(r, collectiveTagBase(0, seq - 1), stamp);
       if (!conflict.ok()) {
