@@ -425,7 +425,6 @@ Result<const AlgorithmInfo*> CommImpl::chooseAlgorithm(const CollectiveSpec& spe
   return algorithm;
 }
 
-
 Status CommImpl::execute(OpRequest& r, std::string_view requested) {
   // The same decision on every rank: the call's shape, then what the ranks agreed on.
   r.spec.sharedBuffers = false;

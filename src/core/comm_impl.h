@@ -136,6 +136,10 @@ class CommImpl {
   /// guarantees (stamps, deadline, abort, hang report).
   Status runFlat(const OpRequest& request, const AlgorithmInfo& algorithm, const Plan& plan,
                  std::size_t bytes, const OpDescriber& what, ExecReport* report);
+  /// One flat exchange of `bytes` at `data` for call `request`, stamped `stamp`: every
+  /// rank's contribution in flatViews_ on success.
+  Status exchangeFlat(const OpRequest& request, const CallStamp& stamp, const void* data,
+                      std::size_t bytes, FlatStop* stop);
   /// A failed flat exchange worded as the executor words its failures (`stop`: where it
   /// stopped); fails the transport, as the executor does.
   Status flatFailure(const OpDescriber& what, Status status, const FlatStop& stop,

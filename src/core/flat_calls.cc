@@ -19,6 +19,21 @@ bool choiceNeedsBuffers(const CollectiveSpec& spec) {
          spec.size <= 8 && spec.count * dataTypeSize(spec.dtype) >= (1u << 20);
 }
 
+Status CommImpl::exchangeFlat(const OpRequest& r, const CallStamp& stamp, const void* data,
+                              std::size_t bytes, FlatStop* stop) {
+  FlatCall call;
+  call.index = flatCalls_++;
+  call.seq = r.seq;
+  call.stamp = stamp;
+  call.data = data;
+  call.bytes = bytes;
+  call.deadline = r.deadline;
+  call.spinNs = spinNs_;
+  call.checker = &checker_;  // a message of another call shows as a mismatch at once
+  flatViews_.resize(static_cast<std::size_t>(size_));
+  return transport_->flatExchange(call, flatViews_.data(), stop);
+}
+
 Status CommImpl::agreeOnBuffers(OpRequest& r) {
   // A failed communicator refuses the call further on (runSchedule) without agreeing.
   if (!transport_->health().ok()) return Status::Ok();
@@ -27,20 +42,10 @@ Status CommImpl::agreeOnBuffers(OpRequest& r) {
                             shm::findUserBuffer(r.output, bytes).valid()
                         ? 1
                         : 0;
-  FlatCall call;
-  call.index = flatCalls_++;
-  call.seq = r.seq;
-  // Agrees with the stamps of this call's messages whatever algorithm the peers choose, so
-  // that a message from a rank already past the agreement is not taken for a mismatch.
-  call.stamp = stampBeforeChoice(r.spec);
-  call.data = &mine;
-  call.bytes = 1;
-  call.deadline = r.deadline;
-  call.spinNs = spinNs_;
-  call.checker = &checker_;  // a message of another call shows as a mismatch at once
-  flatViews_.resize(static_cast<std::size_t>(size_));
+  // Stamped so as to agree with this call's messages whatever algorithm the peers choose: a
+  // message from a rank already past the agreement is not taken for a mismatch.
   FlatStop stop;
-  Status status = transport_->flatExchange(call, flatViews_.data(), &stop);
+  Status status = exchangeFlat(r, stampBeforeChoice(r.spec), &mine, 1, &stop);
   if (status.ok()) {
     bool all = true;
     for (const char* flag : flatViews_) all = all && *flag == 1;
@@ -55,18 +60,8 @@ Status CommImpl::agreeOnBuffers(OpRequest& r) {
 
 Status CommImpl::runFlat(const OpRequest& r, const AlgorithmInfo& algorithm, const Plan& plan,
                          std::size_t bytes, const OpDescriber& what, ExecReport* report) {
-  FlatCall call;
-  call.index = flatCalls_++;
-  call.seq = r.seq;
-  call.stamp = plan.stamp;
-  call.data = r.input;
-  call.bytes = bytes;
-  call.deadline = r.deadline;
-  call.spinNs = spinNs_;
-  call.checker = &checker_;
-  flatViews_.resize(static_cast<std::size_t>(size_));
   FlatStop stop;
-  Status status = transport_->flatExchange(call, flatViews_.data(), &stop);
+  Status status = exchangeFlat(r, plan.stamp, r.input, bytes, &stop);
   if (status.ok()) {
     algorithm.flatFinish(r.spec, flatViews_.data(), r.output);
     return status;

@@ -113,8 +113,8 @@ Status ShmTransport::flatExchange(const FlatCall& call, const char** views, Flat
       continue;
     }
     if (failed_.load(std::memory_order_acquire)) return stopped(health());
-    // Until a watched slot's seq moves off `sum` (every publication raises one) or
-    // something else happens; the sum comes from the very reads that found a peer missing,
+    // Until a watched slot's seq moves off `sum` (every rewrite and publication moves one)
+    // or something else happens; the sum comes from the very reads that found a peer missing,
     // so a publication after them cannot be missed.
     flatWatch_ = static_cast<int>(parity);
     flatSeen_ = sum;
