@@ -197,7 +197,7 @@ void Run::start(Slot& slot, StepId id) {
     case OpCode::kCopy: {
       char* dst = address(step.dst);
       const char* src = address(step.src);
-      if (dst != src && dstBytes > 0) std::memmove(dst, src, dstBytes);
+      reduce::copy(dst, src, dstBytes);
       break;
     }
     case OpCode::kReduce:

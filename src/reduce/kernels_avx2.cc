@@ -260,6 +260,8 @@ CombineFn avx2CombineKernel(DataType dtype, ReduceOp op) { return pickCombine<Fo
 
 AverageFn avx2AverageKernel(DataType dtype) { return pickAverage<Formats>(dtype); }
 
+CopyFn avx2StreamCopyKernel() { return &streamCopy<IntLanes>; }
+
 }  // namespace tutti::reduce::detail
 
 #else  // not x86: no AVX2 kernels; isaSupported(kAvx2) is false there.
@@ -267,6 +269,7 @@ AverageFn avx2AverageKernel(DataType dtype) { return pickAverage<Formats>(dtype)
 namespace tutti::reduce::detail {
 CombineFn avx2CombineKernel(DataType, ReduceOp) { return nullptr; }
 AverageFn avx2AverageKernel(DataType) { return nullptr; }
+CopyFn avx2StreamCopyKernel() { return nullptr; }
 }  // namespace tutti::reduce::detail
 
 #endif

@@ -18,6 +18,8 @@ CombineFn avx512CombineKernel(DataType dtype, ReduceOp op) {
 
 AverageFn avx512AverageKernel(DataType dtype) { return pickAverage<Formats>(dtype); }
 
+CopyFn avx512StreamCopyKernel() { return &streamCopy<IntLanes>; }
+
 }  // namespace tutti::reduce::detail
 
 #else  // not x86: no AVX-512 kernels; isaSupported(kAvx512) is false there.
@@ -25,6 +27,7 @@ AverageFn avx512AverageKernel(DataType dtype) { return pickAverage<Formats>(dtyp
 namespace tutti::reduce::detail {
 CombineFn avx512CombineKernel(DataType, ReduceOp) { return nullptr; }
 AverageFn avx512AverageKernel(DataType) { return nullptr; }
+CopyFn avx512StreamCopyKernel() { return nullptr; }
 }  // namespace tutti::reduce::detail
 
 #endif

@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "reduce/kernels.h"
 #include "tutti/types.h"
@@ -220,6 +221,31 @@ CombineFn pickOp(ReduceOp op) {
       return &CombineLoop<Fmt, MaxSel>::run;
   }
   return nullptr;
+}
+
+// dst = src, `bytes` of them, the body written with non-temporal stores (the caller has
+// decided the output is large, see reduce::copy). L is the instruction set's integer lane
+// type (load, stream); the bytes before dst's first cache line and after its last whole
+// one are copied with memcpy. Four lines per iteration keep the write-combining buffers
+// full.
+template <typename L>
+void streamCopy(void* dst, const void* src, std::size_t bytes) {
+  constexpr std::size_t kLine = 64;
+  constexpr std::size_t kStep = sizeof(typename L::V);
+  auto* d = static_cast<char*>(dst);
+  const auto* s = static_cast<const char*>(src);
+  std::size_t head = (kLine - reinterpret_cast<std::uintptr_t>(d) % kLine) % kLine;
+  if (head > bytes) head = bytes;
+  std::memcpy(d, s, head);
+  std::size_t i = head;
+  for (; i + 4 * kLine <= bytes; i += 4 * kLine) {
+    typename L::V v[4 * kLine / kStep];
+    for (std::size_t k = 0; k < 4 * kLine / kStep; ++k) v[k] = L::load(s + i + k * kStep);
+    for (std::size_t k = 0; k < 4 * kLine / kStep; ++k) L::stream(d + i + k * kStep, v[k]);
+  }
+  // Non-temporal stores are weakly ordered: visible before any later store (a flag).
+  _mm_sfence();
+  std::memcpy(d + i, s + i, bytes - i);
 }
 
 // `Formats` names each dtype's format: Formats::Int8, Formats::Uint8, ..., Formats::Float64.

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "base/assert.h"
 #include "reduce/half.h"
@@ -118,6 +119,26 @@ AverageFn averageKernel(DataType dtype, Isa isa) {
   return fn != nullptr ? fn : genericAverageKernel(dtype);
 }
 
+CopyFn streamCopyKernel(Isa isa) {
+  TUTTI_DASSERT(isaSupported(isa));
+  CopyFn fn = nullptr;
+  switch (isa) {
+    case Isa::kAvx512Bf16:
+    case Isa::kAvx512:
+      fn = avx512StreamCopyKernel();
+      break;
+    case Isa::kAvx2:
+      fn = avx2StreamCopyKernel();
+      break;
+    case Isa::kAvxF16c:
+    case Isa::kGeneric:
+      break;
+  }
+  return fn != nullptr ? fn : [](void* dst, const void* src, std::size_t bytes) {
+    std::memcpy(dst, src, bytes);
+  };
+}
+
 }  // namespace detail
 
 namespace {
@@ -144,6 +165,18 @@ void combine(void* dst, const void* a, const void* b, std::size_t count, DataTyp
   const detail::CombineFn fn = detail::combineKernel(dtype, op, detail::bestIsa());
   TUTTI_ASSERT(fn != nullptr);
   fn(dst, a, b, count, std::max(bytes, outputBytes));
+}
+
+void copy(void* dst, const void* src, std::size_t bytes, std::size_t outputBytes) {
+  if (bytes == 0 || dst == src) return;
+  TUTTI_ASSERT(dst != nullptr && src != nullptr);
+  if (std::max(bytes, outputBytes) < detail::kCopyStreamingBytes ||
+      overlapsPartially(dst, src, bytes)) {
+    std::memmove(dst, src, bytes);
+    return;
+  }
+  static const detail::CopyFn stream = detail::streamCopyKernel(detail::bestIsa());
+  stream(dst, src, bytes);
 }
 
 void finalize(void* buf, std::size_t count, DataType dtype, ReduceOp op, int worldSize) {

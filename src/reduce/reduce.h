@@ -30,6 +30,15 @@ namespace tutti::reduce {
 void combine(void* dst, const void* a, const void* b, std::size_t count, DataType dtype,
              ReduceOp op, std::size_t outputBytes = 0);
 
+/// dst = src over `bytes` (memmove's semantics: the ranges may overlap). A large output
+/// (max(bytes, outputBytes) >= 32 MiB, kCopyStreamingBytes) that does not overlap src is
+/// written with non-temporal stores where the CPU has them (AVX-512, AVX2): they skip
+/// reading each destination line before writing it, about 1.8x memcpy's speed from memory
+/// to memory here, and leave the copy out of the caches. `outputBytes` as for combine():
+/// the size of the whole output this call writes a piece of, so that the stores do not
+/// change with the size of the pieces.
+void copy(void* dst, const void* src, std::size_t bytes, std::size_t outputBytes = 0);
+
 /// Applies the operator's final step in place: for kAvg divides every element by
 /// `worldSize` (integer division for integer types; float32 division for float16, bfloat16
 /// and float32; float64 for float64). A no-op for the other operators.

@@ -1,0 +1,146 @@
+// reduce::copy and the streaming copy kernels: every length and alignment on every kernel
+// set this CPU supports, large copies that take the non-temporal path, pieces of a large
+// output, and overlapping ranges (memmove's semantics).
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "reduce/kernels.h"
+#include "reduce/reduce.h"
+
+namespace tutti::reduce {
+namespace {
+
+using Bytes = std::vector<std::uint8_t>;
+constexpr std::uint8_t kSentinel = 0xa5;
+constexpr std::size_t kGuard = 128;
+
+Bytes randomBytes(std::size_t n, std::uint32_t seed) {
+  std::mt19937 gen(seed);
+  Bytes out(n);
+  for (auto& b : out) b = static_cast<std::uint8_t>(gen());
+  return out;
+}
+
+// Index of the first byte of `got` that differs from `want`, or -1.
+long firstDifference(const std::uint8_t* got, const std::uint8_t* want, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    if (got[i] != want[i]) return static_cast<long>(i);
+  }
+  return -1;
+}
+
+bool guardsIntact(const Bytes& buf, std::size_t begin, std::size_t end) {
+  for (std::size_t i = 0; i < begin; ++i) {
+    if (buf[i] != kSentinel) return false;
+  }
+  for (std::size_t i = end; i < buf.size(); ++i) {
+    if (buf[i] != kSentinel) return false;
+  }
+  return true;
+}
+
+class StreamCopyKernelTest : public ::testing::TestWithParam<detail::Isa> {
+ protected:
+  void SetUp() override {
+    if (!detail::isaSupported(GetParam())) {
+      GTEST_SKIP() << "this CPU (or OS) does not support the " << detail::isaName(GetParam())
+                   << " kernels";
+    }
+  }
+};
+
+// Every length up to past four cache lines (the kernels' unrolled step) at every
+// destination alignment within a line and two source alignments, then a few lengths of
+// many steps: the bytes are the source's and nothing outside the destination is written.
+TEST_P(StreamCopyKernelTest, EveryLengthAndAlignmentCopiesExactly) {
+  const detail::CopyFn fn = detail::streamCopyKernel(GetParam());
+  ASSERT_NE(fn, nullptr);
+  const Bytes src = randomBytes(8192 + 64, 7);
+  std::vector<std::size_t> lengths;
+  for (std::size_t n = 0; n <= 300; ++n) lengths.push_back(n);
+  for (std::size_t n : {511, 512, 513, 1024, 4095, 4096, 4097, 8191}) lengths.push_back(n);
+  for (std::size_t n : lengths) {
+    for (std::size_t dstAt = 0; dstAt < 64; dstAt += (n > 300 ? 7 : 1)) {
+      for (std::size_t srcAt : {0, 13}) {
+        // 64-byte aligned storage for the destination, so dstAt is its line offset.
+        Bytes buf(kGuard + 64 + n + kGuard + 64, kSentinel);
+        auto base = reinterpret_cast<std::uintptr_t>(buf.data() + kGuard);
+        const std::size_t align = (64 - base % 64) % 64;
+        const std::size_t begin = kGuard + align + dstAt;
+        fn(buf.data() + begin, src.data() + srcAt, n);
+        ASSERT_EQ(firstDifference(buf.data() + begin, src.data() + srcAt, n), -1)
+            << detail::isaName(GetParam()) << ": length " << n << ", dst offset " << dstAt
+            << ", src offset " << srcAt;
+        ASSERT_TRUE(guardsIntact(buf, begin, begin + n))
+            << detail::isaName(GetParam()) << ": wrote outside the destination, length " << n;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryIsa, StreamCopyKernelTest,
+                         ::testing::Values(detail::Isa::kGeneric, detail::Isa::kAvxF16c,
+                                           detail::Isa::kAvx2, detail::Isa::kAvx512,
+                                           detail::Isa::kAvx512Bf16),
+                         [](const ::testing::TestParamInfo<detail::Isa>& param) {
+                           return std::string(detail::isaName(param.param));
+                         });
+
+// A copy above the threshold takes the streaming kernel of the best instruction set; one
+// that starts off a cache line and ends mid-line still copies every byte and no other.
+TEST(Copy, LargeCopyIsExact) {
+  const std::size_t n = detail::kCopyStreamingBytes + 77;
+  const Bytes src = randomBytes(n + 3, 11);
+  Bytes dst(n + 2 * kGuard, kSentinel);
+  copy(dst.data() + kGuard + 1, src.data() + 3, n);
+  EXPECT_EQ(firstDifference(dst.data() + kGuard + 1, src.data() + 3, n), -1);
+  EXPECT_TRUE(guardsIntact(dst, kGuard + 1, kGuard + 1 + n));
+}
+
+// Pieces of a large output, each small: outputBytes makes them stream; the result is the
+// whole source however the pieces fall on cache lines.
+TEST(Copy, PiecesOfALargeOutputAreExact) {
+  const std::size_t n = (std::size_t{1} << 20) + 5;
+  const std::size_t piece = (std::size_t{64} << 10) + 3;
+  const Bytes src = randomBytes(n, 13);
+  Bytes dst(n + 2 * kGuard, kSentinel);
+  for (std::size_t at = 0; at < n; at += piece) {
+    copy(dst.data() + kGuard + at, src.data() + at, std::min(piece, n - at),
+         std::size_t{64} << 20);
+  }
+  EXPECT_EQ(firstDifference(dst.data() + kGuard, src.data(), n), -1);
+  EXPECT_TRUE(guardsIntact(dst, kGuard, kGuard + n));
+}
+
+// Overlapping ranges, forwards and backwards, small and above the threshold: the result is
+// memmove's.
+TEST(Copy, OverlappingRangesBehaveAsMemmove) {
+  for (const std::size_t n : {std::size_t{1000}, detail::kCopyStreamingBytes + 64}) {
+    for (const long shift : {-100L, -1L, 1L, 100L}) {
+      const Bytes original = randomBytes(n + 200, 17);
+      Bytes got = original;
+      Bytes want = original;
+      std::uint8_t* from = got.data() + 100;
+      copy(from + shift, from, n);
+      std::memmove(want.data() + 100 + shift, want.data() + 100, n);
+      ASSERT_EQ(firstDifference(got.data(), want.data(), got.size()), -1)
+          << "length " << n << ", shift " << shift;
+    }
+  }
+}
+
+TEST(Copy, NothingToCopyTouchesNothing) {
+  Bytes buf(64, kSentinel);
+  copy(buf.data(), nullptr, 0);
+  copy(buf.data(), buf.data(), 64);
+  EXPECT_TRUE(guardsIntact(buf, 0, 0));
+}
+
+}  // namespace
+}  // namespace tutti::reduce
