@@ -17,6 +17,7 @@
 #include "core/call_stamp.h"
 #include "core/hang_report.h"
 #include "core/work_state.h"
+#include "reduce/reduce.h"
 #include "schedule/verifier.h"
 #include "transport/tag.h"
 #include "transport/hybrid/hybrid_transport.h"
@@ -77,6 +78,13 @@ bool prefersCopy(const CollectiveSpec& spec) {
       return true;
     case Collective::kAllReduce:
       return spec.size > 2 || spec.count * dataTypeSize(spec.dtype) <= (4u << 20);
+    case Collective::kAllGather:
+    case Collective::kAllToAll:
+      // Every rank sends and receives at once, so both cores copy anyway. A block large
+      // enough for streaming stores (reduce::kCopyStreamingBytes) moves faster through
+      // the rings, copied into cache by its sender and streamed out by its receiver, than
+      // by the kernel's copy from memory to memory.
+      return spec.count * dataTypeSize(spec.dtype) >= reduce::kCopyStreamingBytes;
     default:
       return false;
   }
@@ -213,6 +221,7 @@ Status CommImpl::connect(const InitParams& params, const Config& config, const s
                     "TUTTI_SHM_SLOT_BYTES must be between 64 and 64M, got %llu",
                     static_cast<unsigned long long>(config.shmSlotBytes));
     sopts.slotBytes = static_cast<std::uint32_t>(config.shmSlotBytes);
+    sopts.copy = &reduce::copy;
     sopts.maxUnexpectedBytes = config.tcpMaxUnexpected;
     sopts.deadline = deadline;
     sopts.host = config.shmHost;

@@ -21,14 +21,6 @@ using CombineFn = void (*)(void* dst, const void* a, const void* b, std::size_t 
 /// buf[i] /= worldSize for i < count over one dtype (the kAvg final step). worldSize > 1.
 using AverageFn = void (*)(void* buf, std::size_t count, int worldSize);
 
-/// reduce::copy() writes outputs of at least this many bytes with non-temporal stores.
-/// Measured on the development machine (2 cores, 260 MiB L3 reported), one thread: memcpy
-/// 64 MiB at 5.1 GB/s, the AVX-512 streaming copy at 8.3-9.7; from 2 to 32 MiB both run at
-/// 12-16 GB/s (the copy stays in the caches), the streaming one never slower. The same
-/// threshold as the combines' (kernels_simd.h): a result that would fit the caches stays
-/// there for its next reader.
-inline constexpr std::size_t kCopyStreamingBytes = std::size_t{32} << 20;
-
 /// dst = src over `bytes`, no overlap, with non-temporal stores for the whole lines of
 /// dst (the portable kernel is memcpy). Never fails, never blocks.
 using CopyFn = void (*)(void* dst, const void* src, std::size_t bytes);

@@ -170,7 +170,7 @@ void combine(void* dst, const void* a, const void* b, std::size_t count, DataTyp
 void copy(void* dst, const void* src, std::size_t bytes, std::size_t outputBytes) {
   if (bytes == 0 || dst == src) return;
   TUTTI_ASSERT(dst != nullptr && src != nullptr);
-  if (std::max(bytes, outputBytes) < detail::kCopyStreamingBytes ||
+  if (std::max(bytes, outputBytes) < kCopyStreamingBytes ||
       overlapsPartially(dst, src, bytes)) {
     std::memmove(dst, src, bytes);
     return;

@@ -202,10 +202,11 @@ const char* ShmLink::mappedPeer(const BufferRef& buffer, std::uint64_t remote,
 Status ShmLink::copyWithPeer(bool read, char* local, std::uint64_t remote, std::size_t bytes,
                              std::size_t msgBytes, const BufferRef& buffer) const {
   if (const char* mapped = mappedPeer(buffer, remote, bytes); mapped != nullptr) {
+    const auto copy = owner_->options_.copy;
     if (read)
-      std::memcpy(local, mapped, bytes);
+      copy(local, mapped, bytes, msgBytes);
     else
-      std::memcpy(const_cast<char*>(mapped), local, bytes);
+      copy(const_cast<char*>(mapped), local, bytes, msgBytes);
     owner_->mappedBytes_.fetch_add(bytes, std::memory_order_relaxed);
     return Status::Ok();
   }
@@ -612,7 +613,7 @@ bool ShmLink::drainLocked(DoneList& done) {
         if (streamCombine_)
           streamTo_->combine->take(h.offset, src, h.chunkBytes);
         else
-          std::memcpy(streamTo_->data + h.offset, src, h.chunkBytes);
+          owner_->options_.copy(streamTo_->data + h.offset, src, h.chunkBytes, h.msgBytes);
       } else if (streamUnexpected_ != nullptr && h.chunkBytes > 0) {
         std::memcpy(streamUnexpected_->data.data() + h.offset, src, h.chunkBytes);
       }

@@ -30,6 +30,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -48,6 +49,10 @@ class DoneList;
 
 class ShmTransport final : public Transport, public ProgressHook {
  public:
+  static void plainCopy(void* dst, const void* src, std::size_t bytes, std::size_t) {
+    std::memcpy(dst, src, bytes);
+  }
+
   struct Options {
     int rank = 0;
     int size = 1;
@@ -65,6 +70,12 @@ class ShmTransport final : public Transport, public ProgressHook {
     /// in segment.h), so both cores copy when the sender has nothing else to do.
     bool cmaShare = true;
     std::uint32_t slotBytes = 32 << 10;
+    /// How the transport copies message bytes into a receiver's buffer (a memAlloc buffer
+    /// read or written through its mapping, a piece out of the ring): dst = src over
+    /// `bytes`, a piece of a message of `messageBytes`. The layers above pass reduce::copy,
+    /// which writes large messages with non-temporal stores; memcpy by default.
+    void (*copy)(void* dst, const void* src, std::size_t bytes, std::size_t messageBytes) =
+        &plainCopy;
     /// Bytes of unexpected messages buffered per peer before the ring stops being drained.
     std::uint64_t maxUnexpectedBytes = 64u << 20;
     Deadline deadline = Deadline::afterSeconds(60);

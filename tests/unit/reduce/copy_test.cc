@@ -95,7 +95,7 @@ INSTANTIATE_TEST_SUITE_P(EveryIsa, StreamCopyKernelTest,
 // A copy above the threshold takes the streaming kernel of the best instruction set; one
 // that starts off a cache line and ends mid-line still copies every byte and no other.
 TEST(Copy, LargeCopyIsExact) {
-  const std::size_t n = detail::kCopyStreamingBytes + 77;
+  const std::size_t n = kCopyStreamingBytes + 77;
   const Bytes src = randomBytes(n + 3, 11);
   Bytes dst(n + 2 * kGuard, kSentinel);
   copy(dst.data() + kGuard + 1, src.data() + 3, n);
@@ -121,7 +121,7 @@ TEST(Copy, PiecesOfALargeOutputAreExact) {
 // Overlapping ranges, forwards and backwards, small and above the threshold: the result is
 // memmove's.
 TEST(Copy, OverlappingRangesBehaveAsMemmove) {
-  for (const std::size_t n : {std::size_t{1000}, detail::kCopyStreamingBytes + 64}) {
+  for (const std::size_t n : {std::size_t{1000}, kCopyStreamingBytes + 64}) {
     for (const long shift : {-100L, -1L, 1L, 100L}) {
       const Bytes original = randomBytes(n + 200, 17);
       Bytes got = original;

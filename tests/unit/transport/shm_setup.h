@@ -19,6 +19,7 @@ struct ShmSetup {
   std::uint64_t cmaBytes = 256 << 10;
   std::uint64_t maxUnexpected = 64u << 20;
   bool cmaShare = true;
+  decltype(ShmTransport::Options::copy) copy = &ShmTransport::plainCopy;
 };
 
 inline std::vector<std::unique_ptr<ShmTransport>> connectAll(int size, const ShmSetup& setup) {
@@ -34,6 +35,7 @@ inline std::vector<std::unique_ptr<ShmTransport>> connectAll(int size, const Shm
       o.commUid = kUid;
       o.cmaBytes = setup.cmaBytes;
       o.cmaShare = setup.cmaShare;
+      o.copy = setup.copy;
       o.slotBytes = 4096;  // small slots: messages span many of them, and the ring wraps
       o.maxUnexpectedBytes = setup.maxUnexpected;
       o.deadline = Deadline::afterSeconds(30);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -198,6 +199,39 @@ TEST(UserBufferTransfer, MidSizeMessagesFromMemAllocAreReadThroughTheMapping) {
     const std::uint64_t before = ts[1]->mappedBytes();
     ASSERT_EQ(sendOnce(ts, out, in, bytes, shared ? 1 : 2), "");
     EXPECT_EQ(ts[1]->mappedBytes() - before, shared ? bytes : 0u) << shared;
+  }
+}
+
+// What the copy hook (ShmTransport::Options::copy) was given: every byte a receiver takes
+// out of the ring or through a mapping goes through it, with the whole message's size.
+std::atomic<std::uint64_t> hookedBytes{0};
+std::atomic<std::uint64_t> hookedCalls{0};
+std::atomic<std::uint64_t> hookedWrongSize{0};
+std::atomic<std::uint64_t> hookedMessageBytes{0};
+void countingCopy(void* dst, const void* src, std::size_t bytes, std::size_t messageBytes) {
+  hookedBytes += bytes;
+  hookedCalls += 1;
+  if (messageBytes != hookedMessageBytes.load()) hookedWrongSize += 1;
+  std::memcpy(dst, src, bytes);
+}
+
+TEST(UserBufferTransfer, RingPiecesAndMappedReadsGoThroughTheCopyHook) {
+  ShmSetup setup;
+  setup.copy = &countingCopy;
+  auto ts = connectAll(2, setup);
+  // A heap message under cmaBytes crosses the ring (4 KiB slots: many pieces); one from a
+  // memAlloc buffer above mappedBytes is read through the mapping.
+  for (const bool shared : {false, true}) {
+    const std::size_t bytes = shared ? 20000 : 100000;
+    hookedBytes = 0;
+    hookedCalls = 0;
+    hookedWrongSize = 0;
+    hookedMessageBytes = bytes;
+    Buffer out(bytes, shared), in(bytes, false);
+    ASSERT_EQ(sendOnce(ts, out, in, bytes, shared ? 3 : 4), "");
+    EXPECT_EQ(hookedBytes.load(), bytes) << shared;
+    EXPECT_GE(hookedCalls.load(), shared ? 1u : bytes / 4096) << shared;
+    EXPECT_EQ(hookedWrongSize.load(), 0u) << "the hook was not told the message's size";
   }
 }
 
