@@ -67,7 +67,10 @@ Result<std::uint64_t> agreeOnUid(Store& store, const std::string& prefix, int ra
 // 0.83 at 16 MiB on 4 ranks; again once rendezvous reduced through the bounce buffer:
 // reduce 16 MiB 0.49, reduce-scatter 64 MiB 0.84, 1 MiB 1.02 (2 ranks). A larger
 // all-reduce on 2 ranks keeps rendezvous: both ranks are busy reducing anyway, and half of
-// its messages are copied rather than reduced (through the ring it took 1.03-1.06 as long).
+// its messages are copied rather than reduced (through the ring it took 1.03-1.06 as long),
+// until its halves are large enough for the receiver to stream them out of the ring
+// (reduce::kCopyStreamingBytes): then the ring took 0.85 (64 MiB) and 0.92-0.93 (128 and
+// 256 MiB) of rendezvous' time, 1.00 at 32 MiB and 1.06 at 16 MiB.
 // The shm transport ignores the preference for a send from a memAlloc buffer, which the
 // receiver reduces straight from its mapping (reduce-scatter 64 MiB on 2 ranks: 0.58).
 bool prefersCopy(const CollectiveSpec& spec) {
@@ -77,7 +80,8 @@ bool prefersCopy(const CollectiveSpec& spec) {
     case Collective::kReduceScatterV:
       return true;
     case Collective::kAllReduce:
-      return spec.size > 2 || spec.count * dataTypeSize(spec.dtype) <= (4u << 20);
+      return spec.size > 2 || spec.count * dataTypeSize(spec.dtype) <= (4u << 20) ||
+             spec.count * dataTypeSize(spec.dtype) / 2 >= reduce::kCopyStreamingBytes;
     case Collective::kAllGather:
     case Collective::kAllToAll:
       // Every rank sends and receives at once, so both cores copy anyway. A block large

@@ -228,13 +228,14 @@ TEST(BenchProcs, AllReduceReadsPeersInPlaceOnlyWhenEveryRanksBuffersAreShared) {
 
 // All-gather and all-to-all blocks of 32 MiB or more from the heap cross the rings
 // (prefersCopy) and are written out with streaming stores (reduce::copy), as are the
-// own blocks' local copies; from memAlloc the mapped reads stream too. 2 ranks, blocks
-// just above the threshold and not a multiple of a cache line, every element checked, in
-// and out of place, both buffer kinds.
+// own blocks' local copies and the halves of a 2-rank all-reduce; from memAlloc the mapped
+// reads stream too. 2 ranks, blocks just above the threshold and not a multiple of a cache
+// line, every element checked, in and out of place, both buffer kinds.
 TEST(BenchProcs, BlocksLargeEnoughToStreamCheckClean) {
   for (const char* shared : {"0", "1"}) {
-    for (const char* collective : {"allgather", "alltoall"}) {
-      // 64 MiB + 40 B in all: blocks of 8388613 fp32 elements (32 MiB + 20 B).
+    for (const std::string collective : {"allgather", "alltoall", "allreduce"}) {
+      // 64 MiB + 40 B in all: blocks (all-reduce: halves) of 8388613 fp32 elements, 32 MiB
+      // + 20 B.
       ProcessResult r = runBench(2, {collective, "-b", "67108904", "-e", "67108904", "-c", "1",
                                      "-n", "1", "-w", "0", "-R", shared});
       ASSERT_FALSE(r.timedOut) << r.out << r.err;
@@ -242,7 +243,7 @@ TEST(BenchProcs, BlocksLargeEnoughToStreamCheckClean) {
       const auto rows = tableRows(r.out)[collective];
       ASSERT_EQ(rows.size(), 1u) << r.out;
       ASSERT_EQ(rows[0].size(), kCells) << r.out;
-      EXPECT_EQ(rows[0][1], "8388613") << r.out;  // elements per block
+      EXPECT_EQ(rows[0][1], collective == "allreduce" ? "16777226" : "8388613") << r.out;
       EXPECT_EQ(rows[0][8], "0") << collective << " out of place, -R " << shared << "\n" << r.out;
       EXPECT_EQ(rows[0][12], "0") << collective << " in place, -R " << shared << "\n" << r.out;
     }
