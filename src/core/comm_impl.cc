@@ -221,8 +221,9 @@ Status CommImpl::connect(const InitParams& params, const Config& config, const s
     sopts.cmaBytes = config.shmCmaBytes;
     sopts.mappedBytes = config.shmMappedBytes;
     sopts.cmaShare = config.shmCmaShare;
-    TUTTI_CHECK_ARG(config.shmSlotBytes >= 64 && config.shmSlotBytes <= (64u << 20),
-                    "TUTTI_SHM_SLOT_BYTES must be between 64 and 64M, got %llu",
+    TUTTI_CHECK_ARG(config.shmSlotBytes == 0 ||
+                        (config.shmSlotBytes >= 64 && config.shmSlotBytes <= (64u << 20)),
+                    "TUTTI_SHM_SLOT_BYTES must be 0 (automatic) or between 64 and 64M, got %llu",
                     static_cast<unsigned long long>(config.shmSlotBytes));
     sopts.slotBytes = static_cast<std::uint32_t>(config.shmSlotBytes);
     sopts.copy = &reduce::copy;

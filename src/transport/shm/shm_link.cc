@@ -94,11 +94,24 @@ bool ShmLink::sendRendezvousLocked(TransferRequest* request, const BufferRef& bu
   return true;
 }
 
+std::size_t ShmLink::pieceBytes(std::uint64_t msgBytes) const {
+  // A piece is copied in by the sender while the receiver copies out or reduces the one
+  // before: small pieces pipeline a mid-size message, large ones cost fewer publications
+  // per byte. Powers of two, so every piece but the last holds whole elements.
+  constexpr std::size_t kSmallPiece = 32u << 10;
+  constexpr std::uint64_t kPiecesPerMessage = 16;
+  if (slotBytes_ <= kSmallPiece) return slotBytes_;
+  std::size_t piece = kSmallPiece;
+  while (piece * 2 <= slotBytes_ && piece * 2 * kPiecesPerMessage <= msgBytes) piece *= 2;
+  return piece;
+}
+
 // Returns true once the whole message is in the ring.
 bool ShmLink::sendEagerLocked(TransferRequest* request) {
   while (true) {
     if (!roomLocked()) return false;
-    const std::size_t chunk = std::min<std::size_t>(slotBytes_, request->bytes - request->progress);
+    const std::size_t chunk =
+        std::min<std::size_t>(pieceBytes(request->bytes), request->bytes - request->progress);
     SlotHeader* h = out_.header(outHead_);
     h->tag = request->tag;
     h->msgBytes = request->bytes;

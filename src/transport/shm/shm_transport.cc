@@ -96,7 +96,8 @@ Result<std::unique_ptr<ShmTransport>> ShmTransport::create(Store& store,
                                                           const Options& options) {
   TUTTI_CHECK_ARG(options.size >= 1 && options.rank >= 0 && options.rank < options.size,
                   "rank %d of %d", options.rank, options.size);
-  TUTTI_CHECK_ARG(options.slotBytes >= 64, "slot of %u bytes", options.slotBytes);
+  TUTTI_CHECK_ARG(options.slotBytes == 0 || options.slotBytes >= 64, "slot of %u bytes",
+                  options.slotBytes);
   std::unique_ptr<ShmTransport> transport(new ShmTransport(options));
   TUTTI_RETURN_IF_ERROR(transport->setUp(store, keyPrefix));
   return transport;
@@ -105,9 +106,11 @@ Result<std::unique_ptr<ShmTransport>> ShmTransport::create(Store& store,
 Status ShmTransport::setUp(Store& store, const std::string& keyPrefix) {
   const auto n = static_cast<std::size_t>(size_);
   const std::size_t perPeer = kRingBudgetBytes / std::max<std::size_t>(1, n - 1);
+  const std::uint32_t slotBytes =
+      options_.slotBytes != 0 ? options_.slotBytes : (size_ == 2 ? kTwoRankSlotBytes : kSlotBytes);
   const auto slots = static_cast<std::uint32_t>(
-      std::clamp<std::size_t>(perPeer / options_.slotBytes, kMinSlots, kMaxSlots));
-  layout_ = Layout::make(size_, slots, options_.slotBytes);
+      std::clamp<std::size_t>(perPeer / slotBytes, kMinSlots, kMaxSlots));
+  layout_ = Layout::make(size_, slots, slotBytes);
   TUTTI_ASSIGN_OR_RETURN(own_, Segment::create(layout_, options_.commUid, rank_));
   const std::string host = options_.host.empty() ? hostKey() : options_.host;
   TUTTI_RETURN_IF_ERROR(store.set(
@@ -184,7 +187,7 @@ Status ShmTransport::setUp(Store& store, const std::string& keyPrefix) {
         std::make_unique<ShmLink>(this, r, &own_, &peers_[static_cast<std::size_t>(r)]);
   }
   TUTTI_INFO(kShm, "rank %d: shared memory with %zu peers, %u slots of %u bytes per ring, "
-             "rendezvous from %llu bytes", rank_, local_.size(), slots, options_.slotBytes,
+             "rendezvous from %llu bytes", rank_, local_.size(), slots, layout_.slotBytes,
              static_cast<unsigned long long>(options_.cmaBytes));
   return Status::Ok();
 }

@@ -20,6 +20,7 @@ struct ShmSetup {
   std::uint64_t maxUnexpected = 64u << 20;
   bool cmaShare = true;
   decltype(ShmTransport::Options::copy) copy = &ShmTransport::plainCopy;
+  std::uint32_t slotBytes = 4096;  // small slots: messages span many of them, the ring wraps
 };
 
 inline std::vector<std::unique_ptr<ShmTransport>> connectAll(int size, const ShmSetup& setup) {
@@ -36,7 +37,7 @@ inline std::vector<std::unique_ptr<ShmTransport>> connectAll(int size, const Shm
       o.cmaBytes = setup.cmaBytes;
       o.cmaShare = setup.cmaShare;
       o.copy = setup.copy;
-      o.slotBytes = 4096;  // small slots: messages span many of them, and the ring wraps
+      o.slotBytes = setup.slotBytes;
       o.maxUnexpectedBytes = setup.maxUnexpected;
       o.deadline = Deadline::afterSeconds(30);
       auto t = ShmTransport::create(*store, "t/", o);

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "transport/link.h"
@@ -232,6 +233,38 @@ TEST(UserBufferTransfer, RingPiecesAndMappedReadsGoThroughTheCopyHook) {
     EXPECT_EQ(hookedBytes.load(), bytes) << shared;
     EXPECT_GE(hookedCalls.load(), shared ? 1u : bytes / 4096) << shared;
     EXPECT_EQ(hookedWrongSize.load(), 0u) << "the hook was not told the message's size";
+  }
+}
+
+// The largest piece the hook was given.
+std::atomic<std::uint64_t> hookedLargestPiece{0};
+void measuringCopy(void* dst, const void* src, std::size_t bytes, std::size_t messageBytes) {
+  if (bytes > hookedLargestPiece.load()) hookedLargestPiece = bytes;
+  countingCopy(dst, src, bytes, messageBytes);
+}
+
+// With large slots (the default between 2 ranks), a mid-size message still crosses the ring
+// in 32 KiB pieces, pipelined; a large one fills whole slots.
+TEST(UserBufferTransfer, PiecesGrowWithTheMessageUpToTheSlot) {
+  ShmSetup setup;
+  setup.copy = &measuringCopy;
+  setup.slotBytes = ShmTransport::kTwoRankSlotBytes;
+  setup.cmaBytes = 0;  // every message through the ring
+  auto ts = connectAll(2, setup);
+  const std::pair<std::size_t, std::size_t> cases[] = {
+      {100000, 32u << 10}, {(1u << 20) + 8, 64u << 10}, {8u << 20, 256u << 10}};
+  for (const auto& [bytes, piece] : cases) {
+    hookedBytes = 0;
+    hookedCalls = 0;
+    hookedWrongSize = 0;
+    hookedLargestPiece = 0;
+    hookedMessageBytes = bytes;
+    Buffer out(bytes, false), in(bytes, false);
+    ASSERT_EQ(sendOnce(ts, out, in, bytes, 5), "") << bytes;
+    EXPECT_EQ(hookedBytes.load(), bytes);
+    EXPECT_EQ(hookedLargestPiece.load(), piece) << bytes;
+    EXPECT_EQ(hookedCalls.load(), (bytes + piece - 1) / piece) << bytes;
+    EXPECT_EQ(hookedWrongSize.load(), 0u);
   }
 }
 
