@@ -10,6 +10,8 @@
 //
 // Rows:
 //   Memcpy/<bytes>                        the baseline
+//   StreamCopy/<isa>/<bytes>              the copy with non-temporal stores (reduce::copy
+//                                         uses it from 32 MiB), AVX2 and AVX-512
 //   Combine/<isa>/<dtype>/<op>/<bytes>    one kernel set's dst = a op b (dst separate)
 //   CombineInPlace/<dtype>/<bytes>        combine() with dst == a (the executor's pattern),
 //                                         for float32 and bfloat16 sums
@@ -140,6 +142,20 @@ void runMemcpy(benchmark::State& state) {
   setBytes(state, bytes);
 }
 
+// A streaming copy kernel (reduce::copy's choice for outputs of kCopyStreamingBytes or
+// more), run at every size so that its crossing with memcpy shows.
+void runStreamCopy(benchmark::State& state, detail::CopyFn kernel) {
+  const auto bytes = static_cast<std::size_t>(state.range(0));
+  const std::vector<std::uint8_t> src(bytes, 1);
+  std::vector<std::uint8_t> dst(bytes);
+  for (auto _ : state) {
+    kernel(dst.data(), src.data(), bytes);
+    benchmark::DoNotOptimize(dst.data());
+    benchmark::ClobberMemory();
+  }
+  setBytes(state, bytes);
+}
+
 void withSizes(benchmark::internal::Benchmark* b) {
   for (std::int64_t s : kSizes) b->Arg(s);
 }
@@ -166,6 +182,11 @@ void registerAll() {
       std::fprintf(stderr, "tutti-reduce-bench: this CPU lacks %s; no rows for it\n",
                    isaName.c_str());
       continue;
+    }
+    if (isa == detail::Isa::kAvx2 || isa == detail::Isa::kAvx512) {
+      benchmark::RegisterBenchmark(("StreamCopy/" + isaName).c_str(), runStreamCopy,
+                                   detail::streamCopyKernel(isa))
+          ->Apply(withSizes);
     }
     for (DataType dtype : kDataTypes) {
       if (!hasOwnKernels(isa, dtype)) continue;
