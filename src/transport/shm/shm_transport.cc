@@ -152,12 +152,16 @@ Status ShmTransport::setUp(Store& store, const std::string& keyPrefix) {
     std::uint64_t magic = 0;
     iovec local{&magic, sizeof(magic)};
     iovec remote{reinterpret_cast<void*>(info.address), sizeof(magic)};
-    const bool readable = options_.cmaBytes > 0 &&
+    // Whether this rank may read r's memory: with process_vm_readv (heap buffers, from
+    // cmaBytes) or through /proc/<pid>/fd (memAlloc buffers, from mappedBytes), which the
+    // kernel allows alike. Probed once, not when neither may be used.
+    const bool rendezvous = options_.cmaBytes > 0 || options_.mappedBytes > 0;
+    const bool readable = rendezvous &&
                           process_vm_readv(info.pid, &local, 1, &remote, 1, 0) ==
                               static_cast<ssize_t>(sizeof(magic)) &&
                           magic == kSegmentMagic;
     own_.cma(r) = readable ? 1 : 0;
-    if (!readable && options_.cmaBytes > 0)
+    if (!readable && rendezvous)
       TUTTI_INFO(kShm, "rank %d's memory cannot be read with process_vm_readv (%s): messages "
                  "from it are copied through the ring", r, std::strerror(errno));
   }
@@ -177,7 +181,8 @@ Status ShmTransport::setUp(Store& store, const std::string& keyPrefix) {
   // Everyone has mapped this segment: the descriptor is no longer needed, and without it
   // the memory goes with the last mapping, however the processes end.
   own_.closeFd();
-  if (options_.cmaBytes > 0) bounce_.assign(kBounceBytes, 0);  // touched now, not in a call
+  if (options_.cmaBytes > 0 || options_.mappedBytes > 0)
+    bounce_.assign(kBounceBytes, 0);  // touched now, not in a call
   pidfds_.assign(n, -1);
   links_.resize(n);
   for (int r : local_) {
@@ -203,7 +208,7 @@ void ShmTransport::onProgress() {
 }
 
 bool ShmTransport::rendezvousTo(int peer) const {
-  return options_.cmaBytes > 0 && peers_[static_cast<std::size_t>(peer)].cma(rank_) != 0;
+  return peers_[static_cast<std::size_t>(peer)].cma(rank_) != 0;
 }
 
 bool ShmTransport::helpsWrite(int peer) const {

@@ -124,7 +124,10 @@ class ShmTransport final : public Transport, public ProgressHook {
   void fail(const Status& status) override;
   void shutdown(Deadline deadline) override;
 
-  /// Whether messages to `peer` of `cmaBytes` or more go by rendezvous.
+  /// Whether `peer` can read this rank's memory, so that large messages to it may go by
+  /// rendezvous: from cmaBytes (never when 0) for heap buffers, read with the kernel's
+  /// copy, and from mappedBytes for memAlloc buffers, read through a mapping (whatever
+  /// cmaBytes says; should the mapping fail, the kernel's copy reads them).
   bool rendezvousTo(int peer) const;
   /// Whether this rank writes pieces of its rendezvous sends to `peer` into the peer's
   /// buffer (it may write into what it may read).

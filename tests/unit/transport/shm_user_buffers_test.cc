@@ -203,6 +203,21 @@ TEST(UserBufferTransfer, MidSizeMessagesFromMemAllocAreReadThroughTheMapping) {
   }
 }
 
+// TUTTI_SHM_CMA_BYTES=0 turns off the kernel's copy for heap buffers only: a message from
+// a memAlloc buffer is still read through the mapping.
+TEST(UserBufferTransfer, WithoutCmaMemAllocMessagesAreStillReadThroughTheMapping) {
+  ShmSetup setup;
+  setup.cmaBytes = 0;
+  auto ts = connectAll(2, setup);
+  const std::size_t bytes = (1u << 20) + 12;
+  for (const bool shared : {true, false}) {
+    Buffer out(bytes, shared), in(bytes, false);
+    const std::uint64_t before = ts[1]->mappedBytes();
+    ASSERT_EQ(sendOnce(ts, out, in, bytes, shared ? 6 : 7), "");
+    EXPECT_EQ(ts[1]->mappedBytes() - before, shared ? bytes : 0u) << shared;
+  }
+}
+
 // What the copy hook (ShmTransport::Options::copy) was given: every byte a receiver takes
 // out of the ring or through a mapping goes through it, with the whole message's size.
 std::atomic<std::uint64_t> hookedBytes{0};
