@@ -165,12 +165,16 @@ Schedule reduceScatter(const CollectiveSpec& s) {
     b.reserveScratch(mine);
     acc = {BufferKind::kScratch, 0, mine};
   }
+  // The first reduction reads the own block where it lies (dst = own (op) received), the
+  // same operands in the same order as copying it into acc first, without the copy's pass.
+  const Region own = input(blocks.offset[me], mine);
   StepId last = 0;
-  if (mine > 0) last = b.copy(input(blocks.offset[me], mine), acc);
+  if (mine > 0 && s.size == 1) last = b.copy(own, acc);
   for (int k = 1; k < s.size; ++k) {
     const auto to = static_cast<std::size_t>(toPeer(s, k));
     if (blocks.count[to] > 0) b.send(static_cast<int>(to), input(blocks.offset[to], blocks.count[to]));
-    if (mine > 0) last = b.recvReduce(fromPeer(s, k), acc, acc, {last});
+    if (mine == 0) continue;
+    last = k == 1 ? b.recvReduce(fromPeer(s, k), own, acc) : b.recvReduce(fromPeer(s, k), acc, acc, {last});
   }
   if (mine == 0) return std::move(b).build();
   if (acc.buffer == BufferKind::kScratch) last = b.copy(acc, output(0, mine), {last});
