@@ -64,6 +64,10 @@ struct OpRequest {
 /// agree on it first (CommImpl::agreeOnBuffers). The same on every rank for one call.
 bool choiceNeedsBuffers(const CollectiveSpec& spec);
 
+/// Whether the call's sends ask links to copy rather than let the receiver read in place
+/// (TransferRequest::preferCopy); data_path.cc.
+bool prefersCopy(const CollectiveSpec& spec);
+
 class CommImpl {
  public:
   struct InitParams {
