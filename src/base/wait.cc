@@ -9,7 +9,21 @@
 #include <chrono>
 #include <climits>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 namespace tutti {
+
+bool cpuHasPrefetchW() {
+#if defined(__x86_64__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(0x80000001u, &eax, &ebx, &ecx, &edx) == 0) return false;
+  return (ecx & (1u << 8)) != 0;
+#else
+  return false;
+#endif
+}
 
 bool futexWait(std::atomic<std::uint32_t>* word, std::uint32_t expected, Deadline deadline) {
   // FUTEX_WAIT takes a relative timeout; we recompute it from the deadline on each call.

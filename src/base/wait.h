@@ -24,6 +24,25 @@ inline void cpuRelax() {
 #endif
 }
 
+/// True where the processor has PREFETCHW (CPUID 0x80000001, ECX bit 8); read once.
+bool cpuHasPrefetchW();
+
+/// Asks for the cache line at `p` in a state this core may write (an exclusive copy), so a
+/// store to it later does not wait for the other cores' copies to be invalidated. On x86
+/// that is PREFETCHW: __builtin_prefetch(p, 1) emits it only where the compile target
+/// already has it and a read prefetch otherwise, which leaves the line shared; here it is
+/// issued where the processor reports it, and a read prefetch elsewhere.
+inline void prefetchForWrite(const void* p) {
+#if defined(__x86_64__)
+  static const bool hasPrefetchW = cpuHasPrefetchW();
+  if (hasPrefetchW) {
+    asm volatile("prefetchw %0" : : "m"(*static_cast<const char*>(p)));
+    return;
+  }
+#endif
+  __builtin_prefetch(p, 1, 3);
+}
+
 /// A lock for short critical sections that one thread takes nearly always (a transport's
 /// state, driven by the thread running the calls; abort() from another thread is rare).
 /// Free, lock() is one atomic exchange and unlock() a plain release store, where a mutex

@@ -245,6 +245,7 @@ class CommImpl {
   // contributions of the current one, by rank.
   std::uint64_t flatCalls_ = 0;
   std::vector<const char*> flatViews_;
+  std::vector<char> flatOwn_;  // an in-place flat call's own contribution (runFlat)
   std::uint64_t nextSeq_ = 0;  // touched only by the issuing thread
 
   // The last operations, for dumps; among the live recorders (SIGUSR1) once created.

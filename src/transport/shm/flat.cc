@@ -105,7 +105,7 @@ Status ShmTransport::flatExchange(const FlatCall& call, const char** views, Flat
     if (next == local_.size()) {
       // The next exchange writes the other slot, which the peers last read an exchange
       // ago: ask for its line now, so that it is likely this core's again by then.
-      __builtin_prefetch(&own_.flat(parity + 1), 1, 3);
+      prefetchForWrite(&own_.flat(parity + 1));
       return Status::Ok();
     }
     if (++spins < kFlatSpins) {

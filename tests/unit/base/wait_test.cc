@@ -1,10 +1,15 @@
 #include "base/wait.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <mutex>
 #include <thread>
 
@@ -98,6 +103,37 @@ TEST(SpinLock, WaiterGetsItAfterASlowHolder) {
     EXPECT_EQ(value, 7);
   }
   holder.join();
+}
+
+
+#if defined(__x86_64__)
+// The processor's answer, read independently of CPUID: the kernel's flag list.
+TEST(PrefetchForWrite, DetectionAgreesWithTheKernelsCpuFlags) {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  ASSERT_TRUE(cpuinfo.good());
+  bool listed = false;
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::istringstream words(line.substr(line.find(':') + 1));
+    for (std::string flag; words >> flag;) listed = listed || flag == "3dnowprefetch";
+    break;
+  }
+  EXPECT_EQ(cpuHasPrefetchW(), listed);
+}
+#endif
+
+// A hint: it changes no byte, and on a page that may only be read it does not fault.
+TEST(PrefetchForWrite, ChangesNothingAndDoesNotFaultOnAReadOnlyPage) {
+  const long page = sysconf(_SC_PAGESIZE);
+  void* mem = mmap(nullptr, static_cast<std::size_t>(page), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mem, MAP_FAILED);
+  auto* bytes = static_cast<unsigned char*>(mem);
+  for (long i = 0; i < page; ++i) bytes[i] = static_cast<unsigned char>(i * 7);
+  ASSERT_EQ(mprotect(mem, static_cast<std::size_t>(page), PROT_READ), 0);
+  for (long i = 0; i < page; i += 64) prefetchForWrite(bytes + i);
+  for (long i = 0; i < page; ++i) ASSERT_EQ(bytes[i], static_cast<unsigned char>(i * 7)) << i;
+  munmap(mem, static_cast<std::size_t>(page));
 }
 
 }  // namespace
