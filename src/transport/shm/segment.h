@@ -74,13 +74,17 @@ static_assert(offsetof(SlotHeader, offset) == kCacheLine);
 /// from memAlloc: BufferRef). Claims are one compare-and-swap on `claim`
 /// (front count in the low 32 bits, back count in the high 32), so every piece is copied
 /// exactly once whoever gets there first, and a sender busy elsewhere simply claims none.
+/// In a two-way exchange (the receiver is sending to the same peer at the same time) the
+/// receiver claims none and `senderCopies` says so: each end writes its own message, read
+/// from its own cache, and the sender claims the whole of it at once.
 /// Lives in the sender's segment, indexed by receiver and rendezvous id; written by the
 /// receiver when it starts the message, `seq` last (it equals the send's rndvSeq).
 struct alignas(kCacheLine) RndvShare {
   std::atomic<std::uint64_t> seq;      // rndvSeq of the message the other fields describe
   std::atomic<std::uint64_t> dest;     // the receiver's buffer, in its address space
   std::atomic<std::uint64_t> claim;    // front | back << 32, in pieces
-  std::atomic<std::uint64_t> written;  // pieces the sender has finished writing
+  std::atomic<std::uint32_t> written;  // pieces the sender has finished writing
+  std::atomic<std::uint32_t> senderCopies;  // 1: the receiver claims none (written before seq)
   BufferRef destBuffer;  // the memAlloc buffer holding `dest`, if any (written before seq)
 };
 static_assert(sizeof(RndvShare) == kCacheLine);
@@ -146,6 +150,9 @@ struct alignas(kCacheLine) Control {
   std::int32_t size;
   std::uint32_t slots;
   std::uint32_t slotBytes;
+  /// 1: this rank writes pieces of its rendezvous sends into receivers that share them
+  /// (RndvShare; ShmTransport::Options::cmaShare). Set before the segment is announced.
+  std::uint32_t writesPieces;
   /// Bumped by anyone who gives this rank something to do (messages and room only while
   /// it sleeps: Segment::wakeIfSleeping); the owner sleeps on it.
   alignas(kCacheLine) std::atomic<std::uint32_t> doorbell;

@@ -258,12 +258,14 @@ std::uint64_t chunksOf(std::uint64_t bytes) {
 
 // Claims half of the pieces nobody has claimed yet (at least one) from the front or the
 // back: few system calls when the other end is busy, balanced ends when both copy (guided
-// self-scheduling). Returns how many, 0 when none are left; *first is the lowest claimed.
-std::uint64_t claimPieces(RndvShare& share, std::uint64_t chunks, bool fromBack,
+// self-scheduling); all of them when the other end claims none (RndvShare::senderCopies).
+// Returns how many, 0 when none are left; *first is the lowest claimed.
+std::uint64_t claimPieces(RndvShare& share, std::uint64_t chunks, bool fromBack, bool all,
                           std::uint64_t* first) {
   std::uint64_t c = share.claim.load(std::memory_order_acquire);
   while (frontOf(c) + backOf(c) < chunks) {
-    const std::uint64_t k = std::max<std::uint64_t>(1, (chunks - frontOf(c) - backOf(c)) / 2);
+    const std::uint64_t left = chunks - frontOf(c) - backOf(c);
+    const std::uint64_t k = all ? left : std::max<std::uint64_t>(1, left / 2);
     const std::uint64_t next = fromBack ? c + (k << 32) : c + k;
     if (share.claim.compare_exchange_weak(c, next, std::memory_order_acq_rel,
                                           std::memory_order_acquire)) {
@@ -319,45 +321,96 @@ void ShmLink::readRendezvousLocked(TransferRequest* request, const Offer& offer,
     return;
   }
   const std::uint64_t bytes = request->bytes;
-  const std::uint64_t piece = shareChunkBytes(bytes);
   const std::uint64_t chunks = chunksOf(bytes);
   RndvShare& share = peerSegment_->share(owner_->rank(), rndvId);
   const bool shared = chunks > 1;
-  if (shared) {
-    // Offered whether or not the sender will help: one that cannot or is busy claims none.
-    share.dest.store(reinterpret_cast<std::uint64_t>(request->data), std::memory_order_relaxed);
-    share.claim.store(0, std::memory_order_relaxed);
-    share.written.store(0, std::memory_order_relaxed);
-    share.destBuffer = findUserBuffer(request->data, bytes);
-    share.seq.store(rndvSeq, std::memory_order_release);
-    peerSegment_->ring();  // the sender's waiter looks at its shares on its next pass
+  if (!shared) {  // the whole message in one call
+    const Status status =
+        copyWithPeer(true, request->data, remoteAddr, bytes, bytes, offer.buffer);
+    if (!status.ok()) {
+      owner_->failLocked(status, done);
+      completeLocked(request, owner_->health_, done);  // in no queue: failAll missed it
+      return;
+    }
+    finishRendezvousLocked(request, rndvId, rndvSeq, false, done);
+    return;
   }
-  // The whole message in one call when it is a single piece, else the receiver's claims.
+  // A two-way exchange (exchangingLocked) is left to the sender: each end then writes its
+  // own message, from its own cache, with one system call (2 ranks, 1 MiB all-gather from
+  // heap buffers: 0.74 of the time of both ends reading).
+  const bool exchange = exchangingLocked(bytes);
+  // Offered whether or not the sender will help: one that cannot or is busy claims none.
+  share.dest.store(reinterpret_cast<std::uint64_t>(request->data), std::memory_order_relaxed);
+  share.claim.store(0, std::memory_order_relaxed);
+  share.written.store(0, std::memory_order_relaxed);
+  share.senderCopies.store(exchange ? 1 : 0, std::memory_order_relaxed);
+  share.destBuffer = findUserBuffer(request->data, bytes);
+  share.seq.store(rndvSeq, std::memory_order_release);
+  peerSegment_->ring();  // the sender's waiter looks at its shares on its next pass
+  // The id is the sender's and stays busy until the ack: no other message holds it.
+  TUTTI_ASSERT(helped_[rndvId].request == nullptr);
+  Helped& h = helped_[rndvId];
+  h = Helped{request, rndvSeq, chunks, remoteAddr, offer.buffer, !exchange};
+  ++helpedCount_;
+  // Found while posting the receive, a message that could be exchanged waits for this
+  // rank's next pass (usually its wait, right after it has issued its own sends), which
+  // can tell an exchange; others are read now.
+  if (!exchange && !(deferReads_ && owner_->leavesExchangeToSender(peer_, bytes))) {
+    readClaimsLocked(rndvId, done);
+    finishHelpedLocked(rndvId, done);  // at once when the sender wrote no piece still open
+  }
+}
+
+bool ShmLink::startDeferredLocked(DoneList& done) {
+  if (helpedCount_ == 0) return false;
+  bool moved = false;
+  for (std::size_t id = 0; id < kRndvSlots && !owner_->failed_; ++id) {
+    Helped& h = helped_[id];
+    if (h.request == nullptr || !h.reads) continue;
+    if (exchangingLocked(h.request->bytes)) {
+      h.reads = false;
+      // The rest in one claim.
+      peerSegment_->share(owner_->rank(), id).senderCopies.store(1, std::memory_order_relaxed);
+    } else {
+      moved = readClaimsLocked(id, done) || moved;
+    }
+  }
+  return moved;
+}
+
+bool ShmLink::exchangingLocked(std::uint64_t bytes) const {
+  if (rndvCount_ == 0 || !owner_->leavesExchangeToSender(peer_, bytes)) return false;
+  for (std::size_t id = 0; id < kRndvSlots; ++id)
+    if (rndvInflight_[id] != nullptr &&
+        own_->ack(peer_, id).load(std::memory_order_acquire) != rndvSeqs_[id])
+      return true;
+  return false;
+}
+
+bool ShmLink::readClaimsLocked(std::size_t id, DoneList& done) {
+  Helped& h = helped_[id];
+  h.reads = false;
+  TransferRequest* request = h.request;
+  RndvShare& share = peerSegment_->share(owner_->rank(), id);
+  const std::uint64_t bytes = request->bytes;
+  const std::uint64_t piece = shareChunkBytes(bytes);
   Status status;
-  if (!shared) status = copyWithPeer(true, request->data, remoteAddr, bytes, bytes, offer.buffer);
+  bool read = false;
   std::uint64_t first = 0, k = 0;
-  while (shared && status.ok() && (k = claimPieces(share, chunks, false, &first)) > 0) {
+  while (status.ok() && (k = claimPieces(share, h.chunks, false, false, &first)) > 0) {
     const std::uint64_t from = first * piece;
     const std::uint64_t to = std::min(bytes, (first + k) * piece);
-    status = copyWithPeer(true, request->data + from, remoteAddr + from, to - from, bytes,
-                          offer.buffer);
+    status = copyWithPeer(true, request->data + from, h.remoteAddr + from, to - from, bytes,
+                          h.buffer);
+    read = true;
   }
-  if (!status.ok()) {
-    owner_->failLocked(status, done);
-    if (shared) closeShareLocked(rndvId, chunks);
-    completeLocked(request, owner_->health_, done);  // in no queue: failAll missed it
-    return;
-  }
-  if (shared && share.written.load(std::memory_order_acquire) <
-                    backOf(share.claim.load(std::memory_order_acquire))) {
-    // The id is the sender's and stays busy until the ack: no other message holds it.
-    TUTTI_ASSERT(helped_[rndvId].request == nullptr);
-    helped_[rndvId] = Helped{request, rndvSeq, chunks};
-    ++helpedCount_;
-    return;
-  }
-  finishRendezvousLocked(request, rndvId, rndvSeq,
-                         shared && backOf(share.claim.load(std::memory_order_acquire)) > 0, done);
+  if (status.ok()) return read;
+  owner_->failLocked(status, done);
+  closeShareLocked(id, h.chunks);
+  h.request = nullptr;
+  --helpedCount_;
+  completeLocked(request, owner_->health_, done);  // in no queue: failAll missed it
+  return true;
 }
 
 void ShmLink::finishRendezvousLocked(TransferRequest* request, std::uint64_t rndvId,
@@ -379,20 +432,25 @@ void ShmLink::finishRendezvousLocked(TransferRequest* request, std::uint64_t rnd
 bool ShmLink::checkHelpedLocked(DoneList& done) {
   if (helpedCount_ == 0) return false;
   bool moved = false;
-  for (std::size_t id = 0; id < kRndvSlots && !owner_->failed_; ++id) {
-    Helped& h = helped_[id];
-    if (h.request == nullptr) continue;
-    const RndvShare& share = peerSegment_->share(owner_->rank(), id);
-    if (share.written.load(std::memory_order_acquire) <
-        backOf(share.claim.load(std::memory_order_acquire)))
-      continue;
-    TransferRequest* request = h.request;
-    h.request = nullptr;
-    --helpedCount_;
-    finishRendezvousLocked(request, id, h.rndvSeq, true, done);
-    moved = true;
-  }
+  for (std::size_t id = 0; id < kRndvSlots && !owner_->failed_; ++id)
+    moved = finishHelpedLocked(id, done) || moved;
   return moved;
+}
+
+bool ShmLink::finishHelpedLocked(std::size_t id, DoneList& done) {
+  Helped& h = helped_[id];
+  if (h.request == nullptr || h.reads) return false;
+  const RndvShare& share = peerSegment_->share(owner_->rank(), id);
+  // Every piece claimed (left to the sender, it may not have claimed yet) and written.
+  const std::uint64_t claim = share.claim.load(std::memory_order_acquire);
+  if (frontOf(claim) + backOf(claim) < h.chunks ||
+      share.written.load(std::memory_order_acquire) < backOf(claim))
+    return false;
+  TransferRequest* request = h.request;
+  h.request = nullptr;
+  --helpedCount_;
+  finishRendezvousLocked(request, id, h.rndvSeq, backOf(claim) > 0, done);
+  return true;
 }
 
 void ShmLink::closeShareLocked(std::size_t rndvId, std::uint64_t chunks) {
@@ -423,16 +481,18 @@ bool ShmLink::helpLocked(std::size_t id, DoneList& done) {
   const std::uint64_t chunks = chunksOf(bytes);
   const std::uint64_t dest = share.dest.load(std::memory_order_relaxed);
   const BufferRef destBuffer = share.destBuffer;  // written with dest, before seq
+  const bool all = share.senderCopies.load(std::memory_order_relaxed) != 0;
   std::uint64_t first = 0, k = 0;
   bool moved = false;
-  while ((k = claimPieces(share, chunks, true, &first)) > 0) {
+  while ((k = claimPieces(share, chunks, true, all, &first)) > 0) {
     const std::uint64_t from = first * piece;
     const std::uint64_t to = std::min(bytes, (first + k) * piece);
     Status status =
         copyWithPeer(false, request->data + from, dest + from, to - from, bytes, destBuffer);
+    if (status.ok()) owner_->writtenBytes_.fetch_add(to - from, std::memory_order_relaxed);
     // Failed: abort first, then count the pieces, so the receiver cannot take them as done.
     if (!status.ok()) owner_->failLocked(status, done);
-    share.written.fetch_add(k, std::memory_order_release);
+    share.written.fetch_add(static_cast<std::uint32_t>(k), std::memory_order_release);
     moved = true;
     if (!status.ok()) break;
   }
@@ -465,7 +525,9 @@ void ShmLink::postRecv(TransferRequest* request, Tag tag, void* data, std::size_
       completeLocked(request, owner_->health_, done);
     } else if (it == unexpected_.end()) {
       posted_.push_back(request);
+      deferReads_ = true;
       drainLocked(done);
+      deferReads_ = false;
     } else if (stampsConflict((*it)->stamp, request->stamp)) {
       // The executor words the error and fails the transport; the message stays unread.
       completeLocked(request, stampMismatch(request, peer_, describePeer(), (*it)->stamp), done);
@@ -476,7 +538,9 @@ void ShmLink::postRecv(TransferRequest* request, Tag tag, void* data, std::size_
       if (u.rendezvous) {
         const Offer offer = u.offer;
         recycleLocked(it);
+        deferReads_ = true;
         readRendezvousLocked(request, offer, done);
+        deferReads_ = false;
       } else if (u.received < u.bytes) {
         u.claimedBy = request;  // completed when its last piece arrives
       } else {

@@ -52,6 +52,13 @@ class ShmLink final : public Link {
   bool checkAcksLocked(DoneList& done);
   /// Completes the rendezvous receives whose last pieces the peer was still writing.
   bool checkHelpedLocked(DoneList& done);
+  /// Starts the shared receives whose reading was deferred (readRendezvousLocked): left to
+  /// the sender if they are exchanges by now, else read. Before this rank writes its own
+  /// sends on the same pass, so that its decision does not see them acked already.
+  bool startDeferredLocked(DoneList& done);
+  /// Acks and completes helped_[id] if every piece is claimed and written (false if not,
+  /// or if its reading is still deferred).
+  bool finishHelpedLocked(std::size_t id, DoneList& done);
   /// True while a request on this link still needs the peer.
   bool needsPeerLocked() const;
   /// True while sends are queued or being read.
@@ -93,13 +100,21 @@ class ShmLink final : public Link {
   bool startMessageLocked(const SlotView& h, DoneList& done);
   /// True when a receive for `tag` is posted.
   bool postedForLocked(Tag tag) const;
-  /// Reads a rendezvous message into `request` (the peer may write pieces of it meanwhile),
-  /// then acks and completes it, or leaves it in helped_ until the peer's pieces are in.
   /// Reads a rendezvous message whose receive reduces it a piece at a time through the
   /// transport's bounce buffer, handing each piece to `request->combine`. The peer does not
   /// help: its writes would land unreduced.
   void readCombiningLocked(TransferRequest* request, const Offer& offer, DoneList& done);
+  /// Starts a rendezvous message into `request`: a single piece is read and acked at
+  /// once; a larger one is shared (RndvShare) and kept in helped_, its pieces read now, on
+  /// the next pass when found while posting the receive (deferReads_), or left to the
+  /// sender in an exchange (exchangingLocked). checkHelpedLocked acks it once all are in.
   void readRendezvousLocked(TransferRequest* request, const Offer& offer, DoneList& done);
+  /// True when this rank is sending to the peer too (a rendezvous send not yet acked) and
+  /// the peer writes a message of `bytes` into this rank (leavesExchangeToSender).
+  bool exchangingLocked(std::uint64_t bytes) const;
+  /// Claims and reads pieces of helped_[id] until none are left. On failure fails the
+  /// transport and completes the receive (removed from helped_). True if it read any.
+  bool readClaimsLocked(std::size_t id, DoneList& done);
   /// Acks rendezvous message `rndvId` and completes its receive, unless a peer's abort
   /// arrived meanwhile (the peer's pieces may then be missing).
   void finishRendezvousLocked(TransferRequest* request, std::uint64_t rndvId,
@@ -154,13 +169,19 @@ class ShmLink final : public Link {
   std::uint64_t rndvSeq_ = 0;
   std::size_t rndvCount_ = 0;  // non-null entries of rndvInflight_
   // Rendezvous receives read to the end whose peer is still writing pieces, by rndvId.
+  /// A shared rendezvous receive (RndvShare) not yet complete: pieces still to claim
+  /// (`reads`: this rank reads its claims on its next pass) or that the sender is writing.
   struct Helped {
     TransferRequest* request = nullptr;
     std::uint64_t rndvSeq = 0;
     std::uint64_t chunks = 0;
+    std::uint64_t remoteAddr = 0;  // the message in the sender's address space
+    BufferRef buffer;              // the sender's memAlloc buffer holding it, if any
+    bool reads = false;
   };
   std::array<Helped, kRndvSlots> helped_{};
   std::size_t helpedCount_ = 0;  // non-null requests in helped_
+  bool deferReads_ = false;      // while postRecv matches: reads wait for the next pass
   // receive side
   std::deque<TransferRequest*> posted_;
   std::deque<std::unique_ptr<Unexpected>> unexpected_;

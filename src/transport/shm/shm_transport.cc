@@ -112,6 +112,7 @@ Status ShmTransport::setUp(Store& store, const std::string& keyPrefix) {
       std::clamp<std::size_t>(perPeer / slotBytes, kMinSlots, kMaxSlots));
   layout_ = Layout::make(size_, slots, slotBytes);
   TUTTI_ASSIGN_OR_RETURN(own_, Segment::create(layout_, options_.commUid, rank_));
+  own_.control().writesPieces = options_.cmaShare && options_.cmaBytes > 0 ? 1 : 0;
   const std::string host = options_.host.empty() ? hostKey() : options_.host;
   TUTTI_RETURN_IF_ERROR(store.set(
       keyPrefix + "shm/info/" + std::to_string(rank_),
@@ -183,6 +184,12 @@ Status ShmTransport::setUp(Store& store, const std::string& keyPrefix) {
   own_.closeFd();
   if (options_.cmaBytes > 0 || options_.mappedBytes > 0)
     bounce_.assign(kBounceBytes, 0);  // touched now, not in a call
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  const int cores = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  coreEach_ = local_.size() + 1 <= static_cast<std::size_t>(cores);
+  const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  if (l2 > 0) exchangeMaxBytes_ = static_cast<std::uint64_t>(l2) / 4;
   pidfds_.assign(n, -1);
   links_.resize(n);
   for (int r : local_) {
@@ -213,6 +220,12 @@ bool ShmTransport::rendezvousTo(int peer) const {
 
 bool ShmTransport::helpsWrite(int peer) const {
   return options_.cmaShare && options_.cmaBytes > 0 && own_.cma(peer) != 0;
+}
+
+bool ShmTransport::leavesExchangeToSender(int peer, std::uint64_t bytes) const {
+  const Segment& theirs = peers_[static_cast<std::size_t>(peer)];
+  return coreEach_ && bytes <= exchangeMaxBytes_ && theirs.control().writesPieces != 0 &&
+         theirs.cma(rank_) != 0;
 }
 
 Status ShmTransport::health() const {
@@ -249,6 +262,7 @@ bool ShmTransport::progressLocked(DoneList& done) {
     if (failed_) break;
     ShmLink& l = *links_[static_cast<std::size_t>(r)];
     moved = l.drainLocked(done) || moved;
+    moved = l.startDeferredLocked(done) || moved;
     moved = l.pumpSendsLocked(done) || moved;
     moved = l.checkAcksLocked(done) || moved;
     moved = l.checkHelpedLocked(done) || moved;

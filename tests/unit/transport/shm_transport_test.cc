@@ -10,6 +10,7 @@
 #include <dirent.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <numeric>
 #include <string_view>
@@ -369,6 +370,72 @@ TEST_P(ShmShareTest, LargeMessagesArriveWholeWhoeverCopiesThem) {
           if (errors[r].empty())
             errors[r] = exchangeLarge(*ts[r], 1 - r, r == 0, r == 1, ++seed, bytes);
           if (!errors[r].empty()) break;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(errors[0], "");
+  EXPECT_EQ(errors[1], "");
+}
+
+// Two-way exchanges of large messages, in the executor's order (the receive first, then the
+// send: who copies depends on timing) and with both offers out before either receive is
+// posted (then each message that may be left to its sender, leavesExchangeToSender, is
+// written by it, whole). Every byte arrives either way.
+TEST_P(ShmShareTest, ExchangedMessagesArriveWholeAndSmallOnesAreWrittenByTheirSenders) {
+  ShmSetup setup;
+  setup.cmaShare = GetParam();
+  auto ts = connectAll(2, setup);
+  ASSERT_EQ(ts.size(), 2u);
+  const std::vector<std::size_t> sizes = {(256u << 10) + 4093, 512u << 10, (1u << 20) + 13,
+                                          (3u << 20) + 1};
+  std::vector<std::string> errors(2);
+  std::atomic<int> offered{0};  // sends posted so far, both threads together
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      ShmTransport& t = *ts[static_cast<std::size_t>(r)];
+      const int peer = 1 - r;
+      int seed = 0, exchanges = 0;
+      for (int round = 0; round < 6 && errors[r].empty(); ++round) {
+        const bool sendsFirst = round % 2 == 1;
+        for (std::size_t bytes : sizes) {
+          const std::vector<std::uint8_t> out = pattern(bytes, ++seed * 2 + r);
+          std::vector<std::uint8_t> in(bytes, 0);
+          TransferRequest send, recv;
+          const std::uint64_t before = t.writtenBytes();
+          if (sendsFirst) {
+            t.link(peer).postSend(&send, 9, out.data(), out.size());
+            const int target = 2 * ++exchanges;
+            offered.fetch_add(1);
+            while (offered.load() < target) std::this_thread::yield();
+            t.link(peer).postRecv(&recv, 9, in.data(), in.size());
+          } else {
+            t.link(peer).postRecv(&recv, 9, in.data(), in.size());
+            t.link(peer).postSend(&send, 9, out.data(), out.size());
+          }
+          Status s = waitFor(t, send);
+          if (s.ok()) s = waitFor(t, recv);
+          if (!s.ok()) {
+            errors[r] = std::to_string(bytes) + " bytes: " + s.toString();
+            break;
+          }
+          if (in != pattern(bytes, seed * 2 + peer)) {
+            errors[r] = std::to_string(bytes) + " bytes arrived wrong";
+            break;
+          }
+          const std::uint64_t written = t.writtenBytes() - before;
+          if (sendsFirst && ts[static_cast<std::size_t>(peer)]->leavesExchangeToSender(r, bytes) &&
+              written != bytes) {
+            errors[r] = std::to_string(bytes) + "-byte exchange: this rank wrote " +
+                        std::to_string(written) + " bytes of its message";
+            break;
+          }
+          if (!GetParam() && written != 0) {
+            errors[r] = "a sender that does not share wrote " + std::to_string(written);
+            break;
+          }
         }
       }
     });
