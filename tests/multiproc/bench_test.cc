@@ -250,6 +250,26 @@ TEST(BenchProcs, BlocksLargeEnoughToStreamCheckClean) {
   }
 }
 
+// Blocks of 256 and 512 KiB on 2 ranks from heap buffers: two-way exchanges that each
+// sender writes whole (ShmTransport::leavesExchangeToSender, where each rank has a core),
+// every element checked, out of place and in place, the call repeated.
+TEST(BenchProcs, ExchangedBlocksCheckClean) {
+  for (const std::string collective : {"allgather", "alltoall", "sendrecv"}) {
+    ProcessResult r = runBench(2, {collective, "-b", "512K", "-e", "1M", "-f", "2", "-c", "1",
+                                   "-n", "20", "-w", "2"});
+    ASSERT_FALSE(r.timedOut) << r.out << r.err;
+    EXPECT_EQ(r.exitCode(), 0) << r.out << r.err;
+    const auto rows = tableRows(r.out)[collective];
+    ASSERT_EQ(rows.size(), 2u) << r.out;
+    for (const std::vector<std::string>& cells : rows) {
+      ASSERT_EQ(cells.size(), kCells) << r.out;
+      EXPECT_EQ(cells[8], "0") << collective << " out of place\n" << r.out;
+      EXPECT_EQ(cells[12], collective == "sendrecv" ? "N/A" : "0")
+          << collective << " in place\n" << r.out;
+    }
+  }
+}
+
 TEST(BenchProcs, SendRecvNeedsAPeer) {
   ProcessResult alone = runBench(1, {"sendrecv", "-b", "64", "-e", "64"});
   ASSERT_FALSE(alone.timedOut) << alone.out << alone.err;
