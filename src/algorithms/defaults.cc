@@ -54,6 +54,17 @@ constexpr Rule kRules[] = {
     {Collective::kAllReduce, 992, 32, "direct", 2, true},
     {Collective::kAllReduce, 256, 3, "direct", 3},
     {Collective::kAllReduce, 4096, kAnyRanks, "recursive_doubling"},
+    // 2 and 4 ranks on one host, past the flat exchange: reduce + broadcast (a TCP-era
+    // choice) sends the whole vector one way and back, where over shared memory both
+    // directions copy at once. Alternating runs (scripts/ab_latency.sh -r 5..8, TUTTI_ALGO,
+    // time against reduce_bcast's): 2 ranks 8 KiB recursive doubling 0.53 (ring 0.67),
+    // 16 KiB 0.41 (ring 0.40), 32 KiB 0.62 (ring 0.65), 64 KiB ring 0.76 (recursive
+    // doubling 0.81), 128 KiB ring 0.83 (Rabenseifner 0.78); 4 ranks on 2 cores, recursive
+    // doubling: 8 KiB 0.77, 16 KiB 0.98, 32 KiB 0.91. At 8 ranks reduce + broadcast stays
+    // ahead (16 KiB: recursive doubling 1.13, ring 2.80; 64 KiB: Rabenseifner 0.99).
+    {Collective::kAllReduce, 32 << 10, 2, "recursive_doubling", 2, true},
+    {Collective::kAllReduce, 4 << 20, 2, "ring", 2, true},
+    {Collective::kAllReduce, 32 << 10, 4, "recursive_doubling", 4, true},
     {Collective::kAllReduce, 128 << 10, kAnyRanks, "reduce_bcast"},
     // 3 to 8 ranks on one host whose buffers all come from memAlloc (agreed per call from
     // 1 MiB, CommImpl::agreeOnBuffers): every rank reduces its chunk reading every peer's input in

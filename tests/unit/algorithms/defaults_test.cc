@@ -39,6 +39,18 @@ TEST(DefaultRules, TwoRanksTakeRabenseifnerAbove4MiBOnAnyFabric) {
   }
 }
 
+TEST(DefaultRules, TwoAndFourRanksOnOneHostSkipReduceBroadcastInTheMiddle) {
+  EXPECT_EQ(allreduceDefault(2, 8 << 10, true), "recursive_doubling");
+  EXPECT_EQ(allreduceDefault(2, 32 << 10, true), "recursive_doubling");
+  EXPECT_EQ(allreduceDefault(2, (32 << 10) + 4, true), "ring");
+  EXPECT_EQ(allreduceDefault(2, 128 << 10, true), "ring");
+  EXPECT_EQ(allreduceDefault(4, 32 << 10, true), "recursive_doubling");
+  EXPECT_EQ(allreduceDefault(4, 64 << 10, true), "reduce_bcast");
+  // Not measured at 3 ranks; at 8 and over a network reduce + broadcast stays.
+  for (int size : {3, 8}) EXPECT_EQ(allreduceDefault(size, 16 << 10, true), "reduce_bcast") << size;
+  for (int size : {2, 4}) EXPECT_EQ(allreduceDefault(size, 16 << 10, false), "reduce_bcast") << size;
+}
+
 TEST(DefaultRules, MoreThanFourRanksOnOneHostTakeTheRingAbove2MiB) {
   for (int size : {5, 8, 16}) {
     EXPECT_EQ(allreduceDefault(size, 1 << 20, true), "rabenseifner") << size;
