@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <optional>
 #include <random>
 
 #include "base/assert.h"
@@ -181,7 +182,14 @@ Status CommImpl::connect(const InitParams& params, const Config& config, const s
     sopts.rank = params.rank;
     sopts.size = params.size;
     sopts.commUid = uid;
-    sopts.cmaBytes = config.shmCmaBytes;
+    if (config.shmCmaBytes != "auto") {
+      const std::optional<std::uint64_t> cma = parseBytes(config.shmCmaBytes);
+      TUTTI_CHECK_ARG(cma.has_value(),
+                      "TUTTI_SHM_CMA_BYTES must be auto or a byte count such as 4096, 64K or "
+                      "16M, got '%s'", config.shmCmaBytes.c_str());
+      sopts.cmaBytes = *cma;
+      sopts.cmaBytesWithCores = *cma;
+    }
     sopts.mappedBytes = config.shmMappedBytes;
     sopts.cmaShare = config.shmCmaShare;
     TUTTI_CHECK_ARG(config.shmSlotBytes == 0 ||

@@ -270,6 +270,35 @@ TEST(BenchProcs, ExchangedBlocksCheckClean) {
   }
 }
 
+// TUTTI_SHM_CMA_BYTES is `auto` or a byte count. Blocks of 16 KiB on 2 ranks go by
+// rendezvous under `auto` where each rank has a core, through the rings under 64K and 0;
+// anything else fails creation on every rank, naming the variable and the value.
+TEST(BenchProcs, ShmCmaBytesIsAutoOrAByteCount) {
+  auto run = [](const std::string& value) {
+    return runProcess({binPath("tutti-run"), "-n", "2", "--timeout", "200", "-x",
+                       "TUTTI_TRANSPORT=shm", "-x", "TUTTI_SHM_CMA_BYTES=" + value,
+                       binPath("tutti-bench"), "allgather", "-b", "32K", "-e", "32K", "-c", "1",
+                       "-n", "5", "-w", "1"},
+                      kOuterBoundSeconds);
+  };
+  for (const std::string value : {"auto", "64K", "0"}) {
+    ProcessResult r = run(value);
+    ASSERT_FALSE(r.timedOut) << r.out << r.err;
+    EXPECT_EQ(r.exitCode(), 0) << value << "\n" << r.out << r.err;
+    const auto rows = tableRows(r.out)["allgather"];
+    ASSERT_EQ(rows.size(), 1u) << r.out;
+    EXPECT_EQ(rows[0][8], "0") << value << "\n" << r.out;
+    EXPECT_EQ(rows[0][12], "0") << value << "\n" << r.out;
+  }
+  ProcessResult bad = run("12 parsecs");
+  ASSERT_FALSE(bad.timedOut) << bad.out << bad.err;
+  EXPECT_NE(bad.exitCode(), 0);
+  EXPECT_NE(bad.err.find("TUTTI_SHM_CMA_BYTES must be auto or a byte count such as 4096, 64K or "
+                         "16M, got '12 parsecs'"),
+            std::string::npos)
+      << bad.err;
+}
+
 TEST(BenchProcs, SendRecvNeedsAPeer) {
   ProcessResult alone = runBench(1, {"sendrecv", "-b", "64", "-e", "64"});
   ASSERT_FALSE(alone.timedOut) << alone.out << alone.err;

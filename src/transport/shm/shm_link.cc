@@ -147,7 +147,7 @@ bool ShmLink::pumpSendsLocked(DoneList& done) {
     // and even when it prefers a copy (its receiver reduces it): the receiver reads or
     // reduces it straight from its mapping, one pass over the data where the ring takes two.
     const ShmTransport::Options& o = owner_->options_;
-    const std::uint64_t cma = o.cmaBytes == 0 ? UINT64_MAX : o.cmaBytes;
+    const std::uint64_t cma = owner_->cmaFrom_ == 0 ? UINT64_MAX : owner_->cmaFrom_;
     const std::uint64_t mapped = o.mappedBytes == 0 ? UINT64_MAX : o.mappedBytes;
     bool rendezvous = request->progress == 0 && !isP2pTag(request->tag) &&
                       request->bytes >= std::min(cma, mapped) && owner_->rendezvousTo(peer_);

@@ -188,6 +188,9 @@ Status ShmTransport::setUp(Store& store, const std::string& keyPrefix) {
   CPU_ZERO(&cpus);
   const int cores = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
   coreEach_ = local_.size() + 1 <= static_cast<std::size_t>(cores);
+  cmaFrom_ = options_.cmaBytes == 0 ? 0
+             : coreEach_               ? std::max<std::uint64_t>(1, options_.cmaBytesWithCores)
+                                       : options_.cmaBytes;
   const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
   if (l2 > 0) exchangeMaxBytes_ = static_cast<std::uint64_t>(l2) / 4;
   pidfds_.assign(n, -1);
@@ -200,7 +203,7 @@ Status ShmTransport::setUp(Store& store, const std::string& keyPrefix) {
   }
   TUTTI_INFO(kShm, "rank %d: shared memory with %zu peers, %u slots of %u bytes per ring, "
              "rendezvous from %llu bytes", rank_, local_.size(), slots, layout_.slotBytes,
-             static_cast<unsigned long long>(options_.cmaBytes));
+             static_cast<unsigned long long>(cmaFrom_));
   return Status::Ok();
 }
 

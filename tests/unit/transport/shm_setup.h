@@ -35,6 +35,7 @@ inline std::vector<std::unique_ptr<ShmTransport>> connectAll(int size, const Shm
       o.size = size;
       o.commUid = kUid;
       o.cmaBytes = setup.cmaBytes;
+      o.cmaBytesWithCores = setup.cmaBytes;  // one threshold, whatever the host
       o.cmaShare = setup.cmaShare;
       o.copy = setup.copy;
       o.slotBytes = setup.slotBytes;
