@@ -52,6 +52,10 @@ constexpr Rule kRules[] = {
     // rank reads every other's line, so the rule stops at 32 ranks, past what was measured
     // (8) but where log2 n rounds still cost more than n reads issued together.
     {Collective::kAllReduce, 992, 32, "direct", 2, true},
+    // Since the slots hold 8 KiB (kFlatBytes): alternating runs, time against the defaults
+    // before (recursive doubling or the ring): 2 ranks 2 KiB 0.83, 4 KiB 0.98, 8 KiB 0.95;
+    // 4 ranks 4 KiB 0.79, 8 KiB 0.74; 8 ranks 2 KiB 0.66, 8 KiB 0.78. Not measured past 8.
+    {Collective::kAllReduce, 8 << 10, 8, "direct", 2, true},
     {Collective::kAllReduce, 256, 3, "direct", 3},
     {Collective::kAllReduce, 4096, kAnyRanks, "recursive_doubling"},
     // 2 and 4 ranks on one host, past the flat exchange: reduce + broadcast (a TCP-era
@@ -97,6 +101,9 @@ constexpr Rule kRules[] = {
     // runs, time against recursive doubling's: 2 ranks 2 and 240-byte blocks 0.53 and 0.58,
     // 4 ranks 60-byte blocks 0.62, 8 ranks 120-byte blocks 0.52).
     {Collective::kAllGather, 992, 32, "direct", 2, true},
+    // Blocks up to 8 KiB (kFlatBytes), against recursive doubling: 2 ranks 2 KiB blocks
+    // 0.82, 4 KiB 0.73; 4 ranks 4 KiB 0.71, 8 KiB 0.83; 8 ranks 2 KiB 0.69, 8 KiB 0.55.
+    {Collective::kAllGather, 8 << 10, 8, "direct", 2, true},
     {Collective::kAllGather, 4 << 20, kAnyRanks, "recursive_doubling"},
     // Two ranks sharing memory: one exchange of the whole block, read in place, beats the
     // ring's 512 KiB segments at every size (alternating, time over the ring's: 16 MiB

@@ -1,5 +1,5 @@
 // Flat exchanges over shared memory (Transport::flatExchange): the one round of a direct
-// all-reduce, all-gather or barrier of a few hundred bytes, without messages. Each rank
+// all-reduce, all-gather or barrier of up to 8 KiB per rank, without messages. Each rank
 // writes its contribution into a slot of its own segment (FlatSlot, segment.h) and reads
 // every other rank's where it lies, so a call costs one store of a line or two, one read of
 // each peer's, and none of a message's bookkeeping (queues, requests, ring tails).

@@ -114,8 +114,10 @@ struct SlotView {
   const char* data = nullptr;  // kData: the piece's bytes (inline or the payload)
 };
 
-/// Bytes one rank may contribute to a flat exchange (FlatSlot).
-inline constexpr std::size_t kFlatBytes = 992;
+/// Bytes one rank may contribute to a flat exchange (FlatSlot): 8 KiB and the rest of the
+/// slot's first line. Up to 8 KiB per rank the exchange beat the algorithms' messages at
+/// 2, 4 and 8 ranks (defaults.cc).
+inline constexpr std::size_t kFlatBytes = 8192 + 32;
 
 /// One rank's contribution to a flat exchange (ShmTransport::flatExchange): written by the
 /// segment's owner, read in place by every other rank. Two per segment, used alternately:
@@ -139,7 +141,7 @@ struct alignas(kCacheLine) FlatSlot {
                      stampCount.load(std::memory_order_acquire)};
   }
 };
-static_assert(sizeof(FlatSlot) == 1024);
+static_assert(sizeof(FlatSlot) == 32 + kFlatBytes);
 static_assert(offsetof(FlatSlot, data) == 32);
 
 /// The control block at the start of every segment.

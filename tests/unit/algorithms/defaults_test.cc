@@ -40,7 +40,7 @@ TEST(DefaultRules, TwoRanksTakeRabenseifnerAbove4MiBOnAnyFabric) {
 }
 
 TEST(DefaultRules, TwoAndFourRanksOnOneHostSkipReduceBroadcastInTheMiddle) {
-  EXPECT_EQ(allreduceDefault(2, 8 << 10, true), "recursive_doubling");
+  EXPECT_EQ(allreduceDefault(2, 16 << 10, true), "recursive_doubling");
   EXPECT_EQ(allreduceDefault(2, 32 << 10, true), "recursive_doubling");
   EXPECT_EQ(allreduceDefault(2, (32 << 10) + 4, true), "ring");
   EXPECT_EQ(allreduceDefault(2, 128 << 10, true), "ring");
@@ -84,7 +84,15 @@ TEST(DefaultRules, SmallCallsOnOneHostTakeTheFlatExchange) {
     EXPECT_EQ(defaultFor(Collective::kAllGather, size, 992, true), "direct") << size;
     EXPECT_EQ(defaultFor(Collective::kBarrier, size, 0, true), "direct") << size;
   }
-  EXPECT_NE(defaultFor(Collective::kAllReduce, 2, 996, true), "direct");
+  // Up to 8 KiB per rank (the flat slot's room) from 2 to 8 ranks, as measured.
+  for (int size : {2, 4, 8}) {
+    EXPECT_EQ(defaultFor(Collective::kAllReduce, size, 8 << 10, true), "direct") << size;
+    EXPECT_EQ(defaultFor(Collective::kAllGather, size, 8 << 10, true), "direct") << size;
+    EXPECT_NE(defaultFor(Collective::kAllReduce, size, (8 << 10) + 4, true), "direct") << size;
+    EXPECT_NE(defaultFor(Collective::kAllGather, size, (8 << 10) + 4, true), "direct") << size;
+  }
+  EXPECT_NE(defaultFor(Collective::kAllReduce, 16, 996, true), "direct");
+  EXPECT_NE(defaultFor(Collective::kAllReduce, 2, 8 << 10, false), "direct");
   EXPECT_NE(defaultFor(Collective::kAllReduce, 64, 8, true), "direct");
   EXPECT_NE(defaultFor(Collective::kAllReduce, 4, 8, false), "direct");
   EXPECT_EQ(defaultFor(Collective::kBarrier, 4, 0, false), "dissemination");
