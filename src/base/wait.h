@@ -24,6 +24,10 @@ inline void cpuRelax() {
 #endif
 }
 
+/// The cores this process may run on (its affinity mask); 1 if it cannot be read. Whether
+/// every rank of a host has a core of its own decides spinning and who copies.
+int usableCores();
+
 /// True where the processor has PREFETCHW (CPUID 0x80000001, ECX bit 8); read once.
 bool cpuHasPrefetchW();
 

@@ -1,6 +1,5 @@
 #include "core/comm_impl.h"
 
-#include <sched.h>
 #include <time.h>
 
 #include <algorithm>
@@ -11,6 +10,7 @@
 #include "base/log.h"
 #include "base/macros.h"
 #include "base/strings.h"
+#include "base/wait.h"
 #include "bootstrap/tcp_store.h"
 #include "core/call_checks.h"
 #include "core/call_describer.h"
@@ -64,10 +64,7 @@ Result<std::uint64_t> agreeOnUid(Store& store, const std::string& prefix, int ra
 std::int64_t spinBudgetNs(std::int64_t configuredUs, int localSize) {
   constexpr std::int64_t kDefaultSpinUs = 20;
   if (configuredUs >= 0) return configuredUs * 1000;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  int cores = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
-  return localSize > cores ? 0 : kDefaultSpinUs * 1000;
+  return localSize > usableCores() ? 0 : kDefaultSpinUs * 1000;
 }
 
 // A call reads the clock once, for its issue time and deadline; steady_clock's read costs

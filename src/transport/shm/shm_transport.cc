@@ -184,10 +184,7 @@ Status ShmTransport::setUp(Store& store, const std::string& keyPrefix) {
   own_.closeFd();
   if (options_.cmaBytes > 0 || options_.mappedBytes > 0)
     bounce_.assign(kBounceBytes, 0);  // touched now, not in a call
-  cpu_set_t cpus;
-  CPU_ZERO(&cpus);
-  const int cores = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
-  coreEach_ = local_.size() + 1 <= static_cast<std::size_t>(cores);
+  coreEach_ = local_.size() + 1 <= static_cast<std::size_t>(usableCores());
   cmaFrom_ = options_.cmaBytes == 0 ? 0
              : coreEach_               ? std::max<std::uint64_t>(1, options_.cmaBytesWithCores)
                                        : options_.cmaBytes;
