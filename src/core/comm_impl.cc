@@ -187,6 +187,13 @@ Status CommImpl::connect(const InitParams& params, const Config& config, const s
       sopts.cmaBytes = *cma;
       sopts.cmaBytesWithCores = *cma;
     }
+    if (config.shmExchangeBytes != "auto") {
+      const std::optional<std::uint64_t> most = parseBytes(config.shmExchangeBytes);
+      TUTTI_CHECK_ARG(most.has_value(),
+                      "TUTTI_SHM_EXCHANGE_BYTES must be auto or a byte count such as 0, 512K "
+                      "or 16M, got '%s'", config.shmExchangeBytes.c_str());
+      sopts.exchangeMaxBytes = *most;
+    }
     sopts.mappedBytes = config.shmMappedBytes;
     sopts.cmaShare = config.shmCmaShare;
     TUTTI_CHECK_ARG(config.shmSlotBytes == 0 ||

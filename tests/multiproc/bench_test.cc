@@ -299,6 +299,41 @@ TEST(BenchProcs, ShmCmaBytesIsAutoOrAByteCount) {
       << bad.err;
 }
 
+// TUTTI_SHM_EXCHANGE_BYTES is `auto` or a byte count: with 16M, blocks of 1-4 MiB on 2
+// ranks are each written whole by their sender (where each rank has a core); with 0 both
+// ends share the copying. Every element checked; anything else fails creation, naming the
+// variable and the value.
+TEST(BenchProcs, ShmExchangeBytesIsAutoOrAByteCount) {
+  auto run = [](const std::string& value, const std::string& collective) {
+    return runProcess({binPath("tutti-run"), "-n", "2", "--timeout", "200", "-x",
+                       "TUTTI_TRANSPORT=shm", "-x", "TUTTI_SHM_EXCHANGE_BYTES=" + value,
+                       binPath("tutti-bench"), collective, "-b", "2M", "-e", "8M", "-f", "2",
+                       "-c", "1", "-n", "3", "-w", "1"},
+                      kOuterBoundSeconds);
+  };
+  for (const std::string value : {"16M", "0"}) {
+    for (const std::string collective : {"allgather", "alltoall"}) {
+      ProcessResult r = run(value, collective);
+      ASSERT_FALSE(r.timedOut) << r.out << r.err;
+      EXPECT_EQ(r.exitCode(), 0) << value << "\n" << r.out << r.err;
+      const auto rows = tableRows(r.out)[collective];
+      ASSERT_EQ(rows.size(), 3u) << r.out;
+      for (const std::vector<std::string>& cells : rows) {
+        ASSERT_EQ(cells.size(), kCells) << r.out;
+        EXPECT_EQ(cells[8], "0") << value << " " << collective << "\n" << r.out;
+        EXPECT_EQ(cells[12], "0") << value << " " << collective << "\n" << r.out;
+      }
+    }
+  }
+  ProcessResult bad = run("lots", "allgather");
+  ASSERT_FALSE(bad.timedOut) << bad.out << bad.err;
+  EXPECT_NE(bad.exitCode(), 0);
+  EXPECT_NE(bad.err.find("TUTTI_SHM_EXCHANGE_BYTES must be auto or a byte count such as 0, "
+                         "512K or 16M, got 'lots'"),
+            std::string::npos)
+      << bad.err;
+}
+
 TEST(BenchProcs, SendRecvNeedsAPeer) {
   ProcessResult alone = runBench(1, {"sendrecv", "-b", "64", "-e", "64"});
   ASSERT_FALSE(alone.timedOut) << alone.out << alone.err;

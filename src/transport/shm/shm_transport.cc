@@ -188,8 +188,14 @@ Status ShmTransport::setUp(Store& store, const std::string& keyPrefix) {
   cmaFrom_ = options_.cmaBytes == 0 ? 0
              : coreEach_               ? std::max<std::uint64_t>(1, options_.cmaBytesWithCores)
                                        : options_.cmaBytes;
-  const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-  if (l2 > 0) exchangeMaxBytes_ = static_cast<std::uint64_t>(l2) / 4;
+  if (options_.exchangeMaxBytes.has_value()) {
+    exchangeMaxBytes_ = *options_.exchangeMaxBytes;
+  } else if (cpuIsAmd()) {
+    exchangeMaxBytes_ = UINT64_MAX;
+  } else {
+    const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    if (l2 > 0) exchangeMaxBytes_ = static_cast<std::uint64_t>(l2) / 4;
+  }
   pidfds_.assign(n, -1);
   links_.resize(n);
   for (int r : local_) {

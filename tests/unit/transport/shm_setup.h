@@ -4,6 +4,7 @@
 // read its own memory), for the shm transport's tests.
 
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -19,6 +20,7 @@ struct ShmSetup {
   std::uint64_t cmaBytes = 256 << 10;
   std::uint64_t maxUnexpected = 64u << 20;
   bool cmaShare = true;
+  std::optional<std::uint64_t> exchangeMaxBytes;  // unset: the transport's automatic limit
   decltype(ShmTransport::Options::copy) copy = &ShmTransport::plainCopy;
   std::uint32_t slotBytes = 4096;  // small slots: messages span many of them, the ring wraps
 };
@@ -37,6 +39,7 @@ inline std::vector<std::unique_ptr<ShmTransport>> connectAll(int size, const Shm
       o.cmaBytes = setup.cmaBytes;
       o.cmaBytesWithCores = setup.cmaBytes;  // one threshold, whatever the host
       o.cmaShare = setup.cmaShare;
+      o.exchangeMaxBytes = setup.exchangeMaxBytes;
       o.copy = setup.copy;
       o.slotBytes = setup.slotBytes;
       o.maxUnexpectedBytes = setup.maxUnexpected;

@@ -445,6 +445,43 @@ TEST_P(ShmShareTest, ExchangedMessagesArriveWholeAndSmallOnesAreWrittenByTheirSe
   EXPECT_EQ(errors[1], "");
 }
 
+// The size up to which a two-way exchange is left to its senders: as set, none when set to
+// 0, and by default no limit on AMD processors and a quarter of the L2 on others. Like any
+// exchange, only where every rank of the host has a core: a 1-byte message tells whether
+// that holds here.
+TEST(ShmExchangeLimit, IsAsSetOrFollowsTheProcessor) {
+  auto limitOf = [](std::optional<std::uint64_t> set) {
+    ShmSetup setup;
+    setup.exchangeMaxBytes = set;
+    return connectAll(2, setup);
+  };
+  {
+    auto ts = limitOf(std::uint64_t{1} << 20);
+    ASSERT_EQ(ts.size(), 2u);
+    const bool exchanges = ts[0]->leavesExchangeToSender(1, 1);
+    EXPECT_EQ(ts[0]->leavesExchangeToSender(1, 1u << 20), exchanges);
+    EXPECT_EQ(ts[1]->leavesExchangeToSender(0, 1u << 20), exchanges);
+    EXPECT_FALSE(ts[0]->leavesExchangeToSender(1, (1u << 20) + 1));
+  }
+  {
+    auto ts = limitOf(std::uint64_t{0});
+    ASSERT_EQ(ts.size(), 2u);
+    EXPECT_FALSE(ts[0]->leavesExchangeToSender(1, 1));
+    EXPECT_FALSE(ts[1]->leavesExchangeToSender(0, 1));
+  }
+  auto ts = limitOf(std::nullopt);
+  ASSERT_EQ(ts.size(), 2u);
+  const bool exchanges = ts[0]->leavesExchangeToSender(1, 1);
+  const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  if (cpuIsAmd()) {
+    EXPECT_EQ(ts[0]->leavesExchangeToSender(1, std::uint64_t{1} << 40), exchanges);
+  } else if (l2 > 0) {
+    const auto quarter = static_cast<std::uint64_t>(l2) / 4;
+    EXPECT_EQ(ts[0]->leavesExchangeToSender(1, quarter), exchanges);
+    EXPECT_FALSE(ts[0]->leavesExchangeToSender(1, quarter + 1));
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Share, ShmShareTest, ::testing::Values(true, false),
                          [](const auto& param) {
                            return param.param ? std::string("SenderHelps") : std::string("ReceiverReads");
