@@ -69,12 +69,16 @@ class ShmTransport final : public Transport, public ProgressHook {
     /// Messages of at least this many bytes go by rendezvous (CMA) where the receiver can
     /// read the sender; 0 never.
     std::uint64_t cmaBytes = 256 << 10;
-    /// The same where every rank of the host has a core of its own: both ends then copy at
-    /// once, and the kernel's single copy beats the ring's two from smaller messages (2
-    /// ranks, alternating runs against 256K: all-gather 64 KiB 0.74 and 256 KiB 0.54,
-    /// all-to-all 0.70 and 0.61, gather and scatter 256 KiB 0.79 and 0.71, broadcast 0.98).
-    /// Ignored when cmaBytes is 0.
-    std::uint64_t cmaBytesWithCores = 16 << 10;
+    /// The same where every rank of the host has a core of its own; unset: automatic,
+    /// 16 KiB except on AMD processors, where it is cmaBytes. Both ends then copy at once,
+    /// and on an Intel Ice Lake server the kernel's single copy beat the ring's two from
+    /// smaller messages (2 ranks, alternating runs against 256K: all-gather 64 KiB 0.74 and
+    /// 256 KiB 0.54, all-to-all 0.70 and 0.61, gather and scatter 256 KiB 0.79 and 0.71,
+    /// broadcast 0.98). On an AMD EPYC (Zen 5) the rings were the faster below 256 KiB
+    /// (against 16K: all-gather, all-to-all 128 KiB 0.43, broadcast 16 KiB 0.33, 128 KiB
+    /// 0.61), level at 256-512 KiB and slower from 1 MiB (1.09-1.27). Ignored when
+    /// cmaBytes is 0.
+    std::optional<std::uint64_t> cmaBytesWithCores;
     /// Messages of at least this many bytes sent from a memAlloc buffer go by rendezvous,
     /// the receiver reading them through its mapping of the buffer (no system call per
     /// message, so the threshold is lower than cmaBytes); 0 never. Only where the receiver
