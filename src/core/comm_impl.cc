@@ -186,6 +186,8 @@ Status CommImpl::connect(const InitParams& params, const Config& config, const s
                       "16M, got '%s'", config.shmCmaBytes.c_str());
       sopts.cmaBytes = *cma;
       sopts.cmaBytesWithCores = *cma;
+    } else {
+      sopts.cmaAuto = true;
     }
     if (config.shmExchangeBytes != "auto") {
       const std::optional<std::uint64_t> most = parseBytes(config.shmExchangeBytes);

@@ -185,10 +185,9 @@ Status ShmTransport::setUp(Store& store, const std::string& keyPrefix) {
   if (options_.cmaBytes > 0 || options_.mappedBytes > 0)
     bounce_.assign(kBounceBytes, 0);  // touched now, not in a call
   coreEach_ = local_.size() + 1 <= static_cast<std::size_t>(usableCores());
-  const std::uint64_t withCores = options_.cmaBytesWithCores.value_or(
-      cpuIsAmd() ? options_.cmaBytes : std::uint64_t{16} << 10);
   cmaFrom_ = options_.cmaBytes == 0 ? 0
-             : coreEach_               ? std::max<std::uint64_t>(1, withCores)
+             : options_.cmaAuto        ? autoCmaBytes(cpuIsAmd(), coreEach_)
+             : coreEach_               ? std::max<std::uint64_t>(1, options_.cmaBytesWithCores)
                                        : options_.cmaBytes;
   if (options_.exchangeMaxBytes.has_value()) {
     exchangeMaxBytes_ = *options_.exchangeMaxBytes;
@@ -220,6 +219,11 @@ Link& ShmTransport::link(int peer) {
 void ShmTransport::onProgress() {
   progress_.notify();
   own_.ring();
+}
+
+std::uint64_t ShmTransport::autoCmaBytes(bool amd, bool coreEach) {
+  if (amd) return coreEach ? 256u << 10 : 2u << 20;
+  return coreEach ? 16u << 10 : 256u << 10;
 }
 
 bool ShmTransport::rendezvousTo(int peer) const {

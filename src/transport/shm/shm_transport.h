@@ -69,16 +69,12 @@ class ShmTransport final : public Transport, public ProgressHook {
     /// Messages of at least this many bytes go by rendezvous (CMA) where the receiver can
     /// read the sender; 0 never.
     std::uint64_t cmaBytes = 256 << 10;
-    /// The same where every rank of the host has a core of its own; unset: automatic,
-    /// 16 KiB except on AMD processors, where it is cmaBytes. Both ends then copy at once,
-    /// and on an Intel Ice Lake server the kernel's single copy beat the ring's two from
-    /// smaller messages (2 ranks, alternating runs against 256K: all-gather 64 KiB 0.74 and
-    /// 256 KiB 0.54, all-to-all 0.70 and 0.61, gather and scatter 256 KiB 0.79 and 0.71,
-    /// broadcast 0.98). On an AMD EPYC (Zen 5) the rings were the faster below 256 KiB
-    /// (against 16K: all-gather, all-to-all 128 KiB 0.43, broadcast 16 KiB 0.33, 128 KiB
-    /// 0.61), level at 256-512 KiB and slower from 1 MiB (1.09-1.27). Ignored when
-    /// cmaBytes is 0.
-    std::optional<std::uint64_t> cmaBytesWithCores;
+    /// The same where every rank of the host has a core of its own. Ignored when cmaBytes
+    /// is 0 or cmaAuto is set.
+    std::uint64_t cmaBytesWithCores = 16 << 10;
+    /// The thresholds follow autoCmaBytes() (the processor, and whether every rank of the
+    /// host has a core) rather than the two above; cmaBytes 0 still means never.
+    bool cmaAuto = false;
     /// Messages of at least this many bytes sent from a memAlloc buffer go by rendezvous,
     /// the receiver reading them through its mapping of the buffer (no system call per
     /// message, so the threshold is lower than cmaBytes); 0 never. Only where the receiver
@@ -141,6 +137,9 @@ class ShmTransport final : public Transport, public ProgressHook {
   Status health() const override;
   void fail(const Status& status) override;
   void shutdown(Deadline deadline) override;
+  /// The size from which heap-buffer messages go by rendezvous on this host (0: never), as
+  /// chosen at creation from the options and the host.
+  std::uint64_t cmaFrom() const { return cmaFrom_; }
 
   /// Whether `peer` can read this rank's memory, so that large messages to it may go by
   /// rendezvous: from cmaBytes (never when 0) for heap buffers, read with the kernel's
@@ -156,6 +155,18 @@ class ShmTransport final : public Transport, public ProgressHook {
   /// core of its own (with more ranks than cores, the receiver reads it, so that it need
   /// not wait for a descheduled sender); and the message is at most exchangeMaxBytes_.
   bool leavesExchangeToSender(int peer, std::uint64_t bytes) const;
+  /// The automatic rendezvous threshold for heap buffers (Options::cmaAuto). Where every
+  /// rank has a core both ends copy at once, and on an Intel Ice Lake server the kernel's
+  /// single copy beat the ring's two from small messages (2 ranks, alternating runs against
+  /// 256K: all-gather 64 KiB 0.74 and 256 KiB 0.54, all-to-all 0.70 and 0.61, gather and
+  /// scatter 256 KiB 0.79 and 0.71, broadcast 0.98): 16K there, 256K without the cores.
+  /// On an AMD EPYC (Zen 5) the rings were faster up to larger messages: with a core each
+  /// below 256 KiB (2 ranks, against 16K: all-gather and all-to-all 128 KiB 0.43,
+  /// broadcast 16 KiB 0.33 and 128 KiB 0.61; level at 256-512 KiB, slower from 1 MiB),
+  /// and with more ranks than cores below 2 MiB (4 ranks, against 256K: broadcast 256 KiB
+  /// 0.56, all-gather and all-to-all 1 MiB 0.55, all-to-all 4 MiB 0.83; 8 ranks:
+  /// broadcast 256 KiB 0.55, all-gather and all-to-all 2 MiB 0.65).
+  static std::uint64_t autoCmaBytes(bool amd, bool coreEach);
   /// Whether `peer` shares this rank's host (and so has a link here).
   bool isLocal(int peer) const { return isLocal_[static_cast<std::size_t>(peer)]; }
   /// How many other ranks share this host.

@@ -20,6 +20,7 @@ struct ShmSetup {
   std::uint64_t cmaBytes = 256 << 10;
   std::uint64_t maxUnexpected = 64u << 20;
   bool cmaShare = true;
+  bool cmaAuto = false;  // the host's automatic threshold instead of cmaBytes
   std::optional<std::uint64_t> exchangeMaxBytes;  // unset: the transport's automatic limit
   decltype(ShmTransport::Options::copy) copy = &ShmTransport::plainCopy;
   std::uint32_t slotBytes = 4096;  // small slots: messages span many of them, the ring wraps
@@ -39,6 +40,7 @@ inline std::vector<std::unique_ptr<ShmTransport>> connectAll(int size, const Shm
       o.cmaBytes = setup.cmaBytes;
       o.cmaBytesWithCores = setup.cmaBytes;  // one threshold, whatever the host
       o.cmaShare = setup.cmaShare;
+      o.cmaAuto = setup.cmaAuto;
       o.exchangeMaxBytes = setup.exchangeMaxBytes;
       o.copy = setup.copy;
       o.slotBytes = setup.slotBytes;

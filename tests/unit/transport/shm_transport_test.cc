@@ -482,6 +482,38 @@ TEST(ShmExchangeLimit, IsAsSetOrFollowsTheProcessor) {
   }
 }
 
+// The rendezvous threshold of heap buffers: as set (one for hosts where every rank has a
+// core, one for the others), never when 0, and the processor's automatic one when asked
+// (AMD: 256K with a core each, else 2M; others: 16K and 256K).
+TEST(ShmCmaThreshold, IsAsSetOrFollowsTheProcessorAndTheCores) {
+  const bool coreEach = usableCores() >= 2;
+  {
+    ShmSetup setup;
+    setup.cmaAuto = true;
+    auto ts = connectAll(2, setup);
+    ASSERT_EQ(ts.size(), 2u);
+    const std::uint64_t expect =
+        cpuIsAmd() ? (coreEach ? 256u << 10 : 2u << 20) : (coreEach ? 16u << 10 : 256u << 10);
+    EXPECT_EQ(ts[0]->cmaFrom(), expect);
+    EXPECT_EQ(ts[1]->cmaFrom(), expect);
+  }
+  {
+    ShmSetup setup;
+    setup.cmaBytes = 100000;
+    auto ts = connectAll(2, setup);  // shm_setup passes cmaBytes for both kinds of host
+    ASSERT_EQ(ts.size(), 2u);
+    EXPECT_EQ(ts[0]->cmaFrom(), 100000u);
+  }
+  {
+    ShmSetup setup;
+    setup.cmaBytes = 0;
+    setup.cmaAuto = true;  // 0 is never, automatic or not
+    auto ts = connectAll(2, setup);
+    ASSERT_EQ(ts.size(), 2u);
+    EXPECT_EQ(ts[0]->cmaFrom(), 0u);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Share, ShmShareTest, ::testing::Values(true, false),
                          [](const auto& param) {
                            return param.param ? std::string("SenderHelps") : std::string("ReceiverReads");
