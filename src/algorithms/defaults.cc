@@ -67,8 +67,17 @@ constexpr Rule kRules[] = {
     // doubling: 8 KiB 0.77, 16 KiB 0.98, 32 KiB 0.91. At 8 ranks reduce + broadcast stays
     // ahead (16 KiB: recursive doubling 1.13, ring 2.80; 64 KiB: Rabenseifner 0.99).
     {Collective::kAllReduce, 32 << 10, 2, "recursive_doubling", 2, true},
-    {Collective::kAllReduce, 4 << 20, 2, "ring", 2, true},
+    // On the AMD EPYC machine (1 MiB L2), bench/algorithms_shm.sh and then alternating
+    // runs (scripts/ab_latency.sh -r 7, TUTTI_ALGO), time against the ring's: 2 ranks
+    // Rabenseifner 1 MiB 1.00, 2 MiB 0.67-0.77, 4 MiB 0.63; past 1 MiB the ring's 512 KiB
+    // segments and both directions' staging no longer fit the L2 where Rabenseifner's one
+    // exchange of each half is read and reduced once.
+    {Collective::kAllReduce, 1 << 20, 2, "ring", 2, true},
+    {Collective::kAllReduce, kAny, 2, "rabenseifner", 2, true},
+    // 8 ranks on 2 cores (AMD EPYC, time against reduce + broadcast's): recursive doubling
+    // 16 KiB 0.74, 32 KiB 0.83; at 64 KiB reduce + broadcast is ahead again (1.11).
     {Collective::kAllReduce, 32 << 10, 4, "recursive_doubling", 4, true},
+    {Collective::kAllReduce, 32 << 10, 8, "recursive_doubling", 8, true},
     {Collective::kAllReduce, 128 << 10, kAnyRanks, "reduce_bcast"},
     // 3 to 8 ranks on one host whose buffers all come from memAlloc (agreed per call from
     // 1 MiB, CommImpl::agreeOnBuffers): every rank reduces its chunk reading every peer's input in
@@ -77,7 +86,12 @@ constexpr Rule kRules[] = {
     // 0.94; 8 ranks 1 MiB 0.55, 4 MiB 0.50, 16 MiB 0.67, 64 MiB 0.59; 2 ranks 1.12-1.18
     // (Rabenseifner already reads its half in place there).
     {Collective::kAllReduce, kAny, 8, "direct_rs_ag", 3, true, true},
-    // Two ranks above 4 MiB (where the reduced half goes by rendezvous, comm_impl.cc's
+    // 4 ranks on 2 cores from the heap (AMD EPYC, alternating runs, time against the
+    // default before): Rabenseifner 256 KiB 0.81 (reduce + broadcast's 0.90), 512 KiB 0.95,
+    // 1 MiB 0.78, 2 MiB 0.92; 4 MiB 1.08, where the ring stays.
+    {Collective::kAllReduce, 2 << 20, 4, "rabenseifner", 4, true},
+    // Two ranks above 4 MiB (one host: above 1 MiB, the rule further up; measured on the
+    // Intel machine first, where the reduced half goes by rendezvous, comm_impl.cc's
     // prefersCopy): Rabenseifner is one exchange of each half, reduced as it is read, then
     // one of the results; the ring cuts the same into 512 KiB segments. Alternating runs
     // over shared memory (medians of 3-5): 64 MiB 22.0 ms against the ring's 24.6,
@@ -128,6 +142,11 @@ constexpr Rule kRules[] = {
     {Collective::kBroadcast, kAny, 8, "direct"},
     {Collective::kBroadcast, 64 << 10, kAnyRanks, "binomial"},
     {Collective::kBroadcast, kAny, kAnyRanks, "double_binary_tree"},
+    // One host, 4 to 8 ranks on 2 cores: the binomial tree spreads the reductions over the
+    // ranks where the direct root reduces every input itself (AMD EPYC, alternating runs,
+    // time against direct's: 4 ranks 1 KiB 0.96, 16 KiB 0.30, 64 KiB 0.32; 8 ranks 0.67,
+    // 0.27, 0.24; 3 ranks 16 KiB 1.02).
+    {Collective::kReduce, kAny, 8, "binomial", 4, true},
     {Collective::kReduce, 64 << 10, 8, "direct"},
     {Collective::kReduce, kAny, kAnyRanks, "binomial"},
     {Collective::kGather, 1 << 20, 8, "direct"},
@@ -140,6 +159,12 @@ constexpr Rule kRules[] = {
     {Collective::kScatterV, kAny, kAnyRanks, "binomial"},
     // all-to-all: Bruck's log n rounds for small blocks (8 ranks, 128 B blocks: 315 us vs
     // direct 457), pairwise exchange for large (4 MiB: 10.4 ms vs Bruck 30.4).
+    // One host, 4 to 8 ranks on 2 cores: every block posted at once, where Bruck's and the
+    // pairwise rounds each wait for a peer to be scheduled (AMD EPYC, alternating runs,
+    // time against the default before, per block): 4 ranks 16 B 0.75, 512 B 0.60, 8 KiB
+    // 0.84, 64 KiB 0.82, 128 KiB 0.95, 1 MiB 1.17; 8 ranks 8 B 0.60, 64 B 0.69, 128 B 0.63,
+    // 8 KiB 0.56, 64 KiB 0.75, 128 KiB 1.02, 512 KiB 1.08. Two ranks: level (0.87-1.10).
+    {Collective::kAllToAll, 64 << 10, 8, "direct", 4, true},
     {Collective::kAllToAll, 512, kAnyRanks, "bruck"},
     {Collective::kAllToAll, kAny, kAnyRanks, "pairwise"},
     {Collective::kAllToAllV, kAny, kAnyRanks, "pairwise"},

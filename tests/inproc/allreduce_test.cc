@@ -123,8 +123,8 @@ TEST(Allreduce, ForcedAlgorithmByNameAndBadNameIsAClearError) {
     Status s = comm.allreduce(&x, &y, 1, DataType::kFloat32, ReduceOp::kSum, bogus);
     if (s.code() != ErrorCode::kInvalidArgument || s.message().find("ring") == std::string::npos)
       out += "bad algorithm name gave: " + s.toString();
-    auto name = comm.algorithmFor(Collective::kAllReduce, 1 << 20, DataType::kFloat32);
-    if (!name.ok() || *name != "ring") out += "algorithmFor(4 MiB) did not say ring";
+    auto name = comm.algorithmFor(Collective::kAllReduce, 1 << 18, DataType::kFloat32);
+    if (!name.ok() || *name != "ring") out += "algorithmFor(1 MiB) did not say ring";
     return out;
   });
   EXPECT_EQ(joinFailures(failures), "");

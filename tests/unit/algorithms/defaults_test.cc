@@ -30,13 +30,14 @@ std::string allreduceDefault(int size, std::uint64_t bytes, bool sharedMemory) {
   return defaultFor(Collective::kAllReduce, size, bytes, sharedMemory);
 }
 
-TEST(DefaultRules, TwoRanksTakeRabenseifnerAbove4MiBOnAnyFabric) {
-  for (bool shm : {false, true}) {
-    EXPECT_EQ(allreduceDefault(2, 1 << 20, shm), "ring");
-    EXPECT_EQ(allreduceDefault(2, 4 << 20, shm), "ring");
-    EXPECT_EQ(allreduceDefault(2, (4 << 20) + 4, shm), "rabenseifner");
-    EXPECT_EQ(allreduceDefault(2, 64 << 20, shm), "rabenseifner");
-  }
+TEST(DefaultRules, TwoRanksTakeRabenseifnerAbove1MiBOnOneHostAnd4MiBOverANetwork) {
+  EXPECT_EQ(allreduceDefault(2, 1 << 20, false), "ring");
+  EXPECT_EQ(allreduceDefault(2, 4 << 20, false), "ring");
+  EXPECT_EQ(allreduceDefault(2, (4 << 20) + 4, false), "rabenseifner");
+  EXPECT_EQ(allreduceDefault(2, 64 << 20, false), "rabenseifner");
+  EXPECT_EQ(allreduceDefault(2, 1 << 20, true), "ring");
+  EXPECT_EQ(allreduceDefault(2, (1 << 20) + 4, true), "rabenseifner");
+  EXPECT_EQ(allreduceDefault(2, 64 << 20, true), "rabenseifner");
 }
 
 TEST(DefaultRules, TwoAndFourRanksOnOneHostSkipReduceBroadcastInTheMiddle) {
@@ -46,9 +47,29 @@ TEST(DefaultRules, TwoAndFourRanksOnOneHostSkipReduceBroadcastInTheMiddle) {
   EXPECT_EQ(allreduceDefault(2, 128 << 10, true), "ring");
   EXPECT_EQ(allreduceDefault(4, 32 << 10, true), "recursive_doubling");
   EXPECT_EQ(allreduceDefault(4, 64 << 10, true), "reduce_bcast");
-  // Not measured at 3 ranks; at 8 and over a network reduce + broadcast stays.
-  for (int size : {3, 8}) EXPECT_EQ(allreduceDefault(size, 16 << 10, true), "reduce_bcast") << size;
-  for (int size : {2, 4}) EXPECT_EQ(allreduceDefault(size, 16 << 10, false), "reduce_bcast") << size;
+  EXPECT_EQ(allreduceDefault(8, 32 << 10, true), "recursive_doubling");
+  EXPECT_EQ(allreduceDefault(8, 64 << 10, true), "reduce_bcast");
+  // Not measured at 3 ranks; over a network reduce + broadcast stays.
+  EXPECT_EQ(allreduceDefault(3, 16 << 10, true), "reduce_bcast");
+  for (int size : {2, 4, 8}) EXPECT_EQ(allreduceDefault(size, 16 << 10, false), "reduce_bcast") << size;
+  // 4 ranks of one host from the heap: Rabenseifner between reduce + broadcast and the ring.
+  EXPECT_EQ(allreduceDefault(4, 256 << 10, true), "rabenseifner");
+  EXPECT_EQ(allreduceDefault(4, 2 << 20, true), "rabenseifner");
+  EXPECT_EQ(allreduceDefault(4, (2 << 20) + 4, true), "ring");
+  EXPECT_EQ(allreduceDefault(4, 256 << 10, false), "ring");
+}
+
+TEST(DefaultRules, FourToEightRanksOnOneHostReduceByTreeAndPostEveryBlockAtOnce) {
+  for (int size : {4, 8}) {
+    EXPECT_EQ(defaultFor(Collective::kReduce, size, 1 << 10, true), "binomial") << size;
+    EXPECT_EQ(defaultFor(Collective::kReduce, size, 1 << 10, false), "direct") << size;
+    EXPECT_EQ(defaultFor(Collective::kAllToAll, size, 64 << 10, true), "direct") << size;
+    EXPECT_EQ(defaultFor(Collective::kAllToAll, size, (64 << 10) + 4, true), "pairwise") << size;
+    EXPECT_EQ(defaultFor(Collective::kAllToAll, size, 64, false), "bruck") << size;
+  }
+  // Where it was not measured, or measured level (2 ranks), the rules before stay.
+  for (int size : {2, 3}) EXPECT_EQ(defaultFor(Collective::kReduce, size, 1 << 10, true), "direct") << size;
+  for (int size : {2, 3, 16}) EXPECT_NE(defaultFor(Collective::kAllToAll, size, 4 << 10, true), "direct") << size;
 }
 
 TEST(DefaultRules, MoreThanFourRanksOnOneHostTakeTheRingAbove2MiB) {
