@@ -205,6 +205,7 @@ Status CommImpl::connect(const InitParams& params, const Config& config, const s
     sopts.slotBytes = static_cast<std::uint32_t>(config.shmSlotBytes);
     sopts.copy = &reduce::copy;
     sopts.maxUnexpectedBytes = config.tcpMaxUnexpected;
+    sopts.runAheadBytes = config.shmRunAheadBytes;
     sopts.deadline = deadline;
     sopts.host = config.shmHost;
     sopts.requireAll = choice == "shm";

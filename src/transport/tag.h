@@ -32,4 +32,12 @@ constexpr Tag p2pTag(std::uint32_t commId, std::uint32_t userTag) {
 /// True for the tags p2pTag() makes.
 constexpr bool isP2pTag(Tag tag) { return (tag >> 62) == 1; }
 
+/// True when collective tags `earlier` and `later` belong to two operations of one
+/// communicator and `earlier`'s was issued first (sequences compared modulo their wrap).
+constexpr bool isEarlierCall(Tag earlier, Tag later) {
+  if (isP2pTag(earlier) || isP2pTag(later) || (earlier >> 48) != (later >> 48)) return false;
+  const std::uint64_t ahead = ((later >> 24) - (earlier >> 24)) & 0xffffffu;
+  return ahead != 0 && ahead < (1u << 23);
+}
+
 }  // namespace tutti

@@ -221,6 +221,7 @@ void ShmLink::postRecv(TransferRequest* request, Tag tag, void* data, std::size_
   DoneList done;
   {
     std::lock_guard<SpinLock> lock(owner_->mutex_);
+    if (!isP2pTag(tag)) owner_->noteCallLocked(tag);
     request->tag = tag;
     request->data = static_cast<char*>(data);
     request->bytes = bytes;
@@ -291,6 +292,11 @@ void ShmLink::recycleLocked(std::deque<std::unique_ptr<Unexpected>>::iterator it
   spare_.push_back(std::move(u));
 }
 
+bool ShmLink::awaitsPointToPointLocked() const {
+  return std::any_of(posted_.begin(), posted_.end(),
+                     [](const TransferRequest* r) { return isP2pTag(r->tag); });
+}
+
 bool ShmLink::postedForLocked(Tag tag) const {
   return std::any_of(posted_.begin(), posted_.end(),
                      [&](const TransferRequest* r) { return r->tag == tag; });
@@ -352,6 +358,17 @@ bool ShmLink::startMessageLocked(const SlotView& h, DoneList& done) {
   }
   // Past the cap the ring is left full: the sender waits until receives are posted.
   if (unexpectedBytes_ + h.msgBytes > owner_->options_.maxUnexpectedBytes && unexpectedBytes_ > 0)
+    return false;
+  // Past the run-ahead allowance, a message of a collective call later than the last one
+  // this rank has posted a receive for waits in the ring too: the sender (a reduce's leaf,
+  // which sends and leaves) stops there instead of filling buffers that miss the cache.
+  // It is let in when this rank posts a receive of that call, or any point-to-point
+  // receive from this peer (which may sit behind it). No deadlock: one communicator runs
+  // its calls in the same order on every rank, so whatever this rank's current call still
+  // waits for was sent before the held message, by ranks in calls no later than this one.
+  const std::uint64_t runAhead = owner_->options_.runAheadBytes;
+  if (runAhead > 0 && unexpectedBytes_ > 0 && unexpectedBytes_ + h.msgBytes > runAhead &&
+      owner_->hasCall_ && isEarlierCall(owner_->lastCall_, h.tag) && !awaitsPointToPointLocked())
     return false;
   u->data.resize(h.msgBytes);
   unexpectedBytes_ += h.msgBytes;

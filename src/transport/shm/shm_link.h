@@ -75,6 +75,8 @@ class ShmLink final : public Link {
   /// Completes every pending request with `status` and forgets them.
   void failAllLocked(const Status& status, DoneList& done);
 
+  /// Bytes of unexpected messages buffered here now. Needs the transport's mutex.
+  std::uint64_t unexpectedBytesLocked() const { return unexpectedBytes_; }
  private:
   /// A rendezvous message as its slot describes it: where it lies in the sender.
   struct Offer {
@@ -137,6 +139,8 @@ class ShmLink final : public Link {
   /// Hands a whole buffered message to `request`: to its combine sink when it has one
   /// (marking it combined), else copied into its buffer.
   static void deliverLocked(TransferRequest* request, const char* bytes, std::size_t count);
+  /// True when a point-to-point receive is posted here and not yet matched.
+  bool awaitsPointToPointLocked() const;
   /// An unexpected-message record with room for `bytes` if a spare one has it.
   std::unique_ptr<Unexpected> takeUnexpectedLocked(std::uint64_t bytes);
   /// Removes `it` from unexpected_, keeping its buffer for reuse.

@@ -266,6 +266,14 @@ void ShmTransport::finish(DoneList& done) {
   done.clear();
 }
 
+std::uint64_t ShmTransport::unexpectedBytes() const {
+  std::lock_guard<SpinLock> lock(mutex_);
+  std::uint64_t bytes = 0;
+  for (const auto& link : links_)
+    if (link != nullptr) bytes += link->unexpectedBytesLocked();
+  return bytes;
+}
+
 bool ShmTransport::progressLocked(DoneList& done) {
   checkAbortLocked(done);
   if (failed_) return false;

@@ -102,6 +102,12 @@ class ShmTransport final : public Transport, public ProgressHook {
         &plainCopy;
     /// Bytes of unexpected messages buffered per peer before the ring stops being drained.
     std::uint64_t maxUnexpectedBytes = 64u << 20;
+    /// Past this many unexpected bytes from one peer, a message of a later collective call
+    /// stays in the ring while this rank still waits for a message of an earlier call
+    /// (ShmLink::startMessageLocked): a rank that sends and leaves (a reduce's leaves) then
+    /// runs at most this far ahead of its receiver, instead of filling maxUnexpectedBytes
+    /// with buffers that miss the cache. 0: no such limit.
+    std::uint64_t runAheadBytes = 256u << 10;
     Deadline deadline = Deadline::afterSeconds(60);
     /// This rank's host as far as shared memory goes; empty: hostKey(). Ranks with equal
     /// keys share segments.
@@ -179,6 +185,8 @@ class ShmTransport final : public Transport, public ProgressHook {
   /// Bytes of its rendezvous sends this rank wrote into receivers' buffers itself
   /// (RndvShare: the pieces it claimed), for tests and diagnostics.
   std::uint64_t writtenBytes() const { return writtenBytes_.load(std::memory_order_relaxed); }
+  /// Bytes of unexpected messages buffered now, over every link (tests, diagnostics).
+  std::uint64_t unexpectedBytes() const;
   /// Peers' memAlloc buffers mapped here now.
   std::size_t mappedBuffers() const {
     std::lock_guard<SpinLock> lock(mutex_);
@@ -192,6 +200,12 @@ class ShmTransport final : public Transport, public ProgressHook {
   Status setUp(Store& store, const std::string& keyPrefix);
   /// One pass over every link. True when anything moved. Needs mutex_.
   bool progressLocked(DoneList& done);
+  /// Records that this rank posted a receive of the collective call of `tag`: the latest
+  /// such call is where it has got to (ShmLink::startMessageLocked). Needs mutex_.
+  void noteCallLocked(Tag tag) {
+    if (!hasCall_ || isEarlierCall(lastCall_, tag)) lastCall_ = tag;
+    hasCall_ = true;
+  }
   /// Adopts a failure written into this rank's abort record by a peer.
   void checkAbortLocked(DoneList& done);
   /// Peers' flat contributions published since the last look go to the call checker like
@@ -252,6 +266,8 @@ class ShmTransport final : public Transport, public ProgressHook {
   std::vector<int> pids_;
   std::vector<int> pidfds_;            // -1 where pidfd_open is not available
   std::vector<std::unique_ptr<ShmLink>> links_;
+  Tag lastCall_ = 0;  // noteCallLocked
+  bool hasCall_ = false;
   // Where a reduced rendezvous message is read a piece at a time before the receive reduces
   // it (ShmLink::readCombiningLocked): small enough to stay in cache between the two.
   // Allocated with the transport; used under mutex_.

@@ -19,6 +19,7 @@ inline constexpr std::uint64_t kUid = 0x5eed;
 struct ShmSetup {
   std::uint64_t cmaBytes = 256 << 10;
   std::uint64_t maxUnexpected = 64u << 20;
+  std::uint64_t runAhead = ShmTransport::Options{}.runAheadBytes;
   bool cmaShare = true;
   bool cmaAuto = false;  // the host's automatic threshold instead of cmaBytes
   std::optional<std::uint64_t> exchangeMaxBytes;  // unset: the transport's automatic limit
@@ -45,6 +46,7 @@ inline std::vector<std::unique_ptr<ShmTransport>> connectAll(int size, const Shm
       o.copy = setup.copy;
       o.slotBytes = setup.slotBytes;
       o.maxUnexpectedBytes = setup.maxUnexpected;
+      o.runAheadBytes = setup.runAhead;
       o.deadline = Deadline::afterSeconds(30);
       auto t = ShmTransport::create(*store, "t/", o);
       if (t.ok()) out[static_cast<std::size_t>(r)] = std::move(t).value();
