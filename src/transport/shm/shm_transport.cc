@@ -287,8 +287,12 @@ bool ShmTransport::progressLocked(DoneList& done) {
     moved = l.checkAcksLocked(done) || moved;
     moved = l.checkHelpedLocked(done) || moved;
     // A peer that left sends nothing more: whatever this rank still expects of it is lost.
+    // Not while a peer is writing an abort record here (state 1): the leaver may have left
+    // because of it, and the record, once written, names the cause (a writer that dies
+    // halfway is found dead by checkPeersLocked).
     if (!failed_ && peers_[static_cast<std::size_t>(r)].base() != nullptr &&
-        own_.left(r).load(std::memory_order_acquire) != 0 && l.needsPeerLocked()) {
+        own_.left(r).load(std::memory_order_acquire) != 0 && l.needsPeerLocked() &&
+        own_.control().abortState.load(std::memory_order_acquire) != 1) {
       // Drain once more: its last messages were published before it left.
       moved = l.drainLocked(done) || moved;
       if (l.needsPeerLocked())
@@ -557,13 +561,23 @@ void ShmTransport::shutdown(Deadline deadline) {
     }
     waitForProgress(seen, deadline, 0);
   }
-  std::lock_guard<SpinLock> lock(mutex_);
-  shutDown_ = true;
-  for (int r : local_) {
-    const Segment& peer = peers_[static_cast<std::size_t>(r)];
-    peer.left(rank_).store(1, std::memory_order_release);
-    peer.ring();
+  DoneList done;
+  {
+    std::lock_guard<SpinLock> lock(mutex_);
+    shutDown_ = true;
+    // A failed communicator says why it leaves. A peer's abort that this rank only read
+    // (health() reports it before a progress pass adopts it, and a call refused on it
+    // never made one) is adopted now, which passes it on to every peer: the peer that
+    // wrote it may not have reached them yet, and a peer that saw this rank leave first
+    // would blame it instead of the culprit.
+    checkAbortLocked(done);
+    for (int r : local_) {
+      const Segment& peer = peers_[static_cast<std::size_t>(r)];
+      peer.left(rank_).store(1, std::memory_order_release);
+      peer.ring();
+    }
   }
+  finish(done);
 }
 
 }  // namespace tutti::shm

@@ -195,6 +195,8 @@ class ShmTransport final : public Transport, public ProgressHook {
 
  private:
   friend class ShmLink;
+  /// Tests stage a peer's abort record halfway written (shm_transport_test.cc).
+  friend struct ShmTransportProbe;
 
   ShmTransport(const Options& options);
   Status setUp(Store& store, const std::string& keyPrefix);

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <numeric>
 #include <string_view>
@@ -367,6 +368,71 @@ TEST_P(ShmTransportTest, FailureReachesEveryRankWithTheSameWordsAndCulprit) {
   ts[0]->link(2).postSend(&late, 1, in.data(), in.size());
   EXPECT_TRUE(late.done());
   EXPECT_EQ(late.status().code(), ErrorCode::kTimeout);
+}
+
+}  // namespace
+
+// An abort record as a peer writes it, one step at a time: what a writer descheduled
+// between its peers, or halfway through one record, leaves behind.
+struct ShmTransportProbe {
+  /// `from` writes `status` into `to`'s record only, as its first peer of several.
+  static void writeAbort(ShmTransport& from, int to, const Status& status) {
+    from.writeAbortTo(to, status);
+  }
+  /// `t`'s record is being written (state 1) by a peer that has not finished.
+  static void beginAbortRecord(ShmTransport& t) {
+    t.own_.control().abortState.store(1, std::memory_order_release);
+  }
+  /// ... and is now complete: `status` written by `from`.
+  static void endAbortRecord(ShmTransport& t, int from, const Status& status) {
+    Control& c = t.own_.control();
+    c.abortCode = static_cast<std::int32_t>(status.code());
+    c.abortPeer = status.peerRank();
+    c.abortFrom = from;
+    std::snprintf(c.abortText, kAbortTextBytes, "%s", status.message().c_str());
+    c.abortState.store(2, std::memory_order_release);
+    t.own_.ring();
+  }
+};
+
+namespace {
+
+// Rank 2's abort reached rank 0 only; rank 0's call was refused on it without a progress
+// pass (health() reports it), and rank 0 leaves. Rank 1, which needed rank 0, must learn
+// of rank 2's failure from rank 0, not blame rank 0 for leaving.
+TEST_P(ShmTransportTest, RankThatLeavesOnAPeersAbortPassesTheAbortOn) {
+  auto ts = connectAll(3, setup());
+  std::vector<char> in(8);
+  TransferRequest recv;
+  ts[1]->link(0).postRecv(&recv, 9, in.data(), in.size());
+  const Status culprit(ErrorCode::kAborted, "rank 2 passed an invalid argument", 2);
+  ShmTransportProbe::writeAbort(*ts[2], 0, culprit);
+  EXPECT_EQ(ts[0]->health().message(), culprit.message());
+  ts[0]->shutdown(Deadline::afterSeconds(5));
+  Status s = waitFor(*ts[1], recv);
+  EXPECT_EQ(s.code(), ErrorCode::kAborted) << s.toString();
+  EXPECT_EQ(s.message(), culprit.message());
+  EXPECT_EQ(s.peerRank(), 2);
+}
+
+// A rank left while a peer was halfway through writing an abort record here: the record,
+// once complete, names the cause; the departure alone is not taken for it meanwhile.
+TEST_P(ShmTransportTest, DepartureWaitsForAnAbortRecordBeingWritten) {
+  auto ts = connectAll(3, setup());
+  std::vector<char> in(8);
+  TransferRequest recv;
+  ts[1]->link(0).postRecv(&recv, 9, in.data(), in.size());
+  ShmTransportProbe::beginAbortRecord(*ts[1]);
+  ts[0]->shutdown(Deadline::afterSeconds(5));
+  for (int pass = 0; pass < 20; ++pass)
+    ts[1]->waitForProgress(ts[1]->progressSignal().snapshot(), Deadline::afterSeconds(0.01), 0);
+  EXPECT_FALSE(recv.done()) << recv.status().toString();
+  const Status culprit(ErrorCode::kTimeout, "allreduce #3 timed out waiting for rank 2", 2);
+  ShmTransportProbe::endAbortRecord(*ts[1], 2, culprit);
+  Status s = waitFor(*ts[1], recv);
+  EXPECT_EQ(s.code(), ErrorCode::kTimeout) << s.toString();
+  EXPECT_EQ(s.message(), culprit.message());
+  EXPECT_EQ(s.peerRank(), 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, ShmTransportTest, ::testing::Values(256u << 10, 0u),
