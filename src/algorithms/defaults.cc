@@ -164,6 +164,11 @@ constexpr Rule kRules[] = {
     // time against the default before, per block): 4 ranks 16 B 0.75, 512 B 0.60, 8 KiB
     // 0.84, 64 KiB 0.82, 128 KiB 0.95, 1 MiB 1.17; 8 ranks 8 B 0.60, 64 B 0.69, 128 B 0.63,
     // 8 KiB 0.56, 64 KiB 0.75, 128 KiB 1.02, 512 KiB 1.08. Two ranks: level (0.87-1.10).
+    // Up to kFlatBytes of send buffer per rank the direct exchange is flat (every rank
+    // publishes its send buffer, each takes its block of every other): 2 ranks, against the
+    // default before (Bruck, pairwise), 16 B blocks 0.52, 512 B 0.42, 4 KiB 0.63; 4 and 8
+    // ranks, against direct by messages, 0.83-0.93 and 0.70 (8 ranks, 128 B blocks).
+    {Collective::kAllToAll, 4 << 10, 2, "direct", 2, true},
     {Collective::kAllToAll, 64 << 10, 8, "direct", 4, true},
     {Collective::kAllToAll, 512, kAnyRanks, "bruck"},
     {Collective::kAllToAll, kAny, kAnyRanks, "pairwise"},

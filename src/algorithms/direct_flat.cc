@@ -1,4 +1,4 @@
-// direct.cc's one-round all-reduce, all-gather and barrier in flat form: the output
+// direct.cc's one-round all-reduce, all-gather, all-to-all and barrier in flat form: the output
 // computed from every rank's whole contribution at once, for a transport's flat exchange
 // (Transport::flatExchange, AlgorithmInfo::flatBytes) to carry the round instead of messages.
 
@@ -13,11 +13,14 @@ namespace tutti {
 // What direct.cc's one-round schedules compute, computed from every rank's whole
 // contribution: all-reduce combines in rank order 0..n-1 as allreduce()'s steps do (the
 // first combine reads two contributions where the schedule copies one and then reduces,
-// the same operands in the same order); all-gather places the blocks; a barrier has none.
+// the same operands in the same order); all-gather places the blocks; all-to-all publishes
+// the whole send buffer and takes block `rank` of every rank's; a barrier has none.
 std::size_t flatBytesDirect(const CollectiveSpec& spec) {
   switch (spec.kind) {
     case Collective::kAllReduce:
     case Collective::kAllGather: return spec.count * dataTypeSize(spec.dtype);
+    case Collective::kAllToAll:
+      return spec.count * dataTypeSize(spec.dtype) * static_cast<std::size_t>(spec.size);
     case Collective::kBarrier: return 0;
     default: TUTTI_ASSERT(false && "no flat form for this collective"); return 0;
   }
@@ -28,6 +31,15 @@ void flatFinishDirect(const CollectiveSpec& spec, const char* const* contributio
   const std::size_t bytes = flatBytesDirect(spec);
   if (bytes == 0) return;
   char* out = static_cast<char*>(output);
+  if (spec.kind == Collective::kAllToAll) {
+    // In place, this rank's own contribution is a copy taken aside (runFlat), so writing
+    // the output over the input loses nothing.
+    const std::size_t block = bytes / static_cast<std::size_t>(spec.size);
+    const std::size_t mine = static_cast<std::size_t>(spec.rank) * block;
+    for (int r = 0; r < spec.size; ++r)
+      std::memcpy(out + static_cast<std::size_t>(r) * block, contributions[r] + mine, block);
+    return;
+  }
   if (spec.kind == Collective::kAllGather) {
     // In place, this rank's block is already there: copying it back changes nothing.
     for (int r = 0; r < spec.size; ++r)

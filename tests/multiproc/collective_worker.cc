@@ -173,6 +173,24 @@ std::string checkSmallSequence(Communicator& comm) {
       }
     }
     if (!s.ok()) failures += strFormat("round %d all-gather: %s\n", round, s.toString().c_str());
+
+    // All-to-all by direct (flat over shared memory: the whole send buffer published, block
+    // `me` of every rank's taken), in place every other round.
+    const std::size_t nb = static_cast<std::size_t>(n);
+    std::vector<std::int32_t> send(block * nb), recv(block * nb, -1);
+    for (std::size_t i = 0; i < send.size(); ++i)
+      send[i] = me * 100000 + round * 100 + static_cast<int>(i);  // block i / block goes to rank i / block
+    std::int32_t* got = inPlace ? send.data() : recv.data();
+    s = comm.alltoall(send.data(), got, block, DataType::kInt32, direct);
+    for (std::size_t i = 0; i < send.size() && s.ok(); ++i) {
+      const int from = static_cast<int>(i / block);
+      const int at = me * static_cast<int>(block) + static_cast<int>(i % block);
+      if (got[i] != from * 100000 + round * 100 + at) {
+        failures += strFormat("round %d all-to-all: element %zu wrong\n", round, i);
+        break;
+      }
+    }
+    if (!s.ok()) failures += strFormat("round %d all-to-all: %s\n", round, s.toString().c_str());
     if (round % 3 == 0) {
       s = comm.barrier();
       if (!s.ok()) failures += strFormat("round %d barrier: %s\n", round, s.toString().c_str());

@@ -69,7 +69,15 @@ TEST(DefaultRules, FourToEightRanksOnOneHostReduceByTreeAndPostEveryBlockAtOnce)
   }
   // Where it was not measured, or measured level (2 ranks), the rules before stay.
   for (int size : {2, 3}) EXPECT_EQ(defaultFor(Collective::kReduce, size, 1 << 10, true), "direct") << size;
-  for (int size : {2, 3, 16}) EXPECT_NE(defaultFor(Collective::kAllToAll, size, 4 << 10, true), "direct") << size;
+  for (int size : {3, 16}) EXPECT_NE(defaultFor(Collective::kAllToAll, size, 4 << 10, true), "direct") << size;
+}
+
+TEST(DefaultRules, TwoRanksOnOneHostExchangeAllToAllFlatUpToTheSlot) {
+  // Blocks up to 4 KiB: both blocks of a rank's send buffer fit one flat slot (kFlatBytes).
+  EXPECT_EQ(defaultFor(Collective::kAllToAll, 2, 16, true), "direct");
+  EXPECT_EQ(defaultFor(Collective::kAllToAll, 2, 4 << 10, true), "direct");
+  EXPECT_NE(defaultFor(Collective::kAllToAll, 2, (4 << 10) + 4, true), "direct");
+  EXPECT_NE(defaultFor(Collective::kAllToAll, 2, 16, false), "direct");
 }
 
 TEST(DefaultRules, MoreThanFourRanksOnOneHostTakeTheRingAbove2MiB) {
