@@ -128,6 +128,14 @@ constexpr Rule kRules[] = {
     {Collective::kAllGatherV, kAny, 2, "recursive_doubling", 2, true},
     {Collective::kAllGatherV, kAny, kAnyRanks, "ring"},
     // reduce-scatter: recursive halving won at every size (8 ranks: 256 us, 506 us, 14.5 ms).
+    // One host, while every rank's whole input fits a flat slot (kFlatBytes: blocks of 4 KiB
+    // at 2 ranks, 2 KiB at 3-4, 1 KiB at 5-8): direct as a flat exchange, each rank reducing
+    // its block of every rank's published input (alternating runs, time against recursive
+    // halving, per rank's input: 2 ranks 64 B 0.66, 1 KiB 0.76, 8 KiB 0.71; 4 ranks 256 B
+    // 0.61, 1 KiB 0.68, 8 KiB 0.72; 8 ranks 1 KiB 0.80, 8 KiB 0.79).
+    {Collective::kReduceScatter, 4 << 10, 2, "direct", 2, true},
+    {Collective::kReduceScatter, 2 << 10, 4, "direct", 3, true},
+    {Collective::kReduceScatter, 1 << 10, 8, "direct", 5, true},
     {Collective::kReduceScatter, kAny, kAnyRanks, "recursive_halving"},
     {Collective::kReduceScatterV, kAny, kAnyRanks, "recursive_halving"},
     // Rooted collectives: in small worlds the root talking to everyone directly is as fast

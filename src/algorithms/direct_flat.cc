@@ -1,6 +1,7 @@
-// direct.cc's one-round all-reduce, all-gather, all-to-all and barrier in flat form: the output
-// computed from every rank's whole contribution at once, for a transport's flat exchange
-// (Transport::flatExchange, AlgorithmInfo::flatBytes) to carry the round instead of messages.
+// direct.cc's one-round all-reduce, all-gather, all-to-all, reduce-scatter and barrier in
+// flat form: the output computed from every rank's whole contribution at once, for a
+// transport's flat exchange (Transport::flatExchange, AlgorithmInfo::flatBytes) to carry
+// the round instead of messages.
 
 #include <cstring>
 
@@ -14,12 +15,14 @@ namespace tutti {
 // contribution: all-reduce combines in rank order 0..n-1 as allreduce()'s steps do (the
 // first combine reads two contributions where the schedule copies one and then reduces,
 // the same operands in the same order); all-gather places the blocks; all-to-all publishes
-// the whole send buffer and takes block `rank` of every rank's; a barrier has none.
+// the whole send buffer and takes block `rank` of every rank's; reduce-scatter publishes the
+// whole input and reduces block `rank` of every rank's; a barrier has none.
 std::size_t flatBytesDirect(const CollectiveSpec& spec) {
   switch (spec.kind) {
     case Collective::kAllReduce:
     case Collective::kAllGather: return spec.count * dataTypeSize(spec.dtype);
     case Collective::kAllToAll:
+    case Collective::kReduceScatter:
       return spec.count * dataTypeSize(spec.dtype) * static_cast<std::size_t>(spec.size);
     case Collective::kBarrier: return 0;
     default: TUTTI_ASSERT(false && "no flat form for this collective"); return 0;
@@ -38,6 +41,26 @@ void flatFinishDirect(const CollectiveSpec& spec, const char* const* contributio
     const std::size_t mine = static_cast<std::size_t>(spec.rank) * block;
     for (int r = 0; r < spec.size; ++r)
       std::memcpy(out + static_cast<std::size_t>(r) * block, contributions[r] + mine, block);
+    return;
+  }
+  if (spec.kind == Collective::kReduceScatter) {
+    // Block `rank` of every contribution, combined in direct.cc's order: this rank's own,
+    // then ranks rank-1, rank-2, ... (only the owner reduces its block, so the order is
+    // this rank's alone; the same operands in the same order as the schedule).
+    const std::size_t block = bytes / static_cast<std::size_t>(spec.size);
+    const std::size_t mine = static_cast<std::size_t>(spec.rank) * block;
+    auto from = [&](int k) {
+      return contributions[(spec.rank - k + spec.size) % spec.size] + mine;
+    };
+    if (spec.size == 1) {
+      std::memcpy(out, from(0), block);
+      return;
+    }
+    reduce::combine(out, from(0), from(1), spec.count, spec.dtype, spec.op);
+    for (int k = 2; k < spec.size; ++k)
+      reduce::combine(out, out, from(k), spec.count, spec.dtype, spec.op);
+    if (spec.op == ReduceOp::kAvg)
+      reduce::finalize(out, spec.count, spec.dtype, spec.op, spec.size);
     return;
   }
   if (spec.kind == Collective::kAllGather) {

@@ -102,7 +102,7 @@ const std::vector<AlgorithmInfo>& algorithmRegistry() {
        buildAllgatherRecursiveDoubling},
       {"direct", Collective::kReduceScatter,
        "every rank sends each block to its owner, which reduces in rank order", always,
-       buildDirect},
+       buildDirect, flatBytesDirect, flatFinishDirect},
       {"ring", Collective::kReduceScatter,
        "partial sums travel the ring once, pipelined in segments", always,
        buildReducescatterRing},

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 
 #include "algorithms/algorithm.h"
 
@@ -70,6 +71,21 @@ TEST(DefaultRules, FourToEightRanksOnOneHostReduceByTreeAndPostEveryBlockAtOnce)
   // Where it was not measured, or measured level (2 ranks), the rules before stay.
   for (int size : {2, 3}) EXPECT_EQ(defaultFor(Collective::kReduce, size, 1 << 10, true), "direct") << size;
   for (int size : {3, 16}) EXPECT_NE(defaultFor(Collective::kAllToAll, size, 4 << 10, true), "direct") << size;
+}
+
+TEST(DefaultRules, ReduceScatterOnOneHostIsFlatWhileEveryInputFitsTheSlot) {
+  // Blocks (bytes per rank's output) up to kFlatBytes / n, whatever n of 2 to 8.
+  const std::pair<int, std::uint64_t> largest[] = {{2, 4 << 10}, {3, 2 << 10}, {4, 2 << 10},
+                                                   {5, 1 << 10}, {8, 1 << 10}};
+  for (const auto& [size, block] : largest) {
+    EXPECT_EQ(defaultFor(Collective::kReduceScatter, size, 4, true), "direct") << size;
+    EXPECT_EQ(defaultFor(Collective::kReduceScatter, size, block, true), "direct") << size;
+    EXPECT_EQ(defaultFor(Collective::kReduceScatter, size, block + 4, true), "recursive_halving")
+        << size;
+    EXPECT_LE(block * static_cast<std::uint64_t>(size), 8192u) << size;
+    EXPECT_EQ(defaultFor(Collective::kReduceScatter, size, 4, false), "recursive_halving") << size;
+  }
+  EXPECT_EQ(defaultFor(Collective::kReduceScatter, 16, 4, true), "recursive_halving");
 }
 
 TEST(DefaultRules, TwoRanksOnOneHostExchangeAllToAllFlatUpToTheSlot) {
