@@ -25,6 +25,7 @@ namespace {
 using testing::inputLabel;
 using testing::kGarbage;
 using testing::SimResult;
+using testing::uniformSpecs;
 
 using Builder = Schedule (*)(const CollectiveSpec&);
 
@@ -38,21 +39,6 @@ std::vector<int> worlds() {
 std::vector<std::uint64_t> countsFor(int n) {
   const auto un = static_cast<std::uint64_t>(n);
   return {0, 1, 2, 3, un - 1, un + 1, 37};
-}
-
-std::vector<CollectiveSpec> uniformSpecs(Collective kind, int n, std::uint64_t count,
-                                         bool inPlace) {
-  std::vector<CollectiveSpec> specs(static_cast<std::size_t>(n));
-  for (int r = 0; r < n; ++r) {
-    CollectiveSpec& s = specs[static_cast<std::size_t>(r)];
-    s.kind = kind;
-    s.rank = r;
-    s.size = n;
-    s.count = count;
-    s.inPlace = inPlace;
-    s.dtype = DataType::kFloat32;
-  }
-  return specs;
 }
 
 // What out_q must hold, element by element, per the definitions of collective.h; elements

@@ -274,6 +274,22 @@ Status Sim::run() {
 
 }  // namespace
 
+std::vector<CollectiveSpec> uniformSpecs(Collective kind, int n, std::uint64_t count,
+                                         bool inPlace, DataType dtype, ReduceOp op) {
+  std::vector<CollectiveSpec> specs(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    CollectiveSpec& s = specs[static_cast<std::size_t>(r)];
+    s.kind = kind;
+    s.rank = r;
+    s.size = n;
+    s.count = count;
+    s.inPlace = inPlace;
+    s.dtype = dtype;
+    s.op = op;
+  }
+  return specs;
+}
+
 Status simulateData(const std::vector<CollectiveSpec>& specs,
                     const std::vector<Schedule>& schedules, const SimOptions& options,
                     SimResult* result) {

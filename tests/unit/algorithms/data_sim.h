@@ -43,6 +43,11 @@ struct SimOptions {
   std::uint64_t seed = 1;
 };
 
+/// One spec per rank of an n-rank world, equal but for the rank.
+std::vector<CollectiveSpec> uniformSpecs(Collective kind, int n, std::uint64_t count,
+                                         bool inPlace, DataType dtype = DataType::kFloat32,
+                                         ReduceOp op = ReduceOp::kSum);
+
 /// Runs `schedules[r]` for `specs[r]` (send, recv and copy steps only). Errors (kInternal)
 /// name the rank and step: a region outside its buffer, a send meeting a receive of another
 /// size, a deadlock (with what every rank waits for), an unsupported step.
