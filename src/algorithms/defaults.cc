@@ -175,8 +175,10 @@ constexpr Rule kRules[] = {
     // Up to kFlatBytes of send buffer per rank the direct exchange is flat (every rank
     // publishes its send buffer, each takes its block of every other): 2 ranks, against the
     // default before (Bruck, pairwise), 16 B blocks 0.52, 512 B 0.42, 4 KiB 0.63; 4 and 8
-    // ranks, against direct by messages, 0.83-0.93 and 0.70 (8 ranks, 128 B blocks).
+    // ranks, against direct by messages, 0.83-0.93 and 0.70 (8 ranks, 128 B blocks); 3
+    // ranks, against Bruck and pairwise, 16 B blocks 0.45, 256 B 0.48, 2 KiB 0.88.
     {Collective::kAllToAll, 4 << 10, 2, "direct", 2, true},
+    {Collective::kAllToAll, 2 << 10, 3, "direct", 3, true},
     {Collective::kAllToAll, 64 << 10, 8, "direct", 4, true},
     {Collective::kAllToAll, 512, kAnyRanks, "bruck"},
     {Collective::kAllToAll, kAny, kAnyRanks, "pairwise"},

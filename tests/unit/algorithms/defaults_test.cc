@@ -88,12 +88,15 @@ TEST(DefaultRules, ReduceScatterOnOneHostIsFlatWhileEveryInputFitsTheSlot) {
   EXPECT_EQ(defaultFor(Collective::kReduceScatter, 16, 4, true), "recursive_halving");
 }
 
-TEST(DefaultRules, TwoRanksOnOneHostExchangeAllToAllFlatUpToTheSlot) {
-  // Blocks up to 4 KiB: both blocks of a rank's send buffer fit one flat slot (kFlatBytes).
-  EXPECT_EQ(defaultFor(Collective::kAllToAll, 2, 16, true), "direct");
-  EXPECT_EQ(defaultFor(Collective::kAllToAll, 2, 4 << 10, true), "direct");
-  EXPECT_NE(defaultFor(Collective::kAllToAll, 2, (4 << 10) + 4, true), "direct");
-  EXPECT_NE(defaultFor(Collective::kAllToAll, 2, 16, false), "direct");
+TEST(DefaultRules, TwoAndThreeRanksOnOneHostExchangeAllToAllFlatUpToTheSlot) {
+  // Blocks up to 4 KiB (2 ranks) and 2 KiB (3): a rank's whole send buffer fits one flat
+  // slot (kFlatBytes).
+  for (const auto& [size, block] : {std::pair<int, std::uint64_t>{2, 4 << 10}, {3, 2 << 10}}) {
+    EXPECT_EQ(defaultFor(Collective::kAllToAll, size, 16, true), "direct") << size;
+    EXPECT_EQ(defaultFor(Collective::kAllToAll, size, block, true), "direct") << size;
+    EXPECT_NE(defaultFor(Collective::kAllToAll, size, block + 4, true), "direct") << size;
+    EXPECT_NE(defaultFor(Collective::kAllToAll, size, 16, false), "direct") << size;
+  }
 }
 
 TEST(DefaultRules, MoreThanFourRanksOnOneHostTakeTheRingAbove2MiB) {
