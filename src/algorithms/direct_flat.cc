@@ -15,8 +15,8 @@ namespace tutti {
 // contribution: all-reduce combines in rank order 0..n-1 as allreduce()'s steps do (the
 // first combine reads two contributions where the schedule copies one and then reduces,
 // the same operands in the same order); all-gather places the blocks; all-to-all publishes
-// the whole send buffer and takes block `rank` of every rank's; reduce-scatter publishes the
-// whole input and reduces block `rank` of every rank's; a barrier has none.
+// the whole send buffer and takes block `rank` of every rank's; reduce-scatter(v) publishes
+// the whole input and reduces block `rank` of every rank's; a barrier has none.
 std::size_t flatBytesDirect(const CollectiveSpec& spec) {
   switch (spec.kind) {
     case Collective::kAllReduce:
@@ -24,6 +24,12 @@ std::size_t flatBytesDirect(const CollectiveSpec& spec) {
     case Collective::kAllToAll:
     case Collective::kReduceScatter:
       return spec.count * dataTypeSize(spec.dtype) * static_cast<std::size_t>(spec.size);
+    case Collective::kReduceScatterV: {
+      // The whole input, the blocks back to back (the same counts on every rank).
+      std::size_t count = 0;
+      for (std::uint64_t c : spec.counts) count += c;
+      return count * dataTypeSize(spec.dtype);
+    }
     case Collective::kBarrier: return 0;
     default: TUTTI_ASSERT(false && "no flat form for this collective"); return 0;
   }
@@ -43,24 +49,32 @@ void flatFinishDirect(const CollectiveSpec& spec, const char* const* contributio
       std::memcpy(out + static_cast<std::size_t>(r) * block, contributions[r] + mine, block);
     return;
   }
-  if (spec.kind == Collective::kReduceScatter) {
+  if (spec.kind == Collective::kReduceScatter || spec.kind == Collective::kReduceScatterV) {
     // Block `rank` of every contribution, combined in direct.cc's order: this rank's own,
     // then ranks rank-1, rank-2, ... (only the owner reduces its block, so the order is
     // this rank's alone; the same operands in the same order as the schedule).
-    const std::size_t block = bytes / static_cast<std::size_t>(spec.size);
-    const std::size_t mine = static_cast<std::size_t>(spec.rank) * block;
+    const std::size_t size = dataTypeSize(spec.dtype);
+    const auto me = static_cast<std::size_t>(spec.rank);
+    std::size_t count = spec.count;
+    std::size_t first = me * spec.count;
+    if (spec.kind == Collective::kReduceScatterV) {
+      count = spec.counts[me];
+      first = 0;
+      for (std::size_t r = 0; r < me; ++r) first += spec.counts[r];
+    }
+    if (count == 0) return;
+    const std::size_t mine = first * size;
     auto from = [&](int k) {
       return contributions[(spec.rank - k + spec.size) % spec.size] + mine;
     };
     if (spec.size == 1) {
-      std::memcpy(out, from(0), block);
+      std::memcpy(out, from(0), count * size);
       return;
     }
-    reduce::combine(out, from(0), from(1), spec.count, spec.dtype, spec.op);
+    reduce::combine(out, from(0), from(1), count, spec.dtype, spec.op);
     for (int k = 2; k < spec.size; ++k)
-      reduce::combine(out, out, from(k), spec.count, spec.dtype, spec.op);
-    if (spec.op == ReduceOp::kAvg)
-      reduce::finalize(out, spec.count, spec.dtype, spec.op, spec.size);
+      reduce::combine(out, out, from(k), count, spec.dtype, spec.op);
+    if (spec.op == ReduceOp::kAvg) reduce::finalize(out, count, spec.dtype, spec.op, spec.size);
     return;
   }
   if (spec.kind == Collective::kAllGather) {

@@ -111,7 +111,7 @@ const std::vector<AlgorithmInfo>& algorithmRegistry() {
        buildReducescatterRecursiveHalving},
       {"direct", Collective::kReduceScatterV,
        "every rank sends each block to its owner, which reduces in rank order", always,
-       buildDirect},
+       buildDirect, flatBytesDirect, flatFinishDirect},
       {"ring", Collective::kReduceScatterV,
        "partial sums travel the ring once, pipelined in segments", always,
        buildReducescatterRing},

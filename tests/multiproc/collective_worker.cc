@@ -122,6 +122,39 @@ float roundInput(int rank, int round, std::size_t i) {
   return static_cast<float>(static_cast<std::int64_t>(h % 2000001) - 1000000) / 999983.0f;
 }
 
+// One reduce-scatter (or reduce-scatterv, `v`) of float blocks of `counts`, forced to
+// `options`' algorithm (direct): direct folds this rank's own block first, then ranks me-1,
+// me-2, ...; the result must be that fold bit for bit. "" or what was wrong.
+std::string checkReduceScatterFold(Communicator& comm, const std::vector<std::size_t>& counts,
+                                   bool v, int round, bool inPlace, const CallOptions& options) {
+  const int n = comm.size();
+  const int me = comm.rank();
+  const int seed = round + (v ? 2000 : 1000);
+  std::size_t total = 0, at = 0;
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    if (r < static_cast<std::size_t>(me)) at += counts[r];
+    total += counts[r];
+  }
+  const std::size_t mine = counts[static_cast<std::size_t>(me)];
+  std::vector<float> in(total), out(mine + 1, -1.0f), want(mine);
+  for (std::size_t i = 0; i < total; ++i) in[i] = roundInput(me, seed, i);
+  for (std::size_t j = 0; j < mine; ++j) {
+    float acc = roundInput(me, seed, at + j);
+    for (int k = 1; k < n; ++k) acc = acc + roundInput((me - k + n) % n, seed, at + j);
+    want[j] = acc;
+  }
+  float* got = inPlace ? in.data() + at : out.data();
+  const char* name = v ? "reduce-scatterv" : "reduce-scatter";
+  Status s = v ? comm.reduceScatterv(in.data(), got, counts, DataType::kFloat32, ReduceOp::kSum,
+                                     options)
+               : comm.reduceScatter(in.data(), got, mine, DataType::kFloat32, ReduceOp::kSum,
+                                    options);
+  if (!s.ok()) return strFormat("round %d %s: %s\n", round, name, s.toString().c_str());
+  if (mine > 0 && std::memcmp(got, want.data(), mine * sizeof(float)) != 0)
+    return strFormat("round %d %s of %zu: not direct's fold\n", round, name, mine);
+  return "";
+}
+
 // Small calls that shared memory carries by its flat exchange (direct's one round), between
 // calls it does not, so that each rank's two flat slots are reused across other calls and
 // across a broadcast its root may finish before the others start. The all-reduces force
@@ -194,21 +227,14 @@ std::string checkSmallSequence(Communicator& comm) {
     if (!s.ok()) failures += strFormat("round %d all-to-all: %s\n", round, s.toString().c_str());
 
     // Reduce-scatter by direct (flat: the whole input published, block `me` of every rank's
-    // reduced), in place (recvbuf = block `me` of sendbuf) every other round. direct folds
-    // this rank's own block first, then ranks me-1, me-2, ...: bit for bit that fold.
-    std::vector<float> rsIn(block * nb), rsOut(block, -1.0f), rsWant(block);
-    for (std::size_t i = 0; i < rsIn.size(); ++i) rsIn[i] = roundInput(me, round + 1000, i);
-    const std::size_t at = static_cast<std::size_t>(me) * block;
-    for (std::size_t j = 0; j < block; ++j) {
-      float acc = roundInput(me, round + 1000, at + j);
-      for (int k = 1; k < n; ++k) acc = acc + roundInput((me - k + n) % n, round + 1000, at + j);
-      rsWant[j] = acc;
-    }
-    float* rsGot = inPlace ? rsIn.data() + at : rsOut.data();
-    s = comm.reduceScatter(rsIn.data(), rsGot, block, DataType::kFloat32, ReduceOp::kSum, direct);
-    if (!s.ok()) failures += strFormat("round %d reduce-scatter: %s\n", round, s.toString().c_str());
-    else if (std::memcmp(rsGot, rsWant.data(), block * sizeof(float)) != 0)
-      failures += strFormat("round %d reduce-scatter of %zu: not direct's fold\n", round, block);
+    // reduced), in place (recvbuf = block `me` of sendbuf) every other round; then
+    // reduce-scatterv with uneven blocks, some empty.
+    failures += checkReduceScatterFold(comm, std::vector<std::size_t>(nb, block), false, round,
+                                       inPlace, direct);
+    std::vector<std::size_t> vCounts(nb);
+    for (std::size_t r = 0; r < nb; ++r)
+      vCounts[r] = (block + 2 * r + static_cast<std::size_t>(round)) % 5;
+    failures += checkReduceScatterFold(comm, vCounts, true, round, inPlace, direct);
     if (round % 3 == 0) {
       s = comm.barrier();
       if (!s.ok()) failures += strFormat("round %d barrier: %s\n", round, s.toString().c_str());

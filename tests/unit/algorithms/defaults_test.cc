@@ -88,6 +88,30 @@ TEST(DefaultRules, ReduceScatterOnOneHostIsFlatWhileEveryInputFitsTheSlot) {
   EXPECT_EQ(defaultFor(Collective::kReduceScatter, 16, 4, true), "recursive_halving");
 }
 
+TEST(DefaultRules, ReduceScatterVOnOneHostIsFlatWhileTheWholeInputFitsTheSlot) {
+  // The size of a v-collective is the sum of its counts: here, floats.
+  auto rsv = [](int size, std::uint64_t floats, bool sharedMemory) {
+    CollectiveSpec spec;
+    spec.kind = Collective::kReduceScatterV;
+    spec.size = size;
+    spec.rank = 0;
+    spec.dtype = DataType::kFloat32;
+    spec.segmentCount = (512 << 10) / 4;
+    spec.sharedMemory = sharedMemory;
+    spec.counts.assign(static_cast<std::size_t>(size), 0);
+    spec.counts[0] = floats;  // uneven: everything on rank 0
+    const AlgorithmInfo* info = defaultAlgorithm(spec);
+    return std::string(info == nullptr ? "none" : info->name);
+  };
+  for (int size : {2, 3, 4, 8}) {
+    EXPECT_EQ(rsv(size, 1, true), "direct") << size;
+    EXPECT_EQ(rsv(size, 2048, true), "direct") << size;  // 8 KiB
+    EXPECT_EQ(rsv(size, 2049, true), "recursive_halving") << size;
+    EXPECT_EQ(rsv(size, 1, false), "recursive_halving") << size;
+  }
+  EXPECT_EQ(rsv(9, 1, true), "recursive_halving");
+}
+
 TEST(DefaultRules, TwoAndThreeRanksOnOneHostExchangeAllToAllFlatUpToTheSlot) {
   // Blocks up to 4 KiB (2 ranks) and 2 KiB (3): a rank's whole send buffer fits one flat
   // slot (kFlatBytes).

@@ -4,7 +4,7 @@
 // - data movement (all-gather, all-to-all): every rank's flat output equals what the same
 //   algorithm's schedule leaves there, run on labelled data by data_sim.h, in and out of
 //   place, for worlds of 1 to 9 ranks;
-// - reductions (all-reduce, reduce-scatter): every element equals the collective's
+// - reductions (all-reduce, reduce-scatter(v)): every element equals the collective's
 //   definition computed by tools/bench/data.h, in every dtype and op.
 // The multi-process worker (tests/multiproc/collective_worker.cc) runs the same forms over
 // shared memory, bit for bit against the schedules' fold order.
@@ -88,8 +88,28 @@ TEST(FlatForms, MoveDataExactlyAsTheirSchedules) {
   }
 }
 
+// Rank r's block of a reduce-scatter(v) call: its first element in the input and its count.
+struct Block {
+  std::uint64_t first = 0;
+  std::uint64_t count = 0;
+};
+
+Block blockOf(const CollectiveSpec& s, int r) {
+  const auto ur = static_cast<std::uint64_t>(r);
+  switch (s.kind) {
+    case Collective::kReduceScatter: return {ur * s.count, s.count};
+    case Collective::kReduceScatterV: {
+      Block b{0, s.counts[ur]};
+      for (std::uint64_t q = 0; q < ur; ++q) b.first += s.counts[q];
+      return b;
+    }
+    default: return {0, s.count};  // all-reduce: the whole vector
+  }
+}
+
 TEST(FlatForms, ReduceToTheDefinitionInEveryTypeAndOp) {
-  for (Collective kind : {Collective::kAllReduce, Collective::kReduceScatter}) {
+  for (Collective kind :
+       {Collective::kAllReduce, Collective::kReduceScatter, Collective::kReduceScatterV}) {
     const auto forms = flatForms(kind);
     ASSERT_FALSE(forms.empty()) << collectiveName(kind);
     for (const AlgorithmInfo* a : forms) {
@@ -97,30 +117,42 @@ TEST(FlatForms, ReduceToTheDefinitionInEveryTypeAndOp) {
         for (std::uint64_t count : {std::uint64_t{1}, std::uint64_t{7}, std::uint64_t{33}}) {
           for (DataType dtype : bench::allDataTypes()) {
             for (ReduceOp op : bench::allReduceOps()) {
-              const auto specs = testing::uniformSpecs(kind, n, count, false, dtype, op);
+              auto specs = testing::uniformSpecs(kind, n, count, false, dtype, op);
+              std::uint64_t inputCount = count;
+              if (kind == Collective::kReduceScatter)
+                inputCount = count * static_cast<std::uint64_t>(n);
+              if (kind == Collective::kReduceScatterV) {
+                // Uneven blocks, some empty: rank r's is (count + 3r) % 5 elements.
+                std::vector<std::uint64_t> counts;
+                for (int r = 0; r < n; ++r)
+                  counts.push_back((count + 3 * static_cast<std::uint64_t>(r)) % 5);
+                inputCount = 0;
+                for (std::uint64_t c : counts) inputCount += c;
+                for (CollectiveSpec& s : specs) {
+                  s.count = 0;
+                  s.counts = counts;
+                }
+              }
               const std::string what = describe(*a, specs[0]);
               const std::size_t size = dataTypeSize(dtype);
-              const std::uint64_t inputCount =
-                  kind == Collective::kReduceScatter ? count * static_cast<std::uint64_t>(n)
-                                                     : count;
               std::vector<std::vector<char>> inputs;
               std::vector<const char*> views;
               for (const CollectiveSpec& s : specs) {
                 ASSERT_EQ(a->flatBytes(s), inputCount * size) << what;
-                std::vector<char> in(inputCount * size);
+                std::vector<char> in(inputCount * size + 1);
                 bench::fillInput(in.data(), inputCount, s.rank, n, dtype, op);
                 inputs.push_back(std::move(in));
               }
               for (const auto& in : inputs) views.push_back(in.data());
               for (const CollectiveSpec& s : specs) {
-                std::vector<char> out(count * size, '\x5a'), want(count * size);
-                const std::size_t first =
-                    kind == Collective::kReduceScatter ? static_cast<std::size_t>(s.rank) * count
-                                                       : 0;
-                bench::fillExpectedAllReduce(want.data(), count, n, dtype, op, first);
+                const Block b = blockOf(s, s.rank);
+                // One element past the block must stay as it was.
+                std::vector<char> out((b.count + 1) * size, '\x5a'), want = out;
+                bench::fillExpectedAllReduce(want.data(), b.count, n, dtype, op, b.first);
                 a->flatFinish(s, views.data(), out.data());
-                EXPECT_EQ(bench::countWrong(out.data(), want.data(), count, dtype), 0u)
-                    << what << " rank " << s.rank;
+                EXPECT_EQ(out, want) << what << " rank " << s.rank << ": "
+                                     << bench::countWrong(out.data(), want.data(), b.count, dtype)
+                                     << " of " << b.count << " elements wrong";
                 if (::testing::Test::HasFailure()) return;
               }
             }
