@@ -35,7 +35,8 @@ prio=()
 if [ "$(id -u)" = 0 ] && command -v chrt >/dev/null; then prio=(chrt -f 10); fi
 
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+json=$(mktemp)
+trap 'rm -f "$out" "$json"' EXIT
 for round in $(seq 1 "$rounds"); do
   i=0
   for build in "$@"; do
@@ -49,12 +50,13 @@ for round in $(seq 1 "$rounds"); do
             build/peers/mpi_bench_openmpi "$coll" -s "$bytes" -w "$warmup" -n "$iters" 2>/dev/null |
           awk '$1 == "RESULT" {print $6; exit}')
     else
-      # Out-of-place time, in microseconds, of the one size measured (tutti-bench's 7th
-      # column after the rank prefix).
-      t=$(TUTTI_TRANSPORT=$transport timeout 120 "${prio[@]}" "$bin/tutti-run" "${runargs[@]}" \
-            -n "$ranks" "$bin/tutti-bench" "$coll" -b "$bytes" -e "$bytes" -n "$iters" -w "$warmup" \
-            -c 0 $benchargs 2>/dev/null |
-          awk -v b="$bytes" '$2 == b && NF > 10 {print $7; exit}')
+      # Out-of-place time, in microseconds, of the one size measured, from the JSON rows
+      # (nine digits; the table rounds to hundredths, too coarse for a call of 0.15 us).
+      rm -f "$json"
+      TUTTI_TRANSPORT=$transport timeout 120 "${prio[@]}" "$bin/tutti-run" "${runargs[@]}" \
+        -n "$ranks" "$bin/tutti-bench" "$coll" -b "$bytes" -e "$bytes" -n "$iters" -w "$warmup" \
+        -c 0 --json "$json" $benchargs >/dev/null 2>&1 || true
+      t=$(grep -s '"in_place": false' "$json" | sed -n 's/.*"time_us": \([^,]*\),.*/\1/p' | head -n 1)
     fi
     [ -n "$t" ] || { echo "$0: $bin gave no result in round $round" >&2; exit 1; }
     echo "$round $i $t" >> "$out"

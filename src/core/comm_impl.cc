@@ -474,7 +474,7 @@ Status CommImpl::runSchedule(const OpRequest& r, const AlgorithmInfo& algorithm,
   if (algorithm.flatBytes != nullptr) {
     const std::size_t room = transport_->flatBytes();  // 0: no flat exchange
     const std::size_t bytes = algorithm.flatBytes(spec);
-    if (room > 0 && bytes <= room) return runFlat(r, algorithm, plan, bytes, what, report);
+    if (room > 0 && bytes <= room) return runFlat(r, algorithm, plan.stamp, bytes, what, report);
   }
   const Schedule& schedule = plan.schedule;
   const ExecParams params = execParams(r, plan, what);
@@ -525,11 +525,22 @@ Status CommImpl::failed(const OpRequest& r, const OpDescriber& what, const Statu
 }
 
 Status CommImpl::runBlocking(OpRequest&& request, const CallOptions& options) {
-  TUTTI_RETURN_IF_ERROR(validate(request));
-  prepare(request, options);
   // Without a worker (no async call was issued yet) no other thread runs operations, and
   // the queue's lock only orders this thread with itself: skipped.
-  if (!workerStarted_) return execute(request, options.algorithm);
+  if (!workerStarted_) {
+    // checkCache_.reuse() fills in what validate() would (its verdict was OK).
+    if (repeatedFlat_.valid && options.algorithm == repeatedFlat_.forced &&
+        checkCache_.reuse(request, rank_, size_))
+      return runRepeatedFlat(request, options);
+    repeatedFlat_.valid = false;
+    TUTTI_RETURN_IF_ERROR(validate(request));
+    prepare(request, options);
+    Status status = execute(request, options.algorithm);
+    if (status.ok()) keepRepeatedFlat(request, options);
+    return status;
+  }
+  TUTTI_RETURN_IF_ERROR(validate(request));
+  prepare(request, options);
   {
     std::unique_lock<std::mutex> lock(queueMutex_);
     if (workerBusy_) {

@@ -138,8 +138,16 @@ class CommImpl {
   /// runSchedule() for an algorithm whose one round the transport's flat exchange carries
   /// (AlgorithmInfo::flatBytes): no executor, no messages, the same result and the same
   /// guarantees (stamps, deadline, abort, hang report).
-  Status runFlat(const OpRequest& request, const AlgorithmInfo& algorithm, const Plan& plan,
+  Status runFlat(const OpRequest& request, const AlgorithmInfo& algorithm, const CallStamp& stamp,
                  std::size_t bytes, const OpDescriber& what, ExecReport* report);
+  /// A blocking call repeating the last one that ran flat (repeatedFlat_): the transport's
+  /// health, then runFlat() with what that call decided; none of validate(),
+  /// chooseAlgorithm() and planFor(), whose answers would be the same. A failed transport
+  /// takes the full path, which refuses the call as it refuses any other.
+  Status runRepeatedFlat(OpRequest& request, const CallOptions& options);
+  /// After a blocking call that succeeded: keeps it in repeatedFlat_ when it ran flat
+  /// (what chooseAlgorithm() and planFor() kept for it say so), else clears repeatedFlat_.
+  void keepRepeatedFlat(const OpRequest& request, const CallOptions& options);
   /// One flat exchange of `bytes` at `data` for call `request`, stamped `stamp`: every
   /// rank's contribution in flatViews_ on success.
   Status exchangeFlat(const OpRequest& request, const CallStamp& stamp, const void* data,
@@ -234,6 +242,19 @@ class CommImpl {
     bool matches(const CollectiveSpec& spec, std::string_view asked) const;
   };
   LastChoice lastChoice_;
+  // Whether the last blocking call, the one checkCache_ holds, ran as a flat exchange and
+  // succeeded (runFlat), with what was decided for it: a loop repeating it (same call in
+  // checkCache_'s terms, same forced algorithm, no worker) goes straight to the exchange
+  // (runRepeatedFlat). Only the issuing thread touches it, and only while no worker
+  // exists; every other call clears it.
+  struct RepeatedFlat {
+    bool valid = false;
+    const AlgorithmInfo* algorithm = nullptr;
+    CallStamp stamp;
+    std::size_t bytes = 0;
+    std::string forced;  // the algorithm the call's options forced (empty: none)
+  };
+  RepeatedFlat repeatedFlat_;
   // Every peer is reached through shared memory (the transport is ShmTransport alone); the
   // same verdict on every rank (shm_transport.h), so calls pick the same algorithms.
   bool sharedMemory_ = false;

@@ -1,0 +1,214 @@
+// A loop that repeats one small call goes straight to the flat exchange after the first
+// (CommImpl::runRepeatedFlat, shared memory): these tests make the repeats and then change
+// one thing at a time (the data, the buffers, the operator, the count, the collective, the
+// root), so that every repeat must still compute from this call's inputs, and a call that
+// only looks like the last must take the full path. Then what the full path guarantees:
+// a mismatch between ranks after many repeats is found and names both calls, and a repeat
+// issued after a peer aborted fails naming it. Ranks are threads; every result is compared
+// element by element with the sum, max or copy computed here. TCP (no flat exchange) runs
+// the same calls as a reference.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/strings.h"
+#include "common/threads.h"
+
+namespace tutti::test {
+namespace {
+
+class RepeatedCalls : public ::testing::TestWithParam<std::string> {
+ protected:
+  CommOptions options() const {
+    CommOptions o;
+    o.transport = GetParam();
+    o.timeout = std::chrono::seconds(120);
+    return o;
+  }
+};
+
+// What rank r contributes to element i of call k.
+std::int32_t value(int r, int k, std::size_t i) {
+  return static_cast<std::int32_t>(r * 1000 + k * 7 + static_cast<int>(i) * 3 - 50);
+}
+
+std::string compare(const std::vector<std::int32_t>& got, const std::vector<std::int32_t>& want,
+                    std::size_t count, const std::string& what) {
+  for (std::size_t i = 0; i < count; ++i)
+    if (got[i] != want[i])
+      return strFormat("%s: element %zu is %d, expected %d\n", what.c_str(), i, got[i], want[i]);
+  return "";
+}
+
+TEST_P(RepeatedCalls, EveryRepeatComputesFromItsOwnCall) {
+  constexpr int kRanks = 3;
+  constexpr int kRepeats = 40;
+  auto failures = runRanks(kRanks, [&](int rank, Communicator& comm) -> std::string {
+    const auto i32 = DataType::kInt32;
+    std::vector<std::int32_t> in(16), out(64), other(16), want(64);
+    std::string wrong;
+    int k = 0;  // the call's number, for the data
+    auto fill = [&](std::vector<std::int32_t>& buf, int r, std::size_t count) {
+      for (std::size_t i = 0; i < count; ++i) buf[i] = value(r, k, i);
+    };
+    auto reduced = [&](std::size_t count, bool max) {
+      for (std::size_t i = 0; i < count; ++i) {
+        want[i] = max ? value(0, k, i) : 0;
+        for (int r = 0; r < kRanks; ++r)
+          want[i] = max ? std::max(want[i], value(r, k, i)) : want[i] + value(r, k, i);
+      }
+    };
+    // The same buffers, new data each time, then the same call in place, then from another
+    // input buffer: each must read this call's input and write this call's output.
+    for (int j = 0; j < kRepeats && wrong.empty(); ++j, ++k) {
+      fill(in, rank, 4);
+      std::fill(out.begin(), out.end(), -1);
+      Status s = comm.allreduce(in.data(), out.data(), 4, i32, ReduceOp::kSum);
+      if (!s.ok()) return "allreduce: " + s.toString();
+      reduced(4, false);
+      wrong = compare(out, want, 4, strFormat("allreduce %d", j));
+    }
+    for (int j = 0; j < kRepeats && wrong.empty(); ++j, ++k) {
+      fill(out, rank, 4);
+      Status s = comm.allreduce(out.data(), out.data(), 4, i32, ReduceOp::kSum);
+      if (!s.ok()) return "allreduce in place: " + s.toString();
+      reduced(4, false);
+      wrong = compare(out, want, 4, strFormat("allreduce in place %d", j));
+    }
+    for (int j = 0; j < kRepeats && wrong.empty(); ++j, ++k) {
+      fill(j % 2 == 0 ? in : other, rank, 4);
+      Status s = comm.allreduce(j % 2 == 0 ? in.data() : other.data(), out.data(), 4, i32,
+                                ReduceOp::kSum);
+      if (!s.ok()) return "allreduce from two inputs: " + s.toString();
+      reduced(4, false);
+      wrong = compare(out, want, 4, strFormat("allreduce from input %d, call %d", j % 2, j));
+    }
+    // Another operator, then another count, on the same buffers.
+    for (int j = 0; j < kRepeats && wrong.empty(); ++j, ++k) {
+      fill(in, rank, 4);
+      Status s = comm.allreduce(in.data(), out.data(), 4, i32, ReduceOp::kMax);
+      if (!s.ok()) return "allreduce max: " + s.toString();
+      reduced(4, true);
+      wrong = compare(out, want, 4, strFormat("allreduce max %d", j));
+    }
+    for (int j = 0; j < kRepeats && wrong.empty(); ++j, ++k) {
+      const std::size_t count = 3 + static_cast<std::size_t>(j / 10) * 4;  // 3, 7, 11, 15
+      fill(in, rank, count);
+      std::fill(out.begin(), out.end(), -1);
+      Status s = comm.allreduce(in.data(), out.data(), count, i32, ReduceOp::kSum);
+      if (!s.ok()) return "allreduce of " + std::to_string(count) + ": " + s.toString();
+      reduced(count, false);
+      wrong = compare(out, want, count, strFormat("allreduce of %zu, call %d", count, j));
+      if (wrong.empty() && out[count] != -1)
+        wrong = strFormat("allreduce of %zu wrote element %zu\n", count, count);
+    }
+    // Another collective on the same buffers and count as the last all-reduces (15).
+    for (int j = 0; j < kRepeats && wrong.empty(); ++j, ++k) {
+      fill(in, rank, 15);
+      Status s = comm.allgather(in.data(), out.data(), 15, i32);
+      if (!s.ok()) return "allgather: " + s.toString();
+      for (int r = 0; r < kRanks; ++r)
+        for (std::size_t i = 0; i < 15; ++i) want[static_cast<std::size_t>(r) * 15 + i] = value(r, k, i);
+      wrong = compare(out, want, 15 * kRanks, strFormat("allgather %d", j));
+    }
+    // Broadcast from one root, then from another.
+    for (int j = 0; j < kRepeats && wrong.empty(); ++j, ++k) {
+      const int root = j < kRepeats / 2 ? 1 : 2;
+      if (rank == root) fill(in, rank, 4);
+      else std::fill(in.begin(), in.end(), -1);
+      Status s = comm.broadcast(in.data(), in.data(), 4, i32, root);
+      if (!s.ok()) return "broadcast: " + s.toString();
+      for (std::size_t i = 0; i < 4; ++i) want[i] = value(root, k, i);
+      wrong = compare(in, want, 4, strFormat("broadcast from %d, call %d", root, j));
+    }
+    return wrong;
+  }, options());
+  EXPECT_EQ(joinFailures(failures), "");
+}
+
+// After many identical calls on every rank, rank 1's next call differs in one thing (the
+// operator, the root, the collective) and keeps the buffers and count, so that it looks
+// like the repeats: every rank fails with kMismatch naming the call by its number (so the
+// repeats counted their calls) and both versions of it (for the root: the broadcast and
+// whichever call of the other rank's met it).
+TEST_P(RepeatedCalls, AMismatchAfterManyRepeatsNamesBothCalls) {
+  constexpr int kRepeats = 30;
+  const auto f32 = DataType::kFloat32;
+  for (const std::string how : {"op", "root", "collective"}) {
+    auto failures = runRanks(2, [&](int rank, Communicator& comm) -> std::string {
+      float x[2] = {1, 2}, y[4] = {0, 0, 0, 0};
+      auto call = [&](bool odd) {
+        if (how == "root") return comm.broadcast(x, x, 2, f32, odd ? 1 : 0);
+        if (how == "collective" && odd) return comm.allgather(x, y, 2, f32);
+        return comm.allreduce(x, y, 2, f32, odd && how == "op" ? ReduceOp::kMax : ReduceOp::kSum);
+      };
+      for (int j = 0; j < kRepeats; ++j) {
+        Status s = call(false);
+        if (!s.ok()) return how + ", repeat " + std::to_string(j) + ": " + s.toString();
+        if (how != "root" && (y[0] != 2 || y[1] != 4)) return how + ": a repeat computed a wrong sum";
+      }
+      Status s = call(rank == 1);
+      // Two ranks that each call themselves the root only send: the next calls find the
+      // other's message (CallChecker), as they would after any such broadcast.
+      if (s.ok()) s = comm.barrier();
+      if (s.ok()) s = comm.barrier();
+      const std::string number = "#" + std::to_string(kRepeats);
+      const char* mine = how == "op" ? "max" : how == "root" ? "root 1" : "allgather";
+      const char* theirs = how == "op" ? "sum" : how == "root" ? "root 0" : "allreduce";
+      if (s.code() != ErrorCode::kMismatch || s.message().find(number) == std::string::npos ||
+          s.message().find(mine) == std::string::npos ||
+          s.message().find(theirs) == std::string::npos)
+        return how + ": the mismatched call gave " + s.toString();
+      return "";
+    }, options());
+    EXPECT_EQ(joinFailures(failures), "");
+  }
+}
+
+// After many identical calls, rank 1 aborts; rank 0 then repeats the call once more, and it
+// fails naming rank 1's abort (refused, or ended while it waited: the abort may land on
+// either side of the call's start), as would any call.
+TEST_P(RepeatedCalls, ARepeatAfterAPeerAbortedFailsNamingIt) {
+  constexpr int kRepeats = 30;
+  std::atomic<bool> aborted{false};
+  auto failures = runRanks(2, [&](int rank, Communicator& comm) -> std::string {
+    std::int64_t x = rank + 1, y = 0;
+    for (int j = 0; j < kRepeats; ++j) {
+      Status s = comm.allreduce(&x, &y, 1, DataType::kInt64, ReduceOp::kSum);
+      if (!s.ok()) return "repeat " + std::to_string(j) + ": " + s.toString();
+      if (y != 3) return "repeat " + std::to_string(j) + " computed " + std::to_string(y);
+    }
+    if (rank == 1) {
+      comm.abort();
+      aborted.store(true);
+      return "";
+    }
+    // Bounded: rank 1 aborts right after its last repeat, which this rank's last completed.
+    for (int spins = 0; !aborted.load(); ++spins) {
+      if (spins > 120000) return "rank 1 never aborted";
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    Status s = comm.allreduce(&x, &y, 1, DataType::kInt64, ReduceOp::kSum);
+    if (s.code() != ErrorCode::kAborted || s.peerRank() != 1 ||
+        s.message().find("aborted by rank 1") == std::string::npos)
+      return "the repeat after the abort gave " + s.toString();
+    Status again = comm.allreduce(&x, &y, 1, DataType::kInt64, ReduceOp::kSum);
+    if (again.code() != ErrorCode::kAborted || again.message().find("refused") == std::string::npos)
+      return "the call after that gave " + again.toString();
+    return "";
+  }, options());
+  EXPECT_EQ(joinFailures(failures), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, RepeatedCalls, ::testing::Values("shm", "tcp"),
+                         [](const auto& param) { return param.param; });
+
+}  // namespace
+}  // namespace tutti::test
