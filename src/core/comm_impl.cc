@@ -28,10 +28,6 @@
 namespace tutti::detail {
 namespace {
 
-// Bound on cached schedules per communicator; a workload with more distinct shapes simply
-// rebuilds (building is cheap next to running).
-constexpr std::size_t kMaxCachedSchedules = 64;
-
 std::uint64_t randomUid() {
   std::random_device device;
   std::uint64_t uid = 0;
@@ -342,81 +338,6 @@ std::string CommImpl::describe(const OpRequest& r, const char* algorithm) const 
   return describeCall(summarize(r, algorithm));
 }
 
-namespace {
-
-// Equal arrays; two empty ones (every collective but the v-ones) without a call.
-bool sameArray(const std::vector<std::uint64_t>& a, const std::vector<std::uint64_t>& b) {
-  return a.size() == b.size() && (a.empty() || a == b);
-}
-
-// True when `key` (a cache key) describes calls of `spec`'s shape run with `algorithm`,
-// compared field by field so that a hit builds nothing.
-template <typename Key>
-bool sameShape(const Key& key, const CollectiveSpec& spec, const AlgorithmInfo* algorithm) {
-  return std::get<7>(key) == algorithm && std::get<0>(key) == static_cast<int>(spec.kind) &&
-         std::get<1>(key) == spec.count && std::get<2>(key) == static_cast<int>(spec.dtype) &&
-         std::get<3>(key) == static_cast<int>(spec.op) && std::get<4>(key) == spec.inPlace &&
-         std::get<5>(key) == spec.peer && std::get<6>(key) == spec.root &&
-         sameArray(std::get<8>(key), spec.counts) && sameArray(std::get<9>(key), spec.displs) &&
-         sameArray(std::get<10>(key), spec.recvCounts) &&
-         sameArray(std::get<11>(key), spec.recvDispls);
-}
-
-}  // namespace
-
-const CommImpl::Plan& CommImpl::planFor(const CollectiveSpec& spec,
-                                        const AlgorithmInfo& algorithm) {
-  if (lastPlan_ != nullptr && sameShape(*lastKey_, spec, &algorithm)) return *lastPlan_;
-  CacheKey key{static_cast<int>(spec.kind), spec.count, static_cast<int>(spec.dtype),
-               static_cast<int>(spec.op), spec.inPlace, spec.peer, spec.root, &algorithm,
-               spec.counts, spec.displs, spec.recvCounts, spec.recvDispls};
-  auto it = cache_.find(key);
-  if (it == cache_.end()) {
-    // Not while point-to-point calls are in flight together: they hold their plans.
-    if (cache_.size() >= kMaxCachedSchedules && !p2pGroupActive_) cache_.clear();
-    it = cache_.emplace(std::move(key), Plan{algorithm.build(spec), stampFor(spec, algorithm)})
-             .first;
-  }
-  // Map nodes stay put until cleared, and clearing happens only just above.
-  lastKey_ = &it->first;
-  lastPlan_ = &it->second;
-  return it->second;
-}
-
-
-bool CommImpl::LastChoice::matches(const CollectiveSpec& spec, std::string_view asked) const {
-  return algorithm != nullptr && spec.kind == kind && spec.count == count &&
-         spec.dtype == dtype && spec.op == op && spec.root == root && spec.peer == peer &&
-         spec.inPlace == inPlace && spec.segmentCount == segmentCount &&
-         spec.sharedMemory == sharedMemory && spec.sharedBuffers == sharedBuffers &&
-         spec.counts.empty() && spec.displs.empty() && spec.recvCounts.empty() &&
-         spec.recvDispls.empty() && asked == forced;
-}
-
-Result<const AlgorithmInfo*> CommImpl::chooseAlgorithm(const CollectiveSpec& spec,
-                                                       std::string_view forced) {
-  // selectAlgorithm() is pure: a call repeating the previous one's shape gets its answer.
-  if (lastChoice_.matches(spec, forced)) return lastChoice_.algorithm;
-  auto algorithm = selectAlgorithm(spec, forced);
-  if (!algorithm.ok()) return algorithm;
-  LastChoice& c = lastChoice_;
-  const bool arrays = !spec.counts.empty() || !spec.displs.empty() ||
-                      !spec.recvCounts.empty() || !spec.recvDispls.empty();
-  c.algorithm = arrays ? nullptr : *algorithm;  // v-collectives: not kept
-  c.kind = spec.kind;
-  c.count = spec.count;
-  c.dtype = spec.dtype;
-  c.op = spec.op;
-  c.root = spec.root;
-  c.peer = spec.peer;
-  c.inPlace = spec.inPlace;
-  c.segmentCount = spec.segmentCount;
-  c.sharedMemory = spec.sharedMemory;
-  c.sharedBuffers = spec.sharedBuffers;
-  c.forced.assign(forced.data(), forced.size());
-  return algorithm;
-}
-
 Status CommImpl::execute(OpRequest& r, std::string_view requested) {
   // The same decision on every rank: the call's shape, then what the ranks agreed on.
   r.spec.sharedBuffers = false;
@@ -471,11 +392,13 @@ Status CommImpl::runSchedule(const OpRequest& r, const AlgorithmInfo& algorithm,
     return refusal(what, health);
   }
   const Plan& plan = planFor(spec, algorithm);
-  if (algorithm.flatBytes != nullptr) {
-    const std::size_t room = transport_->flatBytes();  // 0: no flat exchange
-    const std::size_t bytes = algorithm.flatBytes(spec);
-    if (room > 0 && bytes <= room) return runFlat(r, algorithm, plan.stamp, bytes, what, report);
-  }
+  return runPlan(r, algorithm, plan, flatBytesFor(spec, algorithm), what, report);
+}
+
+Status CommImpl::runPlan(const OpRequest& r, const AlgorithmInfo& algorithm, const Plan& plan,
+                         std::size_t flatBytes, const OpDescriber& what, ExecReport* report) {
+  if (flatBytes != kNotFlat) return runFlat(r, algorithm, plan.stamp, flatBytes, what, report);
+  const CollectiveSpec& spec = r.spec;
   const Schedule& schedule = plan.schedule;
   const ExecParams params = execParams(r, plan, what);
   if (schedule.scratchCount > 0) {
@@ -529,14 +452,14 @@ Status CommImpl::runBlocking(OpRequest&& request, const CallOptions& options) {
   // the queue's lock only orders this thread with itself: skipped.
   if (!workerStarted_) {
     // checkCache_.reuse() fills in what validate() would (its verdict was OK).
-    if (repeatedFlat_.valid && options.algorithm == repeatedFlat_.forced &&
+    if (repeated_.valid && options.algorithm == repeated_.forced &&
         checkCache_.reuse(request, rank_, size_))
-      return runRepeatedFlat(request, options);
-    repeatedFlat_.valid = false;
+      return runRepeated(request, options);
+    repeated_.valid = false;
     TUTTI_RETURN_IF_ERROR(validate(request));
     prepare(request, options);
     Status status = execute(request, options.algorithm);
-    if (status.ok()) keepRepeatedFlat(request, options);
+    if (status.ok()) keepRepeated(request, options);
     return status;
   }
   TUTTI_RETURN_IF_ERROR(validate(request));

@@ -140,14 +140,22 @@ class CommImpl {
   /// guarantees (stamps, deadline, abort, hang report).
   Status runFlat(const OpRequest& request, const AlgorithmInfo& algorithm, const CallStamp& stamp,
                  std::size_t bytes, const OpDescriber& what, ExecReport* report);
-  /// A blocking call repeating the last one that ran flat (repeatedFlat_): the transport's
-  /// health, then runFlat() with what that call decided; none of validate(),
-  /// chooseAlgorithm() and planFor(), whose answers would be the same. A failed transport
-  /// takes the full path, which refuses the call as it refuses any other.
-  Status runRepeatedFlat(OpRequest& request, const CallOptions& options);
-  /// After a blocking call that succeeded: keeps it in repeatedFlat_ when it ran flat
-  /// (what chooseAlgorithm() and planFor() kept for it say so), else clears repeatedFlat_.
-  void keepRepeatedFlat(const OpRequest& request, const CallOptions& options);
+  /// A blocking call repeating the last one (repeated_): the transport's health, then
+  /// runPlan() with what was decided for that call; none of validate(), chooseAlgorithm()
+  /// and planFor(), whose answers would be the same. A failed transport refuses it as
+  /// runSchedule() refuses any call.
+  Status runRepeated(OpRequest& request, const CallOptions& options);
+  /// After a blocking call that succeeded: keeps it in repeated_ when a repeat may skip
+  /// the choices (what chooseAlgorithm() and planFor() kept for it), else clears repeated_.
+  void keepRepeated(const OpRequest& request, const CallOptions& options);
+  /// What runFlat() carries of a call of `spec` run with `algorithm`: its bytes, or
+  /// kNotFlat when the executor runs it (no flat form, no flat exchange, or too large).
+  static constexpr std::size_t kNotFlat = ~std::size_t{0};
+  std::size_t flatBytesFor(const CollectiveSpec& spec, const AlgorithmInfo& algorithm) const;
+  /// runSchedule() past the health check and the plan: the flat exchange when
+  /// `flatBytes` says so, else the executor.
+  Status runPlan(const OpRequest& request, const AlgorithmInfo& algorithm, const Plan& plan,
+                 std::size_t flatBytes, const OpDescriber& what, ExecReport* report);
   /// One flat exchange of `bytes` at `data` for call `request`, stamped `stamp`: every
   /// rank's contribution in flatViews_ on success.
   Status exchangeFlat(const OpRequest& request, const CallStamp& stamp, const void* data,
@@ -242,19 +250,19 @@ class CommImpl {
     bool matches(const CollectiveSpec& spec, std::string_view asked) const;
   };
   LastChoice lastChoice_;
-  // Whether the last blocking call, the one checkCache_ holds, ran as a flat exchange and
-  // succeeded (runFlat), with what was decided for it: a loop repeating it (same call in
-  // checkCache_'s terms, same forced algorithm, no worker) goes straight to the exchange
-  // (runRepeatedFlat). Only the issuing thread touches it, and only while no worker
-  // exists; every other call clears it.
-  struct RepeatedFlat {
+  // The last blocking call (the one checkCache_ holds) when it succeeded, with what was
+  // decided for it: a loop repeating it (same call in checkCache_'s terms, same forced
+  // algorithm, no worker) skips the choices (runRepeated). Only the issuing thread touches
+  // it, and only while no worker exists; every other call clears it. `plan` stays valid
+  // until planFor() clears its cache, which only a call that cleared this does.
+  struct Repeated {
     bool valid = false;
     const AlgorithmInfo* algorithm = nullptr;
-    CallStamp stamp;
-    std::size_t bytes = 0;
+    const Plan* plan = nullptr;
+    std::size_t flatBytes = kNotFlat;
     std::string forced;  // the algorithm the call's options forced (empty: none)
   };
-  RepeatedFlat repeatedFlat_;
+  Repeated repeated_;
   // Every peer is reached through shared memory (the transport is ShmTransport alone); the
   // same verdict on every rank (shm_transport.h), so calls pick the same algorithms.
   bool sharedMemory_ = false;

@@ -60,43 +60,12 @@ Status CommImpl::agreeOnBuffers(OpRequest& r) {
   return failed(r, what, status, report, false);
 }
 
-void CommImpl::keepRepeatedFlat(const OpRequest& r, const CallOptions& options) {
-  RepeatedFlat& k = repeatedFlat_;
-  k.valid = false;
-  const CollectiveSpec& s = r.spec;
-  // chooseAlgorithm() and planFor() kept this very call's answers, and validate() the call
-  // itself in checkCache_ (calls with per-rank arrays or a stated own count are kept by
-  // neither, so they are not repeated here).
-  const AlgorithmInfo* algorithm = lastChoice_.algorithm;
-  if (algorithm == nullptr || algorithm->flatBytes == nullptr || lastPlan_ == nullptr ||
-      r.ownCount.has_value() || choiceNeedsBuffers(s))
-    return;
-  const std::size_t room = transport_->flatBytes();
-  const std::size_t bytes = algorithm->flatBytes(s);
-  if (room == 0 || bytes > room) return;  // it ran through the executor
-  k.algorithm = algorithm;
-  k.stamp = lastPlan_->stamp;
-  k.bytes = bytes;
-  if (k.forced != options.algorithm) k.forced = options.algorithm;
-  k.valid = true;
-}
-
-Status CommImpl::runRepeatedFlat(OpRequest& r, const CallOptions& options) {
-  const RepeatedFlat& k = repeatedFlat_;
-  // prepare()'s sequence number and deadline; then execute() and runSchedule() with their
-  // answers for the call repeated.
-  prepare(r, options);
-  const CallDescriber what(*this, r, k.algorithm->name);
-  const FlightRecorder::Handle op = recorder_.begin(summarize(r, k.algorithm->name), r.issued);
-  ExecReport report;
-  const Status health = transport_->health();
-  const bool refused = !health.ok();
-  Status status = refused ? refusal(what, health)
-                          : runFlat(r, *k.algorithm, k.stamp, k.bytes, what, &report);
-  recorder_.end(op, status.code());
-  if (status.ok()) return status;
-  repeatedFlat_.valid = false;
-  return failed(r, what, status, report, refused);
+std::size_t CommImpl::flatBytesFor(const CollectiveSpec& spec,
+                                   const AlgorithmInfo& algorithm) const {
+  if (algorithm.flatBytes == nullptr) return kNotFlat;
+  const std::size_t room = transport_->flatBytes();  // 0: no flat exchange
+  const std::size_t bytes = algorithm.flatBytes(spec);
+  return room > 0 && bytes <= room ? bytes : kNotFlat;
 }
 
 Status CommImpl::runFlat(const OpRequest& r, const AlgorithmInfo& algorithm,

@@ -1,12 +1,13 @@
-// A loop that repeats one small call goes straight to the flat exchange after the first
-// (CommImpl::runRepeatedFlat, shared memory): these tests make the repeats and then change
-// one thing at a time (the data, the buffers, the operator, the count, the collective, the
-// root), so that every repeat must still compute from this call's inputs, and a call that
-// only looks like the last must take the full path. Then what the full path guarantees:
-// a mismatch between ranks after many repeats is found and names both calls, and a repeat
-// issued after a peer aborted fails naming it. Ranks are threads; every result is compared
-// element by element with the sum, max or copy computed here. TCP (no flat exchange) runs
-// the same calls as a reference.
+// A loop that repeats one call skips the checks and choices after the first
+// (CommImpl::runRepeated): these tests make the repeats and then change one thing at a time
+// (the data, the buffers, the operator, the count, the collective, the root, the peer), so
+// that every repeat must still compute from this call's inputs, and a call that only looks
+// like the last must take the full path. Small calls over shared memory repeat through the
+// flat exchange (all-reduce, all-gather), the others through the executor (broadcast,
+// reduce, send and receive). Then what the full path guarantees: a mismatch between ranks
+// after many repeats is found and names both calls, and a repeat issued after a peer
+// aborted fails naming it. Ranks are threads; every result is compared element by element
+// with the sum, max or copy computed here. TCP runs the same calls through the executor.
 
 #include <gtest/gtest.h>
 
@@ -128,6 +129,44 @@ TEST_P(RepeatedCalls, EveryRepeatComputesFromItsOwnCall) {
       for (std::size_t i = 0; i < 4; ++i) want[i] = value(root, k, i);
       wrong = compare(in, want, 4, strFormat("broadcast from %d, call %d", root, j));
     }
+    // Reduce to one root, then to another.
+    for (int j = 0; j < kRepeats && wrong.empty(); ++j, ++k) {
+      const int root = j < kRepeats / 2 ? 0 : 2;
+      fill(in, rank, 4);
+      std::fill(out.begin(), out.end(), -1);
+      Status s = comm.reduce(in.data(), out.data(), 4, i32, ReduceOp::kSum, root);
+      if (!s.ok()) return "reduce: " + s.toString();
+      reduced(4, false);
+      if (rank == root) wrong = compare(out, want, 4, strFormat("reduce to %d, call %d", root, j));
+    }
+    // Point to point, the same call repeated and then to or from another peer: 0 sends to
+    // 1, then 0 to 2 (another peer for rank 0's send), then 2 to 1 (another for rank 1's
+    // receive). Blocking calls: an async one would start the worker, which ends repeats. A
+    // repeat that kept the old peer would leave a receive waiting: bounded.
+    CallOptions bounded;
+    bounded.timeout = std::chrono::seconds(20);
+    for (int phase = 0; phase < 3 && wrong.empty(); ++phase) {
+      const int from = phase == 2 ? 2 : 0, to = phase == 1 ? 2 : 1;
+      for (int j = 0; j < kRepeats && wrong.empty(); ++j) {
+        const int call = k + j;  // the same numbering on every rank
+        auto sendTo = [&](int peer) {
+          for (std::size_t i = 0; i < 4; ++i) in[i] = value(rank, call, i);
+          return comm.send(in.data(), 4, i32, peer, /*tag=*/7, bounded);
+        };
+        auto recvFrom = [&](int peer) {
+          std::fill(out.begin(), out.end(), -1);
+          Status s = comm.recv(out.data(), 4, i32, peer, /*tag=*/7, bounded);
+          for (std::size_t i = 0; i < 4; ++i) want[i] = value(peer, call, i);
+          if (s.ok()) wrong = compare(out, want, 4, strFormat("receive from %d, call %d", peer, j));
+          return s;
+        };
+        Status s;
+        if (rank == from) s = sendTo(to);
+        if (rank == to) s = recvFrom(from);
+        if (!s.ok()) return strFormat("point to point, phase %d, call %d: ", phase, j) + s.toString();
+      }
+      k += kRepeats;
+    }
     return wrong;
   }, options());
   EXPECT_EQ(joinFailures(failures), "");
@@ -155,10 +194,11 @@ TEST_P(RepeatedCalls, AMismatchAfterManyRepeatsNamesBothCalls) {
         if (how != "root" && (y[0] != 2 || y[1] != 4)) return how + ": a repeat computed a wrong sum";
       }
       Status s = call(rank == 1);
-      // Two ranks that each call themselves the root only send: the next calls find the
-      // other's message (CallChecker), as they would after any such broadcast.
-      if (s.ok()) s = comm.barrier();
-      if (s.ok()) s = comm.barrier();
+      // Two ranks that each call themselves the root only send: the next call that waits
+      // for a message finds the other's (CallChecker). A flat call that does not wait
+      // looks at no message, so this one is large enough to go by messages.
+      std::vector<float> big(16384, 1.0f);
+      if (s.ok()) s = comm.allreduce(big.data(), big.data(), big.size(), f32, ReduceOp::kSum);
       const std::string number = "#" + std::to_string(kRepeats);
       const char* mine = how == "op" ? "max" : how == "root" ? "root 1" : "allgather";
       const char* theirs = how == "op" ? "sum" : how == "root" ? "root 0" : "allreduce";
@@ -172,12 +212,20 @@ TEST_P(RepeatedCalls, AMismatchAfterManyRepeatsNamesBothCalls) {
   }
 }
 
-// After many identical calls, rank 1 aborts; rank 0 then repeats the call once more, and it
-// fails naming rank 1's abort (refused, or ended while it waited: the abort may land on
-// either side of the call's start), as would any call.
+// After many identical calls on both ranks, rank 1 aborts; rank 0 then repeats the call
+// once more, and it fails naming rank 1's abort (refused, or ended while it waited: the
+// abort may land on either side of the call's start), as would any call. Rank 1 aborts
+// only once rank 0 is through its repeats (an abort fails a call still under way).
 TEST_P(RepeatedCalls, ARepeatAfterAPeerAbortedFailsNamingIt) {
   constexpr int kRepeats = 30;
-  std::atomic<bool> aborted{false};
+  std::atomic<bool> repeated{false}, aborted{false};
+  auto waitFor = [](const std::atomic<bool>& flag) {
+    for (int spins = 0; !flag.load(); ++spins) {
+      if (spins > 120000) return false;  // bounded: 2 minutes
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return true;
+  };
   auto failures = runRanks(2, [&](int rank, Communicator& comm) -> std::string {
     std::int64_t x = rank + 1, y = 0;
     for (int j = 0; j < kRepeats; ++j) {
@@ -186,15 +234,13 @@ TEST_P(RepeatedCalls, ARepeatAfterAPeerAbortedFailsNamingIt) {
       if (y != 3) return "repeat " + std::to_string(j) + " computed " + std::to_string(y);
     }
     if (rank == 1) {
+      if (!waitFor(repeated)) return "rank 0 never finished its repeats";
       comm.abort();
       aborted.store(true);
       return "";
     }
-    // Bounded: rank 1 aborts right after its last repeat, which this rank's last completed.
-    for (int spins = 0; !aborted.load(); ++spins) {
-      if (spins > 120000) return "rank 1 never aborted";
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    repeated.store(true);
+    if (!waitFor(aborted)) return "rank 1 never aborted";
     Status s = comm.allreduce(&x, &y, 1, DataType::kInt64, ReduceOp::kSum);
     if (s.code() != ErrorCode::kAborted || s.peerRank() != 1 ||
         s.message().find("aborted by rank 1") == std::string::npos)

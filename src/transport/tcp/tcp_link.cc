@@ -478,7 +478,11 @@ bool TcpLink::readPayloadLocked(DoneList& done) {
 
 void TcpLink::readLocked(DoneList& done) {
   std::size_t budget = kReadBudgetBytes;
-  while (failure_.ok() && !eof_ && budget > 0) {
+  // A call conflict stops the reading: the transport fails with it (once the lock is
+  // released) before a later frame completes a receive, so that the call under way fails
+  // rather than returning as if nothing was wrong (shared memory fails at once, under its
+  // lock).
+  while (failure_.ok() && callConflict_.ok() && !eof_ && budget > 0) {
     if (readState_ == ReadState::kPaused) {
       // Reads are off; only look for a dead peer (error or EOF) without consuming data.
       int err = 0;
