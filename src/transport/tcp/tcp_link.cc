@@ -295,7 +295,9 @@ void TcpLink::postRecv(TransferRequest* request, Tag tag, void* data, std::size_
 
 Status TcpLink::failureToReportLocked() {
   if (!failure_.ok()) return failure_;
-  return std::exchange(callConflict_, Status());
+  if (callConflict_.ok() || conflictReported_) return Status();
+  conflictReported_ = true;
+  return callConflict_;
 }
 
 void TcpLink::startPayloadLocked(const FrameHeader& header, DoneList& done) {
@@ -478,8 +480,8 @@ bool TcpLink::readPayloadLocked(DoneList& done) {
 
 void TcpLink::readLocked(DoneList& done) {
   std::size_t budget = kReadBudgetBytes;
-  // A call conflict stops the reading: the transport fails with it (once the lock is
-  // released) before a later frame completes a receive, so that the call under way fails
+  // A call conflict ends the reading for good: the transport fails with it (once the lock
+  // is released) before a later frame completes a receive, so that the call under way fails
   // rather than returning as if nothing was wrong (shared memory fails at once, under its
   // lock).
   while (failure_.ok() && callConflict_.ok() && !eof_ && budget > 0) {

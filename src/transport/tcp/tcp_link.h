@@ -124,8 +124,10 @@ class TcpLink final : public Link {
   bool eof_ = false;
   Status failure_;           // set once the link is dead
   // A message that conflicts with this rank's call (CallChecker): fails the whole
-  // transport, which must happen after the link's mutex is released.
+  // transport, which must happen after the link's mutex is released (reported once,
+  // conflictReported_). It stays set: the link reads nothing more meanwhile.
   Status callConflict_;
+  bool conflictReported_ = false;
   std::uint32_t interest_ = 0;
 };
 

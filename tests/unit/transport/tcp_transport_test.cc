@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "base/net.h"
+#include "transport/call_checker.h"
+#include "transport/tag.h"
 #include "transport/tcp/wire.h"
 #include "unit/transport/conformance.h"
 
@@ -236,6 +238,47 @@ TEST(TcpTransportFaults, GarbageOnAnEstablishedLinkIsAProtocolErrorNamingThePeer
   EXPECT_NE(s.message().find("rank 1 (test)"), std::string::npos) << s.toString();
   EXPECT_EQ(s.peerRank(), 1);
   EXPECT_EQ(waitForFailure(*p.transport).code(), ErrorCode::kProtocolError);
+}
+
+std::string describeForTest(const CallStamp&, std::uint64_t seq) {
+  return "call #" + std::to_string(seq);
+}
+
+// A frame of an earlier call stamped otherwise than this rank ran it (a mismatch the checker
+// finds on arrival), then, in the same read, the frame a posted receive of the current call
+// waits for: the transport fails with the mismatch, and the receive stays pending (the
+// executor's next look at the transport's health fails the call). Reading stops at the
+// conflict; before, the later frame completed the receive in the same pass, and a call
+// could return OK with the communicator failing under it.
+TEST(TcpTransportFaults, ACallConflictFailsTheReceiveALaterFrameWouldComplete) {
+  CallChecker checker(0, &describeForTest);  // outlives the transport
+  checker.setConcurrentArrivals(true);        // arrivals on the transport's thread
+  RawPeer p = transportWithRawPeer();
+  p.transport->setCallChecker(&checker);
+  const CallStamp mine{0x8000000000000009ull, 1}, theirs{0x8000000000000109ull, 1};
+  ASSERT_TRUE(checker.begin(5, mine).ok());
+  ASSERT_TRUE(checker.begin(6, mine).ok());
+  std::int32_t in = 0;
+  TransferRequest recv;
+  recv.stamp = mine;
+  p.transport->link(1).postRecv(&recv, collectiveTagBase(0, 6), &in, sizeof(in));
+  std::vector<std::uint8_t> wire;
+  for (const auto& [seq, stamp] : {std::pair{5, theirs}, std::pair{6, mine}}) {
+    auto header = encodeHeader(FrameHeader{FrameType::kData,
+                                           collectiveTagBase(0, static_cast<std::uint64_t>(seq)),
+                                           sizeof(std::int32_t), 0, stamp});
+    wire.insert(wire.end(), header.begin(), header.end());
+    const std::int32_t payload = 42;
+    const auto* bytes = reinterpret_cast<const std::uint8_t*>(&payload);
+    wire.insert(wire.end(), bytes, bytes + sizeof(payload));
+  }
+  ASSERT_TRUE(writeFull(p.raw.get(), wire.data(), wire.size(), Deadline::afterSeconds(5)).ok());
+  const Status failure = waitForFailure(*p.transport);
+  EXPECT_EQ(failure.code(), ErrorCode::kMismatch) << failure.toString();
+  EXPECT_NE(failure.message().find("call #5"), std::string::npos) << failure.toString();
+  EXPECT_FALSE(recv.done()) << recv.status().toString();
+  EXPECT_EQ(in, 0);
+  p.transport->link(1).cancel(&recv);
 }
 
 TEST(TcpTransportFaults, AbortFrameFailsTheTransportBlamingTheNamedRank) {
