@@ -204,6 +204,28 @@ void TcpLink::queueClose() {
   finish(done, Status());
 }
 
+std::vector<std::uint8_t> TcpLink::abortFrame(const Status& status) {
+  std::string text = status.message().substr(0, kMaxAbortBytes);
+  Tag blamed = status.peerRank() >= 0 ? static_cast<Tag>(status.peerRank()) + 1 : 0;
+  auto header = encodeHeader(FrameHeader{FrameType::kAbort, blamed, text.size(),
+                                         static_cast<std::uint32_t>(status.code()), {}});
+  std::vector<std::uint8_t> frame(kHeaderBytes + text.size());
+  std::memcpy(frame.data(), header.data(), kHeaderBytes);
+  if (!text.empty()) std::memcpy(frame.data() + kHeaderBytes, text.data(), text.size());
+  return frame;
+}
+
+void TcpLink::abortNowLocked(const Status& status) {
+  if (!failure_.ok() || !fd_.valid() || peerClosed_ || controlQueued_) return;
+  if (!sendQueue_.empty() && sendQueue_.front()->progress > 0) return;  // mid-frame
+  const std::vector<std::uint8_t> frame = abortFrame(status);
+  // Small enough for the socket's buffer; a short write leaves the peer a cut frame, which
+  // it reads as the connection's end, as it would without this.
+  (void)!::send(fd_.get(), frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  controlQueued_ = true;  // nothing more goes out on this link
+  controlSent_ = true;
+}
+
 void TcpLink::queueAbort(const Status& status) {
   TUTTI_ASSERT(!status.ok());
   DoneList done;
@@ -211,13 +233,7 @@ void TcpLink::queueAbort(const Status& status) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (controlQueued_ || !failure_.ok() || !fd_.valid() || peerClosed_) return;
-    std::string text = status.message().substr(0, kMaxAbortBytes);
-    Tag blamed = status.peerRank() >= 0 ? static_cast<Tag>(status.peerRank()) + 1 : 0;
-    auto header = encodeHeader(FrameHeader{FrameType::kAbort, blamed, text.size(),
-                                           static_cast<std::uint32_t>(status.code()), {}});
-    std::vector<std::uint8_t> frame(header.begin(), header.end());
-    frame.insert(frame.end(), text.begin(), text.end());
-    queueControlLocked(std::move(frame), done);
+    queueControlLocked(abortFrame(status), done);
     failure = failureToReportLocked();
   }
   finish(done, failure);
@@ -530,7 +546,9 @@ void TcpLink::readLocked(DoneList& done) {
     headerGot_ = 0;
     Result<FrameHeader> header = decodeHeader(readHeader_.data(), peerName_);
     if (!header.ok()) {
-      failLocked(Status(header.status().code(), header.status().message(), peer_), done);
+      const Status bad(header.status().code(), header.status().message(), peer_);
+      abortNowLocked(bad);  // the peer learns why from this rank, not from others' relays
+      failLocked(bad, done);
       break;
     }
     handleHeaderLocked(*header, done);

@@ -82,9 +82,16 @@ class TcpLink final : public Link {
   void completeLocked(TransferRequest* request, Status status, DoneList& done);
   void updateInterestLocked();
   void queueControlLocked(std::vector<std::uint8_t> frame, DoneList& done);
+  /// The ABORT frame carrying `status` (tag: the rank at fault + 1, or 0).
+  static std::vector<std::uint8_t> abortFrame(const Status& status);
+  /// Before failing the link on bytes from the peer that do not parse: writes an ABORT with
+  /// `status` at once, best effort, when no frame is half written (the peer's reading
+  /// direction is intact, and it is the rank most in need of the reason; the transport's
+  /// own ABORTs skip a failed link).
+  void abortNowLocked(const Status& status);
   void finishAbortLocked(DoneList& done);
   void finish(DoneList& done, const Status& failure);
-  // The failure to report once unlocked: the link's, else a call conflict (taken).
+  // The failure to report once unlocked: the link's, else a call conflict (once).
   Status failureToReportLocked();
 
   TcpTransport* owner_;

@@ -281,6 +281,26 @@ TEST(TcpTransportFaults, ACallConflictFailsTheReceiveALaterFrameWouldComplete) {
   p.transport->link(1).cancel(&recv);
 }
 
+// The rank that reads garbage tells the sender why at once, on the very link the garbage
+// came in on (its other direction is intact): an ABORT blaming the sender. Without it the
+// sender learnt the reason only from other ranks' relays, racing the culprit link's EOF, and
+// could blame the rank that found its garbage (seen in CI, GarbageInAPeerStream).
+TEST(TcpTransportFaults, GarbageIsAnsweredWithAnAbortOnTheSameLink) {
+  RawPeer p = transportWithRawPeer();
+  std::vector<std::uint8_t> junk(kHeaderBytes, 0xA5);
+  ASSERT_TRUE(writeFull(p.raw.get(), junk.data(), junk.size(), Deadline::afterSeconds(5)).ok());
+  EXPECT_EQ(waitForFailure(*p.transport).code(), ErrorCode::kProtocolError);
+  HeaderBytes bytes{};
+  ASSERT_TRUE(readFull(p.raw.get(), bytes.data(), bytes.size(), Deadline::afterSeconds(30)).ok());
+  Result<FrameHeader> header = decodeHeader(bytes.data(), "rank 0");
+  ASSERT_TRUE(header.ok()) << header.status().toString();
+  EXPECT_EQ(header->type, FrameType::kAbort);
+  EXPECT_EQ(header->tag, 2u);  // rank 1 (the sender of the garbage) + 1
+  std::string text(header->length, '\0');
+  ASSERT_TRUE(readFull(p.raw.get(), text.data(), text.size(), Deadline::afterSeconds(30)).ok());
+  EXPECT_NE(text.find("bad frame from rank 1 (test)"), std::string::npos) << text;
+}
+
 TEST(TcpTransportFaults, AbortFrameFailsTheTransportBlamingTheNamedRank) {
   RawPeer p = transportWithRawPeer();
   const std::string text = "rank 7 (somewhere) closed the connection";
