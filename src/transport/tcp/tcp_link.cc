@@ -209,9 +209,9 @@ std::vector<std::uint8_t> TcpLink::abortFrame(const Status& status) {
   Tag blamed = status.peerRank() >= 0 ? static_cast<Tag>(status.peerRank()) + 1 : 0;
   auto header = encodeHeader(FrameHeader{FrameType::kAbort, blamed, text.size(),
                                          static_cast<std::uint32_t>(status.code()), {}});
-  std::vector<std::uint8_t> frame(kHeaderBytes + text.size());
-  std::memcpy(frame.data(), header.data(), kHeaderBytes);
-  if (!text.empty()) std::memcpy(frame.data() + kHeaderBytes, text.data(), text.size());
+  std::vector<std::uint8_t> frame(header.begin(), header.end());
+  frame.resize(kHeaderBytes + text.size());
+  std::copy(text.begin(), text.end(), frame.begin() + static_cast<std::ptrdiff_t>(kHeaderBytes));
   return frame;
 }
 
