@@ -161,7 +161,11 @@ void TcpLink::trySendLocked(DoneList& done) {
       // A peer that failed usually said why before it went (an ABORT naming the rank at
       // fault): read its last frames first, so we blame the culprit, not the messenger.
       if (readState_ != ReadState::kPaused) readLocked(done);
-      if (peerClosed_ && failure_.ok())
+      // Those frames may show a call conflict instead (the reading stops there, before the
+      // peer's ABORT): that mismatch is why the peer left.
+      if (!callConflict_.ok() && !conflictReported_)
+        sendError = callConflict_;
+      else if (peerClosed_ && failure_.ok())
         sendError = Status(ErrorCode::kPeerFailure,
                            strFormat("cannot send to %s: it has left the communicator",
                                      peerName_.c_str()),
