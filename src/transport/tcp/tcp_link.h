@@ -54,6 +54,9 @@ class TcpLink final : public Link {
   /// Reads and drops whatever input is available, then closes the socket.
   void closeSocket();
 
+  /// The ABORT frame carrying `status` (tag: the rank at fault + 1, or 0).
+  static std::vector<std::uint8_t> abortFrame(const Status& status);
+
  private:
   struct Unexpected {
     Tag tag = 0;
@@ -82,8 +85,6 @@ class TcpLink final : public Link {
   void completeLocked(TransferRequest* request, Status status, DoneList& done);
   void updateInterestLocked();
   void queueControlLocked(std::vector<std::uint8_t> frame, DoneList& done);
-  /// The ABORT frame carrying `status` (tag: the rank at fault + 1, or 0).
-  static std::vector<std::uint8_t> abortFrame(const Status& status);
   /// Before failing the link on bytes from the peer that do not parse: writes an ABORT with
   /// `status` at once, best effort, when no frame is half written (the peer's reading
   /// direction is intact, and it is the rank most in need of the reason; the transport's

@@ -281,6 +281,54 @@ TEST(TcpTransportFaults, ACallConflictFailsTheReceiveALaterFrameWouldComplete) {
   p.transport->link(1).cancel(&recv);
 }
 
+// A peer that left over a mismatch: its frames (one of another call, then its ABORT) wait
+// unread, and this rank's next send to it fails with a broken pipe. The send reads those
+// last frames for the reason; the reading stops at the conflicting frame, so the link must
+// fail with that mismatch, not with the broken pipe (seen in CI under ASan: a rank blamed a
+// broken pipe). This thread drives the transport, so that it, not the loop thread, reads
+// those frames when its send fails; the loop thread takes a first frame and then naps.
+TEST(TcpTransportFaults, ASendToAPeerThatLeftOverAConflictFailsWithTheConflict) {
+  CallChecker checker(0, &describeForTest);  // outlives the transport
+  checker.setConcurrentArrivals(true);
+  RawPeer p = transportWithRawPeer();
+  p.transport->setCallChecker(&checker);
+  const CallStamp mine{0x8000000000000009ull, 1}, theirs{0x8000000000000109ull, 1};
+  auto frame = [](std::uint64_t seq, const CallStamp& stamp) {
+    auto header = encodeHeader(FrameHeader{FrameType::kData, collectiveTagBase(0, seq),
+                                           sizeof(std::int32_t), 0, stamp});
+    std::vector<std::uint8_t> bytes(header.begin(), header.end());
+    bytes.resize(header.size() + sizeof(std::int32_t), 7);
+    return bytes;
+  };
+  ASSERT_TRUE(checker.begin(5, mine).ok());
+  p.transport->setDriving(true);
+  std::int32_t first = 0;
+  TransferRequest warm;
+  warm.stamp = mine;
+  p.transport->link(1).postRecv(&warm, collectiveTagBase(0, 5), &first, sizeof(first));
+  std::vector<std::uint8_t> wire = frame(5, mine);
+  ASSERT_TRUE(writeFull(p.raw.get(), wire.data(), wire.size(), Deadline::afterSeconds(5)).ok());
+  ASSERT_TRUE(waitFor(*p.transport, warm).ok());
+  // Whoever read it, the loop thread now naps while this thread drives (a nap it may not
+  // have begun yet only makes the loop thread the reader below: the test still passes).
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(checker.begin(6, mine).ok());
+  wire = frame(6, theirs);
+  const Status why(ErrorCode::kMismatch, "rank 1 called something else", 1);
+  const std::vector<std::uint8_t> abort = TcpLink::abortFrame(why);
+  wire.insert(wire.end(), abort.begin(), abort.end());
+  ASSERT_TRUE(writeFull(p.raw.get(), wire.data(), wire.size(), Deadline::afterSeconds(5)).ok());
+  p.raw.reset();  // the peer is gone
+  std::int32_t payload = 1;
+  TransferRequest send;
+  send.stamp = mine;
+  p.transport->link(1).postSend(&send, collectiveTagBase(0, 7), &payload, sizeof(payload));
+  const Status failure = waitForFailure(*p.transport);
+  p.transport->setDriving(false);
+  EXPECT_EQ(failure.code(), ErrorCode::kMismatch) << failure.toString();
+  EXPECT_NE(failure.message().find("call #6"), std::string::npos) << failure.toString();
+}
+
 // The rank that reads garbage tells the sender why at once, on the very link the garbage
 // came in on (its other direction is intact): an ABORT blaming the sender. Without it the
 // sender learnt the reason only from other ranks' relays, racing the culprit link's EOF, and
