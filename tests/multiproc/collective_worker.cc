@@ -257,9 +257,10 @@ int runChecks(Communicator& comm) {
           ++checks;
         }
   // Past 4 MiB: the algorithms and message paths of large vectors (on 2 ranks Rabenseifner,
-  // whose halves go by rendezvous over shared memory and are reduced a bounce buffer at a
-  // time, streaming their stores), an odd count so the halves are uneven. Up to 4 ranks:
-  // on 8 (oversubscribed, and under the sanitizers) it costs more than it adds.
+  // whose halves go by rendezvous over shared memory where the kernel's copy is fast and
+  // are reduced a bounce buffer at a time, streaming their stores), an odd count so the
+  // halves are uneven. Up to 4 ranks: on 8 (oversubscribed, and under the sanitizers) it
+  // costs more than it adds.
   for (DataType dtype : {DataType::kFloat32, DataType::kBFloat16})
     for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg})
       for (bool inPlace : {false, true}) {

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <vector>
 
 #include "base/assert.h"
 #include "base/log.h"
@@ -186,7 +187,7 @@ Status ShmTransport::setUp(Store& store, const std::string& keyPrefix) {
     bounce_.assign(kBounceBytes, 0);  // touched now, not in a call
   coreEach_ = local_.size() + 1 <= static_cast<std::size_t>(usableCores());
   cmaFrom_ = options_.cmaBytes == 0 ? 0
-             : options_.cmaAuto        ? autoCmaBytes(cpuIsAmd(), coreEach_)
+             : options_.cmaAuto        ? autoCmaBytes(cpuIsAmd(), coreEach_, kernelCopyRatio())
              : coreEach_               ? std::max<std::uint64_t>(1, options_.cmaBytesWithCores)
                                        : options_.cmaBytes;
   if (options_.exchangeMaxBytes.has_value()) {
@@ -206,8 +207,12 @@ Status ShmTransport::setUp(Store& store, const std::string& keyPrefix) {
         std::make_unique<ShmLink>(this, r, &own_, &peers_[static_cast<std::size_t>(r)]);
   }
   TUTTI_INFO(kShm, "rank %d: shared memory with %zu peers, %u slots of %u bytes per ring, "
-             "rendezvous from %llu bytes", rank_, local_.size(), slots, layout_.slotBytes,
-             static_cast<unsigned long long>(cmaFrom_));
+             "heap rendezvous from %llu bytes (0: never)%s", rank_, local_.size(), slots,
+             layout_.slotBytes, static_cast<unsigned long long>(cmaFrom_),
+             options_.cmaAuto && options_.cmaBytes > 0
+                 ? strFormat("; the kernel's copy takes %.1f times memcpy's time",
+                             kernelCopyRatio()).c_str()
+                 : "");
   return Status::Ok();
 }
 
@@ -221,7 +226,34 @@ void ShmTransport::onProgress() {
   own_.ring();
 }
 
-std::uint64_t ShmTransport::autoCmaBytes(bool amd, bool coreEach) {
+double ShmTransport::kernelCopyRatio() {
+  static const double ratio = [] {
+    constexpr std::size_t kBytes = 256u << 10;
+    std::vector<char> from(kBytes, 1), to(kBytes, 2);  // touched: no page faults timed
+    using Clock = std::chrono::steady_clock;
+    auto best = [](Clock::duration a, Clock::duration b) { return std::min(a, b); };
+    Clock::duration copy = Clock::duration::max(), kernel = Clock::duration::max();
+    for (int i = 0; i < 16; ++i) {
+      const auto start = Clock::now();
+      std::memcpy(to.data(), from.data(), kBytes);
+      asm volatile("" : : "r"(to.data()) : "memory");  // the copy happens here
+      const auto copied = Clock::now();
+      iovec mine{to.data(), kBytes};
+      iovec theirs{from.data(), kBytes};
+      if (process_vm_readv(getpid(), &mine, 1, &theirs, 1, 0) != static_cast<ssize_t>(kBytes))
+        return 0.0;
+      const auto read = Clock::now();
+      copy = best(copy, copied - start);
+      kernel = best(kernel, read - copied);
+    }
+    return static_cast<double>(kernel.count()) /
+           static_cast<double>(std::max<Clock::rep>(1, copy.count()));
+  }();
+  return ratio;
+}
+
+std::uint64_t ShmTransport::autoCmaBytes(bool amd, bool coreEach, double kernelCopyRatio) {
+  if (kernelCopyRatio > kSlowKernelCopyRatio) return 0;
   if (amd) return coreEach ? 256u << 10 : 2u << 20;
   return coreEach ? 16u << 10 : 256u << 10;
 }

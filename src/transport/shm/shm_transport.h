@@ -72,8 +72,9 @@ class ShmTransport final : public Transport, public ProgressHook {
     /// The same where every rank of the host has a core of its own. Ignored when cmaBytes
     /// is 0 or cmaAuto is set.
     std::uint64_t cmaBytesWithCores = 16 << 10;
-    /// The thresholds follow autoCmaBytes() (the processor, and whether every rank of the
-    /// host has a core) rather than the two above; cmaBytes 0 still means never.
+    /// The thresholds follow autoCmaBytes() (the kernel's copy measured against memcpy,
+    /// the processor, and whether every rank of the host has a core) rather than the two
+    /// above; cmaBytes 0 still means never.
     bool cmaAuto = false;
     /// Messages of at least this many bytes sent from a memAlloc buffer go by rendezvous,
     /// the receiver reading them through its mapping of the buffer (no system call per
@@ -161,18 +162,37 @@ class ShmTransport final : public Transport, public ProgressHook {
   /// core of its own (with more ranks than cores, the receiver reads it, so that it need
   /// not wait for a descheduled sender); and the message is at most exchangeMaxBytes_.
   bool leavesExchangeToSender(int peer, std::uint64_t bytes) const;
-  /// The automatic rendezvous threshold for heap buffers (Options::cmaAuto). Where every
-  /// rank has a core both ends copy at once, and on an Intel Ice Lake server the kernel's
-  /// single copy beat the ring's two from small messages (2 ranks, alternating runs against
-  /// 256K: all-gather 64 KiB 0.74 and 256 KiB 0.54, all-to-all 0.70 and 0.61, gather and
-  /// scatter 256 KiB 0.79 and 0.71, broadcast 0.98): 16K there, 256K without the cores.
-  /// On an AMD EPYC (Zen 5) the rings were faster up to larger messages: with a core each
-  /// below 256 KiB (2 ranks, against 16K: all-gather and all-to-all 128 KiB 0.43,
-  /// broadcast 16 KiB 0.33 and 128 KiB 0.61; level at 256-512 KiB, slower from 1 MiB),
-  /// and with more ranks than cores below 2 MiB (4 ranks, against 256K: broadcast 256 KiB
-  /// 0.56, all-gather and all-to-all 1 MiB 0.55, all-to-all 4 MiB 0.83; 8 ranks:
-  /// broadcast 256 KiB 0.55, all-gather and all-to-all 2 MiB 0.65).
-  static std::uint64_t autoCmaBytes(bool amd, bool coreEach);
+  /// The automatic rendezvous threshold for heap buffers (Options::cmaAuto); 0: never.
+  /// First the kernel's copy against memcpy on this host (`kernelCopyRatio`, measured once
+  /// per process): where process_vm_readv takes more than kSlowKernelCopyRatio times
+  /// memcpy's time for the same bytes, the rings carry every heap message. Through a ring
+  /// each byte is copied twice, but by two cores at once and through the cache, which cost
+  /// about 3.6 memcpys per byte on the AMD EPYC VM of PEERS.md (2 ranks, all-gather 1 MiB:
+  /// memcpy of a 512 KiB block 7 us, the kernel's 45, the ring's 25). There the kernel's
+  /// copy measured 8 times memcpy's (it pins every 4 KiB page of both buffers), and the
+  /// rings took, in alternating runs against rendezvous (TUTTI_SHM_CMA_BYTES=0 against
+  /// auto), 2 ranks: all-gather 1/4/16/64 MiB 0.56/0.55/0.72/0.96, all-to-all 0.57/0.54/
+  /// 0.77/1.03, broadcast 1/4/16/64 MiB 0.63/0.83/0.84/0.69, gather 16/64 MiB 0.81/0.60,
+  /// all-reduce 8/16 MiB 0.33/0.43; 4 ranks on 2 cores: all-gather 4/16 MiB 0.54/0.69,
+  /// broadcast 0.78/0.67, all-to-all 1.10/0.94; 8 ranks: all-gather 0.79/0.87, broadcast
+  /// 0.80/0.72, all-to-all 1.01/1.12.
+  /// Otherwise by processor and cores. Where every rank has a core both ends copy at once,
+  /// and on an Intel Ice Lake server the kernel's single copy beat the ring's two from
+  /// small messages (2 ranks, alternating runs against 256K: all-gather 64 KiB 0.74 and
+  /// 256 KiB 0.54, all-to-all 0.70 and 0.61, gather and scatter 256 KiB 0.79 and 0.71,
+  /// broadcast 0.98): 16K there, 256K without the cores. On the AMD EPYC (Zen 5), in runs
+  /// of an earlier day (no ratio measured then; the rings now win by more), the rings were
+  /// faster up to larger messages: with a core each below 256 KiB (2 ranks, against 16K: all-gather and
+  /// all-to-all 128 KiB 0.43, broadcast 16 KiB 0.33 and 128 KiB 0.61; level at 256-512
+  /// KiB, slower from 1 MiB), and with more ranks than cores below 2 MiB (4 ranks, against
+  /// 256K: broadcast 256 KiB 0.56, all-gather and all-to-all 1 MiB 0.55, all-to-all 4 MiB
+  /// 0.83; 8 ranks: broadcast 256 KiB 0.55, all-gather and all-to-all 2 MiB 0.65).
+  static std::uint64_t autoCmaBytes(bool amd, bool coreEach, double kernelCopyRatio);
+  static constexpr double kSlowKernelCopyRatio = 4.0;
+  /// process_vm_readv's time over memcpy's for the same 256 KiB (the size of a two-rank
+  /// ring slot) within this process, the best of a few alternating tries: measured on the
+  /// first call (about 0.2 ms), then remembered. 0 when the kernel's copy fails here.
+  static double kernelCopyRatio();
   /// Whether `peer` shares this rank's host (and so has a link here).
   bool isLocal(int peer) const { return isLocal_[static_cast<std::size_t>(peer)]; }
   /// How many other ranks share this host.

@@ -601,8 +601,33 @@ TEST(ShmExchangeLimit, IsAsSetOrFollowsTheProcessor) {
 }
 
 // The rendezvous threshold of heap buffers: as set (one for hosts where every rank has a
-// core, one for the others), never when 0, and the processor's automatic one when asked
-// (AMD: 256K with a core each, else 2M; others: 16K and 256K).
+// core, one for the others), never when 0, and the automatic one when asked: never where
+// the kernel's copy is slow against memcpy, else by processor (AMD: 256K with a core each,
+// else 2M; others: 16K and 256K).
+TEST(ShmCmaThreshold, AutomaticIsNeverWhereTheKernelsCopyIsSlow) {
+  for (const bool amd : {true, false}) {
+    for (const bool coreEach : {true, false}) {
+      const double slow = ShmTransport::kSlowKernelCopyRatio;
+      EXPECT_EQ(ShmTransport::autoCmaBytes(amd, coreEach, slow * 1.01), 0u);
+      EXPECT_EQ(ShmTransport::autoCmaBytes(amd, coreEach, 50.0), 0u);
+      const std::uint64_t table =
+          amd ? (coreEach ? 256u << 10 : 2u << 20) : (coreEach ? 16u << 10 : 256u << 10);
+      EXPECT_EQ(ShmTransport::autoCmaBytes(amd, coreEach, slow), table);
+      EXPECT_EQ(ShmTransport::autoCmaBytes(amd, coreEach, 1.5), table);
+      EXPECT_EQ(ShmTransport::autoCmaBytes(amd, coreEach, 0.0), table);  // not measured
+    }
+  }
+}
+
+// The ratio is measured (a real copy takes time either way, and the kernel's copy works
+// within a process), once: every later call answers the same.
+TEST(ShmCmaThreshold, TheKernelsCopyIsMeasuredOnce) {
+  const double ratio = ShmTransport::kernelCopyRatio();
+  EXPECT_GT(ratio, 0.0);
+  EXPECT_LT(ratio, 1e6);
+  EXPECT_EQ(ShmTransport::kernelCopyRatio(), ratio);
+}
+
 TEST(ShmCmaThreshold, IsAsSetOrFollowsTheProcessorAndTheCores) {
   const bool coreEach = usableCores() >= 2;
   {
@@ -611,7 +636,7 @@ TEST(ShmCmaThreshold, IsAsSetOrFollowsTheProcessorAndTheCores) {
     auto ts = connectAll(2, setup);
     ASSERT_EQ(ts.size(), 2u);
     const std::uint64_t expect =
-        cpuIsAmd() ? (coreEach ? 256u << 10 : 2u << 20) : (coreEach ? 16u << 10 : 256u << 10);
+        ShmTransport::autoCmaBytes(cpuIsAmd(), coreEach, ShmTransport::kernelCopyRatio());
     EXPECT_EQ(ts[0]->cmaFrom(), expect);
     EXPECT_EQ(ts[1]->cmaFrom(), expect);
   }
