@@ -63,17 +63,19 @@ struct PeerInfo {
   int pid = 0;
   int fd = -1;
   std::uint64_t address = 0;
+  double kernelCopyRatio = 0;  // ShmTransport::kernelCopyRatio(); 0: not measured
 };
 
 Result<PeerInfo> parseInfo(const std::string& text, int rank) {
   const std::vector<std::string> parts = splitString(text, ' ');
   PeerInfo info;
-  if (parts.size() == 4) {
+  if (parts.size() == 5) {
     info.host = parts[0];
     char* end = nullptr;
     info.pid = static_cast<int>(std::strtol(parts[1].c_str(), &end, 10));
     info.fd = static_cast<int>(std::strtol(parts[2].c_str(), &end, 10));
     info.address = std::strtoull(parts[3].c_str(), &end, 10);
+    info.kernelCopyRatio = static_cast<double>(std::strtoul(parts[4].c_str(), &end, 10)) / 100;
     if (info.pid > 0 && info.fd >= 0) return info;
   }
   return Status(ErrorCode::kProtocolError,
@@ -115,10 +117,16 @@ Status ShmTransport::setUp(Store& store, const std::string& keyPrefix) {
   TUTTI_ASSIGN_OR_RETURN(own_, Segment::create(layout_, options_.commUid, rank_));
   own_.control().writesPieces = options_.cmaShare && options_.cmaBytes > 0 ? 1 : 0;
   const std::string host = options_.host.empty() ? hostKey() : options_.host;
+  // The kernel's copy against memcpy, measured where the automatic threshold needs it, in
+  // hundredths: the host's is the highest any of its ranks measured (one rank's measurement
+  // can come out low while its neighbours copy at once), and all its ranks agree on it.
+  const bool measure = options_.cmaAuto && options_.cmaBytes > 0;
+  const auto ratio = static_cast<unsigned long>(measure ? kernelCopyRatio() * 100 : 0);
   TUTTI_RETURN_IF_ERROR(store.set(
       keyPrefix + "shm/info/" + std::to_string(rank_),
-      bytesOf(strFormat("%s %d %d %llu", host.c_str(), static_cast<int>(getpid()), own_.fd(),
-                        static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(own_.base()))))));
+      bytesOf(strFormat("%s %d %d %llu %lu", host.c_str(), static_cast<int>(getpid()), own_.fd(),
+                        static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(own_.base())),
+                        ratio))));
   // Every rank reads every rank's record, so each pair agrees on whether it is local.
   std::vector<PeerInfo> infos(n);
   int elsewhere = -1;
@@ -129,6 +137,9 @@ Status ShmTransport::setUp(Store& store, const std::string& keyPrefix) {
     TUTTI_ASSIGN_OR_RETURN(infos[static_cast<std::size_t>(r)], parseInfo(textOf(raw), r));
     const bool local = infos[static_cast<std::size_t>(r)].host == host;
     if (!local && elsewhere < 0) elsewhere = r;
+    if (local)
+      hostKernelCopyRatio_ =
+          std::max(hostKernelCopyRatio_, infos[static_cast<std::size_t>(r)].kernelCopyRatio);
     if (local && r != rank_) {
       isLocal_[static_cast<std::size_t>(r)] = true;
       local_.push_back(r);
@@ -187,7 +198,7 @@ Status ShmTransport::setUp(Store& store, const std::string& keyPrefix) {
     bounce_.assign(kBounceBytes, 0);  // touched now, not in a call
   coreEach_ = local_.size() + 1 <= static_cast<std::size_t>(usableCores());
   cmaFrom_ = options_.cmaBytes == 0 ? 0
-             : options_.cmaAuto        ? autoCmaBytes(cpuIsAmd(), coreEach_, kernelCopyRatio())
+             : options_.cmaAuto        ? autoCmaBytes(cpuIsAmd(), coreEach_, hostKernelCopyRatio_)
              : coreEach_               ? std::max<std::uint64_t>(1, options_.cmaBytesWithCores)
                                        : options_.cmaBytes;
   if (options_.exchangeMaxBytes.has_value()) {
@@ -210,8 +221,8 @@ Status ShmTransport::setUp(Store& store, const std::string& keyPrefix) {
              "heap rendezvous from %llu bytes (0: never)%s", rank_, local_.size(), slots,
              layout_.slotBytes, static_cast<unsigned long long>(cmaFrom_),
              options_.cmaAuto && options_.cmaBytes > 0
-                 ? strFormat("; the kernel's copy takes %.1f times memcpy's time",
-                             kernelCopyRatio()).c_str()
+                 ? strFormat("; the kernel's copy takes %.1f times memcpy's time here, %.1f on "
+                             "the host", kernelCopyRatio(), hostKernelCopyRatio_).c_str()
                  : "");
   return Status::Ok();
 }

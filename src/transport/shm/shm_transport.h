@@ -147,6 +147,9 @@ class ShmTransport final : public Transport, public ProgressHook {
   /// The size from which heap-buffer messages go by rendezvous on this host (0: never), as
   /// chosen at creation from the options and the host.
   std::uint64_t cmaFrom() const { return cmaFrom_; }
+  /// The highest kernelCopyRatio() that this host's ranks measured (0 where none did: the
+  /// threshold was not automatic), on which the automatic threshold was decided.
+  double hostKernelCopyRatio() const { return hostKernelCopyRatio_; }
 
   /// Whether `peer` can read this rank's memory, so that large messages to it may go by
   /// rendezvous: from cmaBytes (never when 0) for heap buffers, read with the kernel's
@@ -164,7 +167,7 @@ class ShmTransport final : public Transport, public ProgressHook {
   bool leavesExchangeToSender(int peer, std::uint64_t bytes) const;
   /// The automatic rendezvous threshold for heap buffers (Options::cmaAuto); 0: never.
   /// First the kernel's copy against memcpy on this host (`kernelCopyRatio`, measured once
-  /// per process): where process_vm_readv takes more than kSlowKernelCopyRatio times
+  /// per process, the highest of the host's ranks): where process_vm_readv takes more than kSlowKernelCopyRatio times
   /// memcpy's time for the same bytes, the rings carry every heap message. Through a ring
   /// each byte is copied twice, but by two cores at once and through the cache, which cost
   /// about 3.6 memcpys per byte on the AMD EPYC VM of PEERS.md (2 ranks, all-gather 1 MiB:
@@ -279,6 +282,7 @@ class ShmTransport final : public Transport, public ProgressHook {
   std::vector<int> local_;             // the other ranks on this host
   bool coreEach_ = false;              // every rank of this host has a core (setUp)
   std::uint64_t cmaFrom_ = 0;          // the rendezvous threshold in force (0: none; setUp)
+  double hostKernelCopyRatio_ = 0;     // the highest kernelCopyRatio() of this host's ranks
   // Exchanged messages up to a quarter of a core's L2 are each written by their sender:
   // an end's own block, its copy in its output and its copy in the peer's output then stay
   // in its L2 (2 ranks, all-gather, against both ends reading: blocks of 512K 0.81 of the

@@ -635,8 +635,11 @@ TEST(ShmCmaThreshold, IsAsSetOrFollowsTheProcessorAndTheCores) {
     setup.cmaAuto = true;
     auto ts = connectAll(2, setup);
     ASSERT_EQ(ts.size(), 2u);
+    // Both ranks (here in one process, so with the same measurement) decide on the host's.
+    EXPECT_EQ(ts[0]->hostKernelCopyRatio(), ts[1]->hostKernelCopyRatio());
+    EXPECT_NEAR(ts[0]->hostKernelCopyRatio(), ShmTransport::kernelCopyRatio(), 0.01);
     const std::uint64_t expect =
-        ShmTransport::autoCmaBytes(cpuIsAmd(), coreEach, ShmTransport::kernelCopyRatio());
+        ShmTransport::autoCmaBytes(cpuIsAmd(), coreEach, ts[0]->hostKernelCopyRatio());
     EXPECT_EQ(ts[0]->cmaFrom(), expect);
     EXPECT_EQ(ts[1]->cmaFrom(), expect);
   }
@@ -646,6 +649,7 @@ TEST(ShmCmaThreshold, IsAsSetOrFollowsTheProcessorAndTheCores) {
     auto ts = connectAll(2, setup);  // shm_setup passes cmaBytes for both kinds of host
     ASSERT_EQ(ts.size(), 2u);
     EXPECT_EQ(ts[0]->cmaFrom(), 100000u);
+    EXPECT_EQ(ts[0]->hostKernelCopyRatio(), 0.0);  // not automatic: nothing measured
   }
   {
     ShmSetup setup;
