@@ -151,7 +151,7 @@ class ShmLink final : public Link {
   bool sendRendezvousLocked(TransferRequest* request, const BufferRef& buffer);
   bool sendEagerLocked(TransferRequest* request);
   /// Payload bytes per slot for a message of `msgBytes` through the ring: 32 KiB, doubled
-  /// up to the slot's size while the message still fills 16 pieces.
+  /// up to the slot's size while the message still fills 2 pieces.
   std::size_t pieceBytes(std::uint64_t msgBytes) const;
   std::string describe(Tag tag) const;
   /// "rank 3", as errors name the peer.

@@ -259,7 +259,8 @@ void measuringCopy(void* dst, const void* src, std::size_t bytes, std::size_t me
 }
 
 // With large slots (the default between 2 ranks), a mid-size message still crosses the ring
-// in 32 KiB pieces, pipelined; a large one fills whole slots.
+// in two pieces at least (32 KiB doubled while two fit), pipelined; a large one fills whole
+// slots.
 TEST(UserBufferTransfer, PiecesGrowWithTheMessageUpToTheSlot) {
   ShmSetup setup;
   setup.copy = &measuringCopy;
@@ -267,7 +268,8 @@ TEST(UserBufferTransfer, PiecesGrowWithTheMessageUpToTheSlot) {
   setup.cmaBytes = 0;  // every message through the ring
   auto ts = connectAll(2, setup);
   const std::pair<std::size_t, std::size_t> cases[] = {
-      {100000, 32u << 10}, {(1u << 20) + 8, 64u << 10}, {8u << 20, 256u << 10}};
+      {100000, 32u << 10},      {200000, 64u << 10},       {300000, 128u << 10},
+      {(1u << 20) + 8, 256u << 10}, {8u << 20, 256u << 10}};
   for (const auto& [bytes, piece] : cases) {
     hookedBytes = 0;
     hookedCalls = 0;
