@@ -202,6 +202,10 @@ Status CommImpl::connect(const InitParams& params, const Config& config, const s
     sopts.copy = &reduce::copy;
     sopts.maxUnexpectedBytes = config.tcpMaxUnexpected;
     sopts.runAheadBytes = config.shmRunAheadBytes;
+    TUTTI_CHECK_ARG(config.shmRunAheadMessages >= 0,
+                    "TUTTI_SHM_RUN_AHEAD_MESSAGES must be 0 or more, got %lld",
+                    static_cast<long long>(config.shmRunAheadMessages));
+    sopts.runAheadMessages = static_cast<std::uint64_t>(config.shmRunAheadMessages);
     sopts.deadline = deadline;
     sopts.host = config.shmHost;
     sopts.requireAll = choice == "shm";

@@ -373,8 +373,12 @@ bool ShmLink::startMessageLocked(const SlotView& h, DoneList& done) {
   // its calls in the same order on every rank, so whatever this rank's current call still
   // waits for was sent before the held message, by ranks in calls no later than this one.
   const std::uint64_t runAhead = owner_->options_.runAheadBytes;
-  if (runAhead > 0 && unexpectedBytes_ > 0 && unexpectedBytes_ + h.msgBytes > runAhead &&
-      owner_->hasCall_ && isEarlierCall(owner_->lastCall_, h.tag) && !awaitsPointToPointLocked())
+  const std::uint64_t runAheadCount = owner_->options_.runAheadMessages;
+  const bool pastAllowance =
+      (runAhead > 0 && unexpectedBytes_ > 0 && unexpectedBytes_ + h.msgBytes > runAhead) ||
+      (runAheadCount > 0 && unexpected_.size() >= runAheadCount);
+  if (pastAllowance && owner_->hasCall_ && isEarlierCall(owner_->lastCall_, h.tag) &&
+      !awaitsPointToPointLocked())
     return false;
   u->data.resize(h.msgBytes);
   unexpectedBytes_ += h.msgBytes;

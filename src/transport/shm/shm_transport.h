@@ -109,6 +109,17 @@ class ShmTransport final : public Transport, public ProgressHook {
     /// runs at most this far ahead of its receiver, instead of filling maxUnexpectedBytes
     /// with buffers that miss the cache. 0: no such limit.
     std::uint64_t runAheadBytes = 256u << 10;
+    /// The same in messages: past this many unexpected messages from one peer, a later
+    /// call's message waits in the ring too. Small calls cost their receiver per message
+    /// (a buffer, a match, a line that misses the cache), not per byte: 256 KiB of 8-byte
+    /// reduces let a leaf run 32768 calls ahead. 8-byte reduce on 2 cores, time against no
+    /// such limit (the ranks under the normal scheduler, as users run them): 4 ranks
+    /// 3.5/2.2/1.7/0.8 us before, 0.7/0.9/1.2/1.0 after; 8 ranks 4.1/6.1/3.2/13.7 before,
+    /// 1.7/3.1/2.9/1.9 after. Under SCHED_FIFO (scripts/ab_latency.sh -r 5) 4 ranks 0.80, 8
+    /// ranks 0.30 of the time; 2 ranks and broadcasts level (0.98-1.02, broadcast 4 ranks
+    /// -r 9: 0 / 64 / 256 messages 0.81 / 0.79 / 0.81 us). 16 measured level with 64.
+    /// 0: no such limit.
+    std::uint64_t runAheadMessages = 64;
     Deadline deadline = Deadline::afterSeconds(60);
     /// This rank's host as far as shared memory goes; empty: hostKey(). Ranks with equal
     /// keys share segments.

@@ -20,6 +20,7 @@ struct ShmSetup {
   std::uint64_t cmaBytes = 256 << 10;
   std::uint64_t maxUnexpected = 64u << 20;
   std::uint64_t runAhead = ShmTransport::Options{}.runAheadBytes;
+  std::uint64_t runAheadMessages = ShmTransport::Options{}.runAheadMessages;
   bool cmaShare = true;
   bool cmaAuto = false;  // the host's automatic threshold instead of cmaBytes
   std::optional<std::uint64_t> exchangeMaxBytes;  // unset: the transport's automatic limit
@@ -47,6 +48,7 @@ inline std::vector<std::unique_ptr<ShmTransport>> connectAll(int size, const Shm
       o.slotBytes = setup.slotBytes;
       o.maxUnexpectedBytes = setup.maxUnexpected;
       o.runAheadBytes = setup.runAhead;
+      o.runAheadMessages = setup.runAheadMessages;
       o.deadline = Deadline::afterSeconds(30);
       auto t = ShmTransport::create(*store, "t/", o);
       if (t.ok()) out[static_cast<std::size_t>(r)] = std::move(t).value();

@@ -251,24 +251,21 @@ TEST_P(ShmTransportTest, UnexpectedBytesAreCappedByBackPressure) {
   EXPECT_EQ(inB, b);
 }
 
-TEST_P(ShmTransportTest, LaterCallsWaitInTheRingWhileTheReceiverIsInAnEarlierOne) {
-  ShmSetup s = setup();
-  s.runAhead = 64u << 10;
+// Rank 1 sends 32 messages of `bytes` for calls 2..33 and then a point-to-point message,
+// while rank 0 is in call 1 (a receive from rank 2 posted). Rank 0 buffers at most `most`
+// bytes of them, until it posts the point-to-point receive, which lets every one in; then
+// each arrives whole in its own call.
+void expectLaterCallsWaitInTheRing(const ShmSetup& s, std::size_t bytes, std::uint64_t most) {
   auto ts = connectAll(3, s);
-  // Rank 1 sends 32 messages of 32 KiB for calls 2..33 and then a point-to-point message,
-  // while rank 0 is in call 1 (a receive from rank 2 posted). Rank 0 buffers at most the
-  // allowance plus one message of them, until it posts the point-to-point receive, which
-  // lets every one in; then each arrives whole in its own call.
   constexpr int kCalls = 32;
-  constexpr std::size_t kBytes = 32u << 10;
   std::vector<std::vector<std::uint8_t>> out;
-  for (int k = 0; k < kCalls; ++k) out.push_back(pattern(kBytes, 10 + k));
+  for (int k = 0; k < kCalls; ++k) out.push_back(pattern(bytes, 10 + k));
   auto p2pOut = pattern(1000, 99);
   std::vector<TransferRequest> sends(kCalls);
   TransferRequest p2pSend;
   std::thread sender([&] {
     for (int k = 0; k < kCalls; ++k)
-      ts[1]->link(0).postSend(&sends[k], collectiveTagBase(0, 2 + k), out[k].data(), kBytes);
+      ts[1]->link(0).postSend(&sends[k], collectiveTagBase(0, 2 + k), out[k].data(), bytes);
     ts[1]->link(0).postSend(&p2pSend, p2pTag(0, 4), p2pOut.data(), p2pOut.size());
     for (auto& send : sends) EXPECT_TRUE(waitFor(*ts[1], send).ok());
     EXPECT_TRUE(waitFor(*ts[1], p2pSend).ok());
@@ -276,13 +273,14 @@ TEST_P(ShmTransportTest, LaterCallsWaitInTheRingWhileTheReceiverIsInAnEarlierOne
   std::vector<std::uint8_t> call1(8), call1Out = pattern(8, 1);
   TransferRequest recvCall1;
   ts[0]->link(2).postRecv(&recvCall1, collectiveTagBase(0, 1), call1.data(), call1.size());
-  std::uint64_t most = 0;
+  std::uint64_t buffered = 0;
   for (int i = 0; i < 300; ++i) {
     auto seen = ts[0]->progressSignal().snapshot();
     ts[0]->waitForProgress(seen, Deadline::afterSeconds(0.001), 0);
-    most = std::max(most, ts[0]->unexpectedBytes());
+    buffered = std::max(buffered, ts[0]->unexpectedBytes());
   }
-  EXPECT_LE(most, s.runAhead + kBytes);
+  EXPECT_LE(buffered, most);
+  EXPECT_GT(buffered, 0u);  // the allowance itself was let in
   std::vector<std::uint8_t> p2pIn(p2pOut.size());
   TransferRequest p2pRecv;
   ts[0]->link(1).postRecv(&p2pRecv, p2pTag(0, 4), p2pIn.data(), p2pIn.size());
@@ -293,14 +291,31 @@ TEST_P(ShmTransportTest, LaterCallsWaitInTheRingWhileTheReceiverIsInAnEarlierOne
   ASSERT_TRUE(waitFor(*ts[0], recvCall1).ok());
   EXPECT_TRUE(waitFor(*ts[2], sendCall1).ok());
   EXPECT_EQ(call1, call1Out);
-  std::vector<std::vector<std::uint8_t>> in(kCalls, std::vector<std::uint8_t>(kBytes));
+  std::vector<std::vector<std::uint8_t>> in(kCalls, std::vector<std::uint8_t>(bytes));
   std::vector<TransferRequest> recvs(kCalls);
   for (int k = 0; k < kCalls; ++k) {
-    ts[0]->link(1).postRecv(&recvs[k], collectiveTagBase(0, 2 + k), in[k].data(), kBytes);
+    ts[0]->link(1).postRecv(&recvs[k], collectiveTagBase(0, 2 + k), in[k].data(), bytes);
     ASSERT_TRUE(waitFor(*ts[0], recvs[k]).ok()) << k;
     EXPECT_EQ(in[k], out[k]) << k;
   }
   sender.join();
+}
+
+// The allowance in bytes: at most 64 KiB plus one message of 32 KiB.
+TEST_P(ShmTransportTest, LaterCallsWaitInTheRingWhileTheReceiverIsInAnEarlierOne) {
+  ShmSetup s = setup();
+  s.runAhead = 64u << 10;
+  constexpr std::size_t kBytes = 32u << 10;
+  expectLaterCallsWaitInTheRing(s, kBytes, s.runAhead + kBytes);
+}
+
+// The allowance in messages: tiny messages cost per message, so 4 of them at most, with no
+// limit in bytes.
+TEST_P(ShmTransportTest, LaterCallsWaitInTheRingPastTheAllowanceInMessages) {
+  ShmSetup s = setup();
+  s.runAhead = 0;
+  s.runAheadMessages = 4;
+  expectLaterCallsWaitInTheRing(s, 8, 4 * 8);
 }
 
 TEST_P(ShmTransportTest, PeerThatLeavesFailsPendingReceivesNamingIt) {
