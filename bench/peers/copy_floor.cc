@@ -1,10 +1,18 @@
 // The machine's floor for a mid-size all-gather and all-to-all on 2 ranks from heap buffers:
 // two processes, each round the copies such a call cannot avoid and nothing else. Each rank
-// copies its own block into its output (memcpy) and moves one block across with the kernel's
-// single copy, either reading the peer's block (process_vm_readv, "pull", what Open MPI and
-// MPICH do) or writing its own into the peer's output (process_vm_writev, "push"). The
-// ranks start each round together (a spin barrier on shared memory) and a round's time is
-// the slower rank's. No library, no protocol: what any implementation pays for the bytes.
+// copies its own block into its output (memcpy) and moves one block across, one of three
+// ways:
+//  - the kernel's single copy, either reading the peer's block (process_vm_readv, "pull",
+//    what Open MPI and MPICH do) or writing its own into the peer's output
+//    (process_vm_writev, "push");
+//  - "ring": through shared memory, as tutti's rings and the no-CMA peers do: the block is
+//    copied into a ring of 16 slots of 256 KiB in the peer's direction, piece by piece, each
+//    piece published with a counter, and copied out by the peer; the own block is copied
+//    between the two (tutti's order: send, own copy, receive);
+//  - "ring_fused" (all-gather): the same, but each piece is copied into the ring and into
+//    the own block in one pass over the input, which then is read once.
+// The ranks start each round together (a spin barrier on shared memory) and a round's time
+// is the slower rank's. No library, no protocol: what any implementation pays for the bytes.
 //
 //   copy_floor [block_kib=512] [rounds=2000]
 //
@@ -12,7 +20,7 @@
 // a core touches twice the block more, which is where a 2 MiB L2 stops holding the round).
 // Prints one line, medians over the rounds, in microseconds:
 //   FLOOR copy block=512K allgather_pull_us=.. allgather_push_us=.. alltoall_pull_us=..
-//   alltoall_push_us=..
+//   alltoall_push_us=.. allgather_ring_us=.. allgather_ring_fused_us=.. alltoall_ring_us=..
 
 #include <sys/mman.h>
 #include <sys/uio.h>
@@ -29,13 +37,63 @@
 
 namespace {
 
+constexpr std::size_t kSlots = 16;
+constexpr std::size_t kPiece = 256 << 10;
+
 struct alignas(64) Shared {
   std::atomic<long> arrived[2];
   std::atomic<long> pid[2];
   std::atomic<unsigned long> input[2];
   std::atomic<unsigned long> output[2];
   std::atomic<long> elapsedNs[2];
+  // Ring r carries rank r's pieces to the other rank: published counts pieces written,
+  // freed pieces copied out; both count from the start of the run.
+  alignas(64) std::atomic<long> published[2];
+  alignas(64) std::atomic<long> freed[2];
 };
+
+// One rank's share of a ring exchange: `block` bytes from `send` go out through ring
+// `rank`, the peer's arrive through ring 1 - rank into `receive`; `own` (if any) is copied
+// into `ownOut` between sending and receiving, or, fused, piece by piece with the sending.
+void ringExchange(Shared* s, char* rings, int rank, const char* send, char* receive,
+                  const char* own, char* ownOut, std::size_t block, bool fused, long* base) {
+  const int peer = 1 - rank;
+  char* mine = rings + static_cast<std::size_t>(rank) * kSlots * kPiece;
+  const char* theirs = rings + static_cast<std::size_t>(peer) * kSlots * kPiece;
+  const long pieces = static_cast<long>((block + kPiece - 1) / kPiece);
+  auto bytesOf = [&](long p) {
+    return std::min(kPiece, block - static_cast<std::size_t>(p) * kPiece);
+  };
+  long sent = 0, received = 0;
+  bool ownDone = own == nullptr;
+  while (received < pieces || sent < pieces) {
+    // Send what the ring has room for.
+    while (sent < pieces && *base + sent - s->freed[rank].load(std::memory_order_acquire) <
+                                static_cast<long>(kSlots)) {
+      const std::size_t at = static_cast<std::size_t>(sent) * kPiece;
+      std::memcpy(mine + static_cast<std::size_t>((*base + sent) % kSlots) * kPiece, send + at,
+                  bytesOf(sent));
+      if (fused && own != nullptr) std::memcpy(ownOut + at, own + at, bytesOf(sent));
+      ++sent;
+      s->published[rank].store(*base + sent, std::memory_order_release);
+    }
+    if (!ownDone && (fused || sent == pieces)) {
+      if (!fused) std::memcpy(ownOut, own, block);
+      ownDone = true;
+    }
+    // Receive what has arrived.
+    while (received < pieces &&
+           s->published[peer].load(std::memory_order_acquire) > *base + received) {
+      std::memcpy(receive + static_cast<std::size_t>(received) * kPiece,
+                  theirs + static_cast<std::size_t>((*base + received) % kSlots) * kPiece,
+                  bytesOf(received));
+      ++received;
+      s->freed[peer].store(*base + received, std::memory_order_release);
+    }
+    if (received < pieces || sent < pieces) __builtin_ia32_pause();
+  }
+  *base += pieces;
+}
 
 void barrier(Shared* s, int rank, long generation) {
   s->arrived[rank].store(generation, std::memory_order_release);
@@ -64,6 +122,9 @@ int main(int argc, char** argv) {
                                       MAP_SHARED | MAP_ANONYMOUS, -1, 0));
   if (s == MAP_FAILED) return 1;
   new (s) Shared{};
+  auto* rings = static_cast<char*>(mmap(nullptr, 2 * kSlots * kPiece, PROT_READ | PROT_WRITE,
+                                        MAP_SHARED | MAP_ANONYMOUS | MAP_POPULATE, -1, 0));
+  if (rings == MAP_FAILED) return 1;
   const pid_t child = fork();
   if (child < 0) return 1;
   const int rank = child == 0 ? 1 : 0;
@@ -81,11 +142,16 @@ int main(int argc, char** argv) {
   const unsigned long peerInput = s->input[1 - rank].load();
   const unsigned long peerOutput = s->output[1 - rank].load();
 
-  const char* names[4] = {"allgather_pull", "allgather_push", "alltoall_pull", "alltoall_push"};
-  double medians[4] = {0, 0, 0, 0};
-  for (int mode = 0; mode < 4; ++mode) {
-    const bool push = mode % 2 == 1;
-    const bool alltoall = mode >= 2;
+  constexpr int kModes = 7;
+  const char* names[kModes] = {"allgather_pull",  "allgather_push",       "alltoall_pull",
+                               "alltoall_push",   "allgather_ring",       "allgather_ring_fused",
+                               "alltoall_ring"};
+  double medians[kModes] = {};
+  long ringBase = 0;  // pieces each ring has carried so far
+  for (int mode = 0; mode < kModes; ++mode) {
+    const bool ring = mode >= 4;
+    const bool push = !ring && mode % 2 == 1;
+    const bool alltoall = mode == 2 || mode == 3 || mode == 6;
     // All-gather: the own block is input[0], it goes to output[rank] here and there.
     // All-to-all: input[p] is for rank p; output[p] came from rank p.
     const char* own = alltoall ? input + rank * block : input;
@@ -95,11 +161,16 @@ int main(int argc, char** argv) {
     for (long i = 0; i < rounds + rounds / 10; ++i) {
       barrier(s, rank, ++generation);
       const auto start = std::chrono::steady_clock::now();
-      std::memcpy(output + rank * block, own, block);
-      const bool ok = push ? kernelCopy(true, peer, const_cast<char*>(mineForPeer),
-                                        peerOutput + rank * block, block)
-                           : kernelCopy(false, peer, output + (1 - rank) * block, theirsForMe,
-                                        block);
+      bool ok = true;
+      if (ring) {
+        ringExchange(s, rings, rank, mineForPeer, output + (1 - rank) * block, own,
+                     output + rank * block, block, mode == 5, &ringBase);
+      } else {
+        std::memcpy(output + rank * block, own, block);
+        ok = push ? kernelCopy(true, peer, const_cast<char*>(mineForPeer),
+                               peerOutput + rank * block, block)
+                  : kernelCopy(false, peer, output + (1 - rank) * block, theirsForMe, block);
+      }
       if (!ok) {
         std::perror(push ? "process_vm_writev" : "process_vm_readv");
         return 1;
@@ -122,7 +193,8 @@ int main(int argc, char** argv) {
   if (rank == 1) return 0;
   waitpid(child, nullptr, 0);
   std::printf("FLOOR copy block=%zuK", block >> 10);
-  for (int mode = 0; mode < 4; ++mode) std::printf(" %s_us=%.1f", names[mode], medians[mode]);
+  for (int mode = 0; mode < kModes; ++mode)
+    std::printf(" %s_us=%.1f", names[mode], medians[mode]);
   std::printf("\n");
   return 0;
 }
