@@ -46,6 +46,8 @@ struct ExecutorPool::Slot {
   StepId step = 0;
   bool busy = false;
   bool receiving = false;  // waiting for the receive half (else for the send half)
+  bool fused = false;      // a send carrying the copy step `fusedCopy` (Run::fuseCopy)
+  StepId fusedCopy = 0;
   TransferRequest recv;
   TransferRequest send;
   std::vector<char> staging;
@@ -108,6 +110,11 @@ class Run {
   // Sets up `steps` steps' bookkeeping in the pool (reused across runs).
   void prepare(std::size_t steps);
   void start(Slot& slot, StepId id);
+  // Whether the send step `id` can carry the copy step after it (the same source, read
+  // once by the link: TransferRequest::mirror); if so, that step is taken now.
+  bool fuseCopy(Slot& slot, StepId id);
+  // Ends a fused copy once its send has: the link wrote it, or it is copied now.
+  void finishFusedCopy(Slot& slot);
   // Moves `slot` on if its transfer completed. False, with *failure set, when it failed.
   bool advance(Slot& slot, bool* progressed, Status* failure);
   void computeAfterReceive(const Step& step, const Slot& slot);
@@ -169,9 +176,13 @@ void Run::start(Slot& slot, StepId id) {
   pool_.stepState()[id] = kRunning;
   const std::size_t srcBytes = step.src.count * elemSize_;
   const std::size_t dstBytes = step.dst.count * elemSize_;
+  slot.fused = false;
+  slot.send.mirror = nullptr;
+  slot.send.mirrored = false;
   switch (step.op) {
     case OpCode::kSend:
       slot.receiving = false;
+      fuseCopy(slot, id);
       transport_.link(step.sendPeer).postSend(&slot.send, tagFor(step.sendIndex), address(step.src), srcBytes);
       return;
     case OpCode::kRecv:
@@ -221,6 +232,39 @@ void Run::computeAfterReceive(const Step& step, const Slot& slot) {
     reduce::finalize(address(step.dst), step.dst.count, params_.dtype, params_.op, params_.worldSize);
 }
 
+bool Run::fuseCopy(Slot& slot, StepId id) {
+  // The copy must be next in order and ready now (it would run at once unfused), read
+  // exactly what the send reads, and not overlap it; its dependents wait for it either way.
+  const StepId copyId = id + 1;
+  if (copyId != next_ || copyId >= steps_) return false;
+  const Step& send = schedule_.steps[id];
+  const Step& copy = schedule_.steps[copyId];
+  if (copy.op != OpCode::kCopy || copy.finalize || copy.src.buffer != send.src.buffer ||
+      copy.src.offset != send.src.offset || copy.src.count != send.src.count ||
+      copy.dst.count != copy.src.count || copy.src.count == 0 || !depsComplete(copyId))
+    return false;
+  const char* src = address(send.src);
+  char* dst = address(copy.dst);
+  const std::size_t bytes = copy.src.count * elemSize_;
+  if (dst < src + bytes && src < dst + bytes) return false;
+  slot.fused = true;
+  slot.fusedCopy = copyId;
+  slot.send.mirror = dst;
+  pool_.stepState()[copyId] = kRunning;
+  ++next_;
+  return true;
+}
+
+void Run::finishFusedCopy(Slot& slot) {
+  if (!slot.fused) return;
+  const Step& copy = schedule_.steps[slot.fusedCopy];
+  if (!slot.send.mirrored)
+    reduce::copy(address(copy.dst), address(copy.src), copy.dst.count * elemSize_);
+  pool_.stepState()[slot.fusedCopy] = kComplete;
+  ++completed_;
+  slot.fused = false;
+}
+
 bool Run::advance(Slot& slot, bool* progressed, Status* failure) {
   const Step& step = schedule_.steps[slot.step];
   if (slot.receiving) {
@@ -248,6 +292,7 @@ bool Run::advance(Slot& slot, bool* progressed, Status* failure) {
     return false;
   }
   *progressed = true;
+  finishFusedCopy(slot);
   finishStep(slot);
   return true;
 }

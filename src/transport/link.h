@@ -106,6 +106,15 @@ class TransferRequest {
   /// receiver read the message in place (rendezvous) copies it through its own buffers
   /// instead, where the receiver reduces each piece as it arrives (`combine`).
   bool preferCopy = false;
+  /// Set by the poster of a send (null otherwise): a local destination that should also
+  /// receive the message's bytes (a schedule's copy of the same source). A link that copies
+  /// the message through buffers of its own may write each piece there too while the
+  /// piece is in cache, so the source is read once; it then sets `mirrored`. Links that
+  /// cannot ignore it, and the poster copies. Must not overlap `data`.
+  char* mirror = nullptr;
+  /// Cleared by the poster; set by a link that wrote the whole message to `mirror`. Valid
+  /// once done().
+  bool mirrored = false;
   TransferRequest* next = nullptr;  // intrusive queue link
 };
 

@@ -132,11 +132,19 @@ bool ShmLink::sendEagerLocked(TransferRequest* request) {
       std::memcpy(out_.payload(outHead_), request->data + request->progress, chunk);
     }
     h->seq.store(++outHead_, std::memory_order_seq_cst);  // publishes; see wakeIfSleeping
+    if (request->mirror != nullptr && chunk > 0) {
+      // The piece was just read: its source is in cache for the local copy too.
+      owner_->options_.copy(request->mirror + request->progress, request->data + request->progress,
+                            chunk, request->bytes);
+    }
     // The next slot's header: the receiver read it a lap ago, so its line is shared; ask
     // for it exclusive now rather than wait on the invalidation when publishing into it.
     prefetchForWrite(out_.header(outHead_));
     request->progress += chunk;
-    if (request->progress >= request->bytes) return true;
+    if (request->progress >= request->bytes) {
+      request->mirrored = request->mirror != nullptr;
+      return true;
+    }
   }
 }
 

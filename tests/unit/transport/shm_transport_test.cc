@@ -251,6 +251,32 @@ TEST_P(ShmTransportTest, UnexpectedBytesAreCappedByBackPressure) {
   EXPECT_EQ(inB, b);
 }
 
+// A send with a mirror: a message that crosses the ring is also written to the mirror,
+// piece by piece, and says so; one read in place by its receiver (rendezvous) is not, and
+// leaves the mirror to its poster. Inline, several pieces, and past the threshold.
+TEST_P(ShmTransportTest, ASendThroughTheRingAlsoWritesItsMirror) {
+  auto ts = connectAll(2, setup());
+  for (const std::size_t bytes : {std::size_t{8}, std::size_t{100000}, std::size_t{1} << 20}) {
+    const auto out = pattern(bytes, 7);
+    std::vector<std::uint8_t> in(bytes), mirror(bytes, 0);
+    TransferRequest send, recv;
+    send.mirror = reinterpret_cast<char*>(mirror.data());
+    send.mirrored = false;
+    ts[1]->link(0).postRecv(&recv, collectiveTagBase(0, 1), in.data(), bytes);
+    ts[0]->link(1).postSend(&send, collectiveTagBase(0, 1), out.data(), bytes);
+    std::thread receiver([&] { EXPECT_TRUE(waitFor(*ts[1], recv).ok()); });
+    ASSERT_TRUE(waitFor(*ts[0], send).ok()) << bytes;
+    receiver.join();
+    EXPECT_EQ(in, out) << bytes;
+    const bool rendezvous = GetParam() != 0 && bytes >= GetParam();
+    EXPECT_EQ(send.mirrored, !rendezvous) << bytes;
+    if (send.mirrored)
+      EXPECT_EQ(mirror, out) << bytes;
+    else
+      EXPECT_EQ(mirror, std::vector<std::uint8_t>(bytes, 0)) << bytes;
+  }
+}
+
 // Rank 1 sends 32 messages of `bytes` for calls 2..33 and then a point-to-point message,
 // while rank 0 is in call 1 (a receive from rank 2 posted). Rank 0 buffers at most `most`
 // bytes of them, until it posts the point-to-point receive, which lets every one in; then
