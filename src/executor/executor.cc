@@ -247,6 +247,12 @@ bool Run::fuseCopy(Slot& slot, StepId id) {
   char* dst = address(copy.dst);
   const std::size_t bytes = copy.src.count * elemSize_;
   if (dst < src + bytes && src < dst + bytes) return false;
+  // Fused, the copy completes with the send: only where the send does not wait for its
+  // receive (a message its receiver reads in place does), or the copy's dependents could
+  // wait on a receive that waits on them, where the schedule alone would not.
+  if (!transport_.link(send.sendPeer)
+           .copiesSend(tagFor(send.sendIndex), src, bytes, params_.preferCopy))
+    return false;
   slot.fused = true;
   slot.fusedCopy = copyId;
   slot.send.mirror = dst;

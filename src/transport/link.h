@@ -110,7 +110,9 @@ class TransferRequest {
   /// receive the message's bytes (a schedule's copy of the same source). A link that copies
   /// the message through buffers of its own may write each piece there too while the
   /// piece is in cache, so the source is read once; it then sets `mirrored`. Links that
-  /// cannot ignore it, and the poster copies. Must not overlap `data`.
+  /// cannot ignore it, and the poster copies. Must not overlap `data`. Set only where
+  /// Link::copiesSend says yes: the copy then completes with the send, which must not
+  /// wait for its receiver.
   char* mirror = nullptr;
   /// Cleared by the poster; set by a link that wrote the whole message to `mirror`. Valid
   /// once done().
@@ -129,6 +131,14 @@ class Link {
   /// valid and unchanged until the request is done or cancelled.
   virtual void postSend(TransferRequest* request, Tag tag, const void* data,
                         std::size_t bytes) = 0;
+
+  /// Whether a send of `bytes` at `data` under `tag` (TransferRequest::preferCopy as given)
+  /// would be copied whole into this link's own buffers, so that it completes without its
+  /// receive being posted (given room) and writes TransferRequest::mirror. False by default.
+  virtual bool copiesSend(Tag /*tag*/, const void* /*data*/, std::size_t /*bytes*/,
+                          bool /*preferCopy*/) const {
+    return false;
+  }
 
   /// Starts receiving a message with `tag` of exactly `bytes` bytes into `data`. Never blocks.
   virtual void postRecv(TransferRequest* request, Tag tag, void* data, std::size_t bytes) = 0;

@@ -148,6 +148,22 @@ bool ShmLink::sendEagerLocked(TransferRequest* request) {
   }
 }
 
+bool ShmLink::byRendezvous(Tag tag, const void* data, std::size_t bytes, bool preferCopy,
+                           BufferRef* buffer) const {
+  const ShmTransport::Options& o = owner_->options_;
+  const std::uint64_t cma = owner_->cmaFrom_ == 0 ? UINT64_MAX : owner_->cmaFrom_;
+  const std::uint64_t mapped = o.mappedBytes == 0 ? UINT64_MAX : o.mappedBytes;
+  if (isP2pTag(tag) || bytes < std::min(cma, mapped) || !owner_->rendezvousTo(peer_))
+    return false;
+  *buffer = findUserBuffer(data, bytes);
+  return buffer->valid() ? bytes >= mapped : bytes >= cma && !preferCopy;
+}
+
+bool ShmLink::copiesSend(Tag tag, const void* data, std::size_t bytes, bool preferCopy) const {
+  BufferRef buffer;
+  return !byRendezvous(tag, data, bytes, preferCopy, &buffer);
+}
+
 bool ShmLink::pumpSendsLocked(DoneList& done) {
   bool moved = false;
   while (!sendQueue_.empty()) {
@@ -160,17 +176,10 @@ bool ShmLink::pumpSendsLocked(DoneList& done) {
     // A send from a memAlloc buffer goes by rendezvous from mappedBytes (lower than cmaBytes)
     // and even when it prefers a copy (its receiver reduces it): the receiver reads or
     // reduces it straight from its mapping, one pass over the data where the ring takes two.
-    const ShmTransport::Options& o = owner_->options_;
-    const std::uint64_t cma = owner_->cmaFrom_ == 0 ? UINT64_MAX : owner_->cmaFrom_;
-    const std::uint64_t mapped = o.mappedBytes == 0 ? UINT64_MAX : o.mappedBytes;
-    bool rendezvous = request->progress == 0 && !isP2pTag(request->tag) &&
-                      request->bytes >= std::min(cma, mapped) && owner_->rendezvousTo(peer_);
     BufferRef buffer;
-    if (rendezvous) {
-      buffer = findUserBuffer(request->data, request->bytes);
-      rendezvous = buffer.valid() ? request->bytes >= mapped
-                                  : request->bytes >= cma && !request->preferCopy;
-    }
+    const bool rendezvous = request->progress == 0 &&
+                            byRendezvous(request->tag, request->data, request->bytes,
+                                         request->preferCopy, &buffer);
     if (rendezvous) {
       if (!sendRendezvousLocked(request, buffer)) break;
       sendQueue_.pop_front();

@@ -40,6 +40,8 @@ class ShmLink final : public Link {
 
   int peer() const override { return peer_; }
   void postSend(TransferRequest* request, Tag tag, const void* data, std::size_t bytes) override;
+  /// True unless the send would go by rendezvous (byRendezvous).
+  bool copiesSend(Tag tag, const void* data, std::size_t bytes, bool preferCopy) const override;
   void postRecv(TransferRequest* request, Tag tag, void* data, std::size_t bytes) override;
   void cancel(TransferRequest* request) override;
 
@@ -150,6 +152,11 @@ class ShmLink final : public Link {
   /// `buffer`: the memAlloc buffer holding the message, if any.
   bool sendRendezvousLocked(TransferRequest* request, const BufferRef& buffer);
   bool sendEagerLocked(TransferRequest* request);
+  /// Whether a collective send of `bytes` at `data` is left for the receiver to read in
+  /// place (rendezvous) rather than copied through the ring; `*buffer`: the memAlloc buffer
+  /// holding it, if any. A function of the message and of settings fixed at creation.
+  bool byRendezvous(Tag tag, const void* data, std::size_t bytes, bool preferCopy,
+                    BufferRef* buffer) const;
   /// Payload bytes per slot for a message of `msgBytes` through the ring: 32 KiB, doubled
   /// up to the slot's size while the message still fills 2 pieces.
   std::size_t pieceBytes(std::uint64_t msgBytes) const;

@@ -253,7 +253,8 @@ TEST_P(ShmTransportTest, UnexpectedBytesAreCappedByBackPressure) {
 
 // A send with a mirror: a message that crosses the ring is also written to the mirror,
 // piece by piece, and says so; one read in place by its receiver (rendezvous) is not, and
-// leaves the mirror to its poster. Inline, several pieces, and past the threshold.
+// leaves the mirror to its poster; copiesSend tells the two apart in advance (a
+// point-to-point send is always copied). Inline, several pieces, and past the threshold.
 TEST_P(ShmTransportTest, ASendThroughTheRingAlsoWritesItsMirror) {
   auto ts = connectAll(2, setup());
   for (const std::size_t bytes : {std::size_t{8}, std::size_t{100000}, std::size_t{1} << 20}) {
@@ -270,6 +271,11 @@ TEST_P(ShmTransportTest, ASendThroughTheRingAlsoWritesItsMirror) {
     EXPECT_EQ(in, out) << bytes;
     const bool rendezvous = GetParam() != 0 && bytes >= GetParam();
     EXPECT_EQ(send.mirrored, !rendezvous) << bytes;
+    // Asked beforehand, the link says which (the executor mirrors only those it copies).
+    EXPECT_EQ(ts[0]->link(1).copiesSend(collectiveTagBase(0, 1), out.data(), bytes, false),
+              !rendezvous)
+        << bytes;
+    EXPECT_TRUE(ts[0]->link(1).copiesSend(p2pTag(0, 1), out.data(), bytes, false)) << bytes;
     if (send.mirrored)
       EXPECT_EQ(mirror, out) << bytes;
     else
