@@ -29,9 +29,13 @@ struct AlgorithmInfo {
   /// rank's contribution (read from the input), and this rank's output computed from every
   /// rank's contribution (indexed by rank) exactly as the schedule computes it, operands in
   /// the same order, so the same bits.
+  /// Where contributions differ in size between ranks (allgatherv), flatBytes is the
+  /// largest of them, the same on every rank (it decides whether the call fits the flat
+  /// exchange), and flatRankBytes gives rank `rank`'s; null: every rank's is flatBytes.
   std::size_t (*flatBytes)(const CollectiveSpec& spec) = nullptr;
   void (*flatFinish)(const CollectiveSpec& spec, const char* const* contributions,
                      void* output) = nullptr;
+  std::size_t (*flatRankBytes)(const CollectiveSpec& spec, int rank) = nullptr;
 };
 
 /// Every algorithm, grouped by collective.
@@ -52,10 +56,11 @@ Result<std::vector<std::pair<Collective, std::string>>> parseAlgorithmOverrides(
 
 // The builders, one per algorithm file.
 Schedule buildDirect(const CollectiveSpec& spec);  // every collective (direct.cc)
-// direct.cc's one-round all-reduce, all-gather and barrier, carried by a flat exchange
-// (direct_flat.cc).
+// direct.cc's one-round all-reduce, all-gather(v), all-to-all, reduce-scatter(v) and
+// barrier, carried by a flat exchange (direct_flat.cc).
 std::size_t flatBytesDirect(const CollectiveSpec& spec);
 void flatFinishDirect(const CollectiveSpec& spec, const char* const* contributions, void* output);
+std::size_t flatRankBytesDirect(const CollectiveSpec& spec, int rank);
 Schedule buildAllreduceRing(const CollectiveSpec& spec);
 // Rings and butterflies (allgather_ring.cc, reducescatter_ring.cc, allreduce_rs_ag.cc,
 // allreduce_recursive_doubling.cc, allgather_recursive_doubling.cc,

@@ -1,8 +1,9 @@
-// direct.cc's one-round all-reduce, all-gather, all-to-all, reduce-scatter and barrier in
+// direct.cc's one-round all-reduce, all-gather(v), all-to-all, reduce-scatter(v) and barrier in
 // flat form: the output computed from every rank's whole contribution at once, for a
 // transport's flat exchange (Transport::flatExchange, AlgorithmInfo::flatBytes) to carry
 // the round instead of messages.
 
+#include <algorithm>
 #include <cstring>
 
 #include "algorithms/algorithm.h"
@@ -14,7 +15,8 @@ namespace tutti {
 // What direct.cc's one-round schedules compute, computed from every rank's whole
 // contribution: all-reduce combines in rank order 0..n-1 as allreduce()'s steps do (the
 // first combine reads two contributions where the schedule copies one and then reduces,
-// the same operands in the same order); all-gather places the blocks; all-to-all publishes
+// the same operands in the same order); all-gather(v) places the blocks (allgatherv's
+// contributions differ in size: each rank publishes its own block); all-to-all publishes
 // the whole send buffer and takes block `rank` of every rank's; reduce-scatter(v) publishes
 // the whole input and reduces block `rank` of every rank's; a barrier has none.
 std::size_t flatBytesDirect(const CollectiveSpec& spec) {
@@ -30,9 +32,21 @@ std::size_t flatBytesDirect(const CollectiveSpec& spec) {
       for (std::uint64_t c : spec.counts) count += c;
       return count * dataTypeSize(spec.dtype);
     }
+    case Collective::kAllGatherV: {
+      // The largest block: every rank computes the same, so all agree on going flat.
+      std::uint64_t most = 0;
+      for (std::uint64_t c : spec.counts) most = std::max(most, c);
+      return most * dataTypeSize(spec.dtype);
+    }
     case Collective::kBarrier: return 0;
     default: TUTTI_ASSERT(false && "no flat form for this collective"); return 0;
   }
+}
+
+std::size_t flatRankBytesDirect(const CollectiveSpec& spec, int rank) {
+  if (spec.kind != Collective::kAllGatherV) return flatBytesDirect(spec);
+  TUTTI_ASSERT(rank >= 0 && static_cast<std::size_t>(rank) < spec.counts.size());
+  return spec.counts[static_cast<std::size_t>(rank)] * dataTypeSize(spec.dtype);
 }
 
 void flatFinishDirect(const CollectiveSpec& spec, const char* const* contributions,
@@ -75,6 +89,15 @@ void flatFinishDirect(const CollectiveSpec& spec, const char* const* contributio
     for (int k = 2; k < spec.size; ++k)
       reduce::combine(out, out, from(k), count, spec.dtype, spec.op);
     if (spec.op == ReduceOp::kAvg) reduce::finalize(out, count, spec.dtype, spec.op, spec.size);
+    return;
+  }
+  if (spec.kind == Collective::kAllGatherV) {
+    // Each block at its displacement; the gaps between blocks are left as they are.
+    const std::size_t size = dataTypeSize(spec.dtype);
+    for (std::size_t r = 0; r < static_cast<std::size_t>(spec.size); ++r) {
+      if (spec.counts[r] > 0)
+        std::memcpy(out + spec.displs[r] * size, contributions[r], spec.counts[r] * size);
+    }
     return;
   }
   if (spec.kind == Collective::kAllGather) {

@@ -94,7 +94,7 @@ const std::vector<AlgorithmInfo>& algorithmRegistry() {
        "ceil(log2 n) rounds doubling the gathered run, then a local rotation; latency-optimal",
        always, buildAllgatherBruck},
       {"direct", Collective::kAllGatherV, "every rank sends its block to every other", always,
-       buildDirect},
+       buildDirect, flatBytesDirect, flatFinishDirect, flatRankBytesDirect},
       {"ring", Collective::kAllGatherV, "each block travels the ring once, pipelined in segments",
        always, buildAllgatherRing},
       {"recursive_doubling", Collective::kAllGatherV,

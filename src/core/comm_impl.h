@@ -157,9 +157,9 @@ class CommImpl {
   Status runPlan(const OpRequest& request, const AlgorithmInfo& algorithm, const Plan& plan,
                  std::size_t flatBytes, const OpDescriber& what, ExecReport* report);
   /// One flat exchange of `bytes` at `data` for call `request`, stamped `stamp`: every
-  /// rank's contribution in flatViews_ on success.
+  /// rank's contribution in flatViews_ on success. `peerBytes`: FlatCall::peerBytes.
   Status exchangeFlat(const OpRequest& request, const CallStamp& stamp, const void* data,
-                      std::size_t bytes, FlatStop* stop);
+                      std::size_t bytes, FlatStop* stop, const std::size_t* peerBytes = nullptr);
   /// A failed flat exchange worded as the executor words its failures (`stop`: where it
   /// stopped); fails the transport, as the executor does.
   Status flatFailure(const OpDescriber& what, Status status, const FlatStop& stop,
@@ -275,6 +275,7 @@ class CommImpl {
   std::uint64_t flatCalls_ = 0;
   std::vector<const char*> flatViews_;
   std::vector<char> flatOwn_;  // an in-place flat call's own contribution (runFlat)
+  std::vector<std::size_t> flatPeerBytes_;  // per rank, where contributions differ (runFlat)
   std::uint64_t nextSeq_ = 0;  // touched only by the issuing thread
 
   // The last operations, for dumps; among the live recorders (SIGUSR1) once created.

@@ -1,7 +1,7 @@
 // The calls the shared-memory transport's flat exchange carries (Transport::flatExchange):
-// small all-reduces, all-gathers and barriers run without the executor (runFlat), and the
-// agreement on memAlloc buffers that comes before a large all-reduce's algorithm
-// (agreeOnBuffers). Both are worded and failed as the executor's runs are.
+// small all-reduces, all-gathers(v), all-to-alls, reduce-scatters(v) and barriers run without
+// the executor (runFlat), and the agreement on memAlloc buffers that comes before a large
+// all-reduce's algorithm (agreeOnBuffers). Both are worded and failed as the executor's runs are.
 
 #include <cstring>
 
@@ -22,13 +22,15 @@ bool choiceNeedsBuffers(const CollectiveSpec& spec) {
 }
 
 Status CommImpl::exchangeFlat(const OpRequest& r, const CallStamp& stamp, const void* data,
-                              std::size_t bytes, FlatStop* stop) {
+                              std::size_t bytes, FlatStop* stop,
+                              const std::size_t* peerBytes) {
   FlatCall call;
   call.index = flatCalls_++;
   call.seq = r.seq;
   call.stamp = stamp;
   call.data = data;
   call.bytes = bytes;
+  call.peerBytes = peerBytes;
   call.deadline = r.deadline;
   call.spinNs = spinNs_;
   call.checker = &checker_;  // a message of another call shows as a mismatch at once
@@ -71,8 +73,17 @@ std::size_t CommImpl::flatBytesFor(const CollectiveSpec& spec,
 Status CommImpl::runFlat(const OpRequest& r, const AlgorithmInfo& algorithm,
                          const CallStamp& stamp, std::size_t bytes, const OpDescriber& what,
                          ExecReport* report) {
+  // `bytes` is the largest contribution; where they differ, this rank's own is its part.
+  const std::size_t* peerBytes = nullptr;
+  if (algorithm.flatRankBytes != nullptr) {
+    flatPeerBytes_.resize(static_cast<std::size_t>(size_));
+    for (int q = 0; q < size_; ++q)
+      flatPeerBytes_[static_cast<std::size_t>(q)] = algorithm.flatRankBytes(r.spec, q);
+    peerBytes = flatPeerBytes_.data();
+    bytes = flatPeerBytes_[static_cast<std::size_t>(rank_)];
+  }
   FlatStop stop;
-  Status status = exchangeFlat(r, stamp, r.input, bytes, &stop);
+  Status status = exchangeFlat(r, stamp, r.input, bytes, &stop, peerBytes);
   if (status.ok()) {
     // This rank's contribution is read from its own memory rather than from the slot it
     // published: the peers are reading that line at this very moment, and a read of it

@@ -170,6 +170,9 @@ struct FlatCall {
   CallStamp stamp;
   const void* data = nullptr;
   std::size_t bytes = 0;  // at most flatBytes()
+  /// Where contributions differ in size (allgatherv): rank r's must hold peerBytes[r]
+  /// bytes (peerBytes[rank()] == bytes). Null: every rank's holds `bytes`.
+  const std::size_t* peerBytes = nullptr;
   Deadline deadline = Deadline::never();
   std::int64_t spinNs = 0;
   /// When set, the call is registered with it (CallChecker::begin) once this rank's

@@ -39,6 +39,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -207,6 +208,40 @@ std::string checkSmallSequence(Communicator& comm) {
       }
     }
     if (!s.ok()) failures += strFormat("round %d all-gather: %s\n", round, s.toString().c_str());
+
+    // All-gatherv by direct (flat over shared memory: each rank publishes its own block, of
+    // its own size), blocks uneven and some empty, out of rank order with gaps that must stay
+    // untouched; in place (the block already at its place) every other round.
+    {
+      const std::size_t nb = static_cast<std::size_t>(n);
+      std::vector<std::size_t> vCounts(nb), displs(nb);
+      std::size_t at = 0;
+      for (std::size_t k = 0; k < nb; ++k) {
+        const std::size_t r = nb - 1 - k;
+        vCounts[r] = (block + 3 * r + static_cast<std::size_t>(round)) % 6;
+        displs[r] = at + 1;
+        at = displs[r] + vCounts[r];
+      }
+      const std::size_t myCount = vCounts[static_cast<std::size_t>(me)];
+      const std::size_t myAt = displs[static_cast<std::size_t>(me)];
+      auto value = [&](std::size_t r, std::size_t i) {
+        return static_cast<std::int32_t>(r * 1000 + static_cast<std::size_t>(round) * 10 + i);
+      };
+      std::vector<std::int32_t> gathered(at + 1, -7), own(myCount);
+      for (std::size_t i = 0; i < myCount; ++i) own[i] = value(static_cast<std::size_t>(me), i);
+      if (inPlace) std::copy(own.begin(), own.end(), gathered.begin() + static_cast<long>(myAt));
+      const void* sendbuf = inPlace ? gathered.data() + myAt : own.data();
+      s = comm.allgatherv(sendbuf, myCount, gathered.data(), vCounts, displs, DataType::kInt32,
+                          direct);
+      std::vector<std::int32_t> want(at + 1, -7);
+      for (std::size_t r = 0; r < nb; ++r)
+        for (std::size_t i = 0; i < vCounts[r]; ++i) want[displs[r] + i] = value(r, i);
+      if (!s.ok())
+        failures += strFormat("round %d all-gatherv: %s\n", round, s.toString().c_str());
+      else if (gathered != want)
+        failures += strFormat("round %d all-gatherv%s: wrong elements\n", round,
+                              inPlace ? " in place" : "");
+    }
 
     // All-to-all by direct (flat over shared memory: the whole send buffer published, block
     // `me` of every rank's taken), in place every other round.

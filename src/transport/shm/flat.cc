@@ -97,12 +97,14 @@ Status ShmTransport::flatExchange(const FlatCall& call, const char** views, Flat
                                 static_cast<unsigned long long>(call.seq)),
                       r);
       }
-      if (slot.bytes != call.bytes) {
+      const std::size_t want =
+          call.peerBytes != nullptr ? call.peerBytes[static_cast<std::size_t>(r)] : call.bytes;
+      if (slot.bytes != want) {
         stop->peer = r;
         return Status(ErrorCode::kProtocolError,
-                      strFormat("rank %d contributed %u bytes to call #%llu, this rank %zu", r,
-                                slot.bytes, static_cast<unsigned long long>(call.seq),
-                                call.bytes),
+                      strFormat("rank %d contributed %u bytes to call #%llu, this rank expected "
+                                "%zu",
+                                r, slot.bytes, static_cast<unsigned long long>(call.seq), want),
                       r);
       }
       views[r] = slot.data;

@@ -27,6 +27,25 @@ std::string defaultFor(Collective kind, int size, std::uint64_t bytes, bool shar
   return info == nullptr ? "none" : info->name;
 }
 
+// A v-collective of `total` bytes in all: the last rank's block holds what the others'
+// (4 bytes each) leave.
+std::string defaultForV(Collective kind, int size, std::uint64_t total, bool sharedMemory) {
+  CollectiveSpec spec;
+  spec.kind = kind;
+  spec.size = size;
+  spec.rank = 0;
+  spec.dtype = DataType::kFloat32;
+  spec.segmentCount = (512 << 10) / 4;
+  spec.sharedMemory = sharedMemory;
+  const auto n = static_cast<std::uint64_t>(size);
+  spec.counts.assign(n, 1);
+  spec.counts.back() = total / 4 - (n - 1);
+  spec.displs.resize(n);
+  for (std::uint64_t r = 1; r < n; ++r) spec.displs[r] = spec.displs[r - 1] + spec.counts[r - 1];
+  const AlgorithmInfo* info = defaultAlgorithm(spec);
+  return info == nullptr ? "none" : info->name;
+}
+
 std::string allreduceDefault(int size, std::uint64_t bytes, bool sharedMemory) {
   return defaultFor(Collective::kAllReduce, size, bytes, sharedMemory);
 }
@@ -163,6 +182,13 @@ TEST(DefaultRules, SmallCallsOnOneHostTakeTheFlatExchange) {
     EXPECT_NE(defaultFor(Collective::kAllReduce, size, (8 << 10) + 4, true), "direct") << size;
     EXPECT_NE(defaultFor(Collective::kAllGather, size, (8 << 10) + 4, true), "direct") << size;
   }
+  // allgatherv: up to 8 KiB in all (every block then fits the slot, however uneven).
+  for (int size : {2, 4, 8}) {
+    EXPECT_EQ(defaultForV(Collective::kAllGatherV, size, 8 << 10, true), "direct") << size;
+    EXPECT_NE(defaultForV(Collective::kAllGatherV, size, (8 << 10) + 4, true), "direct") << size;
+    EXPECT_NE(defaultForV(Collective::kAllGatherV, size, 64, false), "direct") << size;
+  }
+  EXPECT_NE(defaultForV(Collective::kAllGatherV, 16, 64, true), "direct");
   EXPECT_NE(defaultFor(Collective::kAllReduce, 16, 996, true), "direct");
   EXPECT_NE(defaultFor(Collective::kAllReduce, 2, 8 << 10, false), "direct");
   EXPECT_NE(defaultFor(Collective::kAllReduce, 64, 8, true), "direct");

@@ -1,9 +1,10 @@
 // The flat forms of the registry's algorithms (AlgorithmInfo::flatBytes and flatFinish: a
 // transport's flat exchange carries the algorithm's one round instead of messages, every
 // rank reading every rank's whole contribution) checked in one process, without a transport:
-// - data movement (all-gather, all-to-all): every rank's flat output equals what the same
+// - data movement (all-gather(v), all-to-all): every rank's flat output equals what the same
 //   algorithm's schedule leaves there, run on labelled data by data_sim.h, in and out of
-//   place, for worlds of 1 to 9 ranks;
+//   place, for worlds of 1 to 9 ranks (allgatherv: blocks of differing sizes, some empty,
+//   out of rank order with gaps between them);
 // - reductions (all-reduce, reduce-scatter(v)): every element equals the collective's
 //   definition computed by tools/bench/data.h, in every dtype and op.
 // The multi-process worker (tests/multiproc/collective_worker.cc) runs the same forms over
@@ -11,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -41,8 +43,27 @@ std::string describe(const AlgorithmInfo& a, const CollectiveSpec& s) {
          reduceOpName(s.op) + (s.inPlace ? " in place" : " out of place");
 }
 
+// allgatherv's blocks for `count`: rank r's holds (count + 5r) % 7 elements (some empty,
+// sizes differ), placed out of rank order with a gap of r elements before each.
+void makeAllgatherv(std::vector<CollectiveSpec>& specs, std::uint64_t count) {
+  const auto n = specs.size();
+  std::vector<std::uint64_t> counts(n), displs(n);
+  std::uint64_t at = 0;
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::size_t r = n - 1 - k;  // the last rank's block first
+    counts[r] = (count + 5 * r) % 7;
+    displs[r] = at + r;
+    at = displs[r] + counts[r];
+  }
+  for (CollectiveSpec& s : specs) {
+    s.count = 0;
+    s.counts = counts;
+    s.displs = displs;
+  }
+}
+
 TEST(FlatForms, MoveDataExactlyAsTheirSchedules) {
-  for (Collective kind : {Collective::kAllGather, Collective::kAllToAll}) {
+  for (Collective kind : {Collective::kAllGather, Collective::kAllGatherV, Collective::kAllToAll}) {
     const auto forms = flatForms(kind);
     ASSERT_FALSE(forms.empty()) << collectiveName(kind);
     for (const AlgorithmInfo* a : forms) {
@@ -50,7 +71,8 @@ TEST(FlatForms, MoveDataExactlyAsTheirSchedules) {
         for (std::uint64_t count : {std::uint64_t{1}, std::uint64_t{3}, std::uint64_t{17}}) {
           for (bool inPlace : {false, true}) {
             // Labels are 8-byte elements: uint64 makes the flat form's bytes the labels'.
-            const auto specs = testing::uniformSpecs(kind, n, count, inPlace, DataType::kUint64);
+            auto specs = testing::uniformSpecs(kind, n, count, inPlace, DataType::kUint64);
+            if (kind == Collective::kAllGatherV) makeAllgatherv(specs, count);
             const std::string what = describe(*a, specs[0]);
             std::vector<Schedule> schedules;
             for (const CollectiveSpec& s : specs) schedules.push_back(a->build(s));
@@ -58,15 +80,25 @@ TEST(FlatForms, MoveDataExactlyAsTheirSchedules) {
             Status status = testing::simulateData(specs, schedules, {16, true, 1}, &sim);
             ASSERT_TRUE(status.ok()) << what << ": " << status.message();
             // What the flat exchange publishes: each rank's whole input.
+            // allgatherv's differ in size: flatBytes is the largest, on every rank.
             std::vector<std::vector<std::uint64_t>> inputs;
             std::vector<const char*> views;
+            std::size_t largest = 0;
             for (const CollectiveSpec& s : specs) {
               const BufferLayout l = bufferLayout(s);
               std::vector<std::uint64_t> in(l.inputCount);
               for (std::uint64_t j = 0; j < l.inputCount; ++j) in[j] = inputLabel(s.rank, j);
-              ASSERT_EQ(a->flatBytes(s), l.inputCount * sizeof(std::uint64_t)) << what;
+              const std::size_t bytes = l.inputCount * sizeof(std::uint64_t);
+              largest = std::max(largest, bytes);
+              if (a->flatRankBytes != nullptr) {
+                for (const CollectiveSpec& other : specs)
+                  ASSERT_EQ(a->flatRankBytes(other, s.rank), bytes) << what << " rank " << s.rank;
+              } else {
+                ASSERT_EQ(a->flatBytes(s), bytes) << what;
+              }
               inputs.push_back(std::move(in));
             }
+            for (const CollectiveSpec& s : specs) ASSERT_EQ(a->flatBytes(s), largest) << what;
             for (const auto& in : inputs) views.push_back(reinterpret_cast<const char*>(in.data()));
             for (const CollectiveSpec& s : specs) {
               // The output as the call finds it: garbage, or holding the input in place.
