@@ -5,8 +5,10 @@
 # the per-round ratio cancels the drift that a comparison of two separate series keeps.
 #
 #   scripts/ab_latency.sh [-r ROUNDS] [-n RANKS] [-b BYTES] [-c COLLECTIVE] [-t TRANSPORT]
-#                         [-i ITERS] [-w WARMUP] [-a "BENCH ARGS"] BINDIR...
+#                         [-i ITERS] [-w WARMUP] [-a "BENCH ARGS"] [-p] BINDIR...
 #
+# -p times the in-place row instead of the out-of-place one (a broadcast in place is what
+# MPI_Bcast does).
 # -a passes more arguments to every tutti-bench (e.g. -a "-R 1": buffers from memAlloc).
 #
 # Large sizes want few iterations and little warm-up: -b 64M -i 10 -w 2 (sizes take K/M/G).
@@ -14,17 +16,19 @@
 # BINDIR holds tutti-run and tutti-bench of one build (e.g. build/bin); BINDIR@ARG,ARG... also
 # passes those arguments to that build's tutti-run (build/bin@--cpu-bind=block). The word
 # `ompi` in place of a BINDIR runs Open MPI's benchmark instead (build/peers/mpi_bench_openmpi,
-# bench/peers/setup.sh; the same collective and size, vader shared memory). As root the ranks run
+# bench/peers/setup.sh; the same collective and size, vader shared memory); `ompi-nocma` the
+# same without the kernel's single copy (btl_vader_single_copy_mechanism none). As root the ranks run
 # SCHED_FIFO (chrt -f 10), so that a compile elsewhere on the machine does not preempt them
 # in the middle of a run; the runs are short and bounded by `timeout`.
 set -euo pipefail
 
 rounds=60 ranks=2 bytes=8 coll=allreduce transport=shm iters=50000 warmup=5000 benchargs=""
-while getopts "r:n:b:c:t:i:w:a:" opt; do
+inplace=false
+while getopts "r:n:b:c:t:i:w:a:p" opt; do
   case $opt in
     r) rounds=$OPTARG ;; n) ranks=$OPTARG ;; b) bytes=$OPTARG ;; c) coll=$OPTARG ;;
-    t) transport=$OPTARG ;; i) iters=$OPTARG ;; w) warmup=$OPTARG ;; a) benchargs=$OPTARG ;;
-    *) echo "usage: $0 [-r rounds] [-n ranks] [-b bytes] [-c collective] [-t transport] [-i iters] [-w warmup] [-a bench-args] BINDIR..." >&2; exit 2 ;;
+    t) transport=$OPTARG ;; i) iters=$OPTARG ;; w) warmup=$OPTARG ;; a) benchargs=$OPTARG ;; p) inplace=true ;;
+    *) echo "usage: $0 [-r rounds] [-n ranks] [-b bytes] [-c collective] [-t transport] [-i iters] [-w warmup] [-a bench-args] [-p] BINDIR..." >&2; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -43,20 +47,23 @@ for round in $(seq 1 "$rounds"); do
     bin=${build%%@*}
     runargs=()
     [ "$bin" = "$build" ] || IFS=, read -r -a runargs <<< "${build#*@}"
-    if [ "$build" = ompi ]; then
+    if [ "$build" = ompi ] || [ "$build" = ompi-nocma ]; then
+      mca=()
+      [ "$build" = ompi-nocma ] &&
+        mca=(--mca btl vader,self --mca btl_vader_single_copy_mechanism none)
       # Its RESULT line: label collective ranks bytes time_us ...
       t=$(timeout 120 "${prio[@]}" mpirun.openmpi --allow-run-as-root --oversubscribe -np "$ranks" \
-            --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo \
+            --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo "${mca[@]}" \
             build/peers/mpi_bench_openmpi "$coll" -s "$bytes" -w "$warmup" -n "$iters" 2>/dev/null |
           awk '$1 == "RESULT" {print $6; exit}')
     else
-      # Out-of-place time, in microseconds, of the one size measured, from the JSON rows
+      # Out-of-place (-p: in-place) time, in microseconds, of the one size measured, from the JSON rows
       # (nine digits; the table rounds to hundredths, too coarse for a call of 0.15 us).
       rm -f "$json"
       TUTTI_TRANSPORT=$transport timeout 120 "${prio[@]}" "$bin/tutti-run" "${runargs[@]}" \
         -n "$ranks" "$bin/tutti-bench" "$coll" -b "$bytes" -e "$bytes" -n "$iters" -w "$warmup" \
         -c 0 --json "$json" $benchargs >/dev/null 2>&1 || true
-      t=$(grep -s '"in_place": false' "$json" | sed -n 's/.*"time_us": \([^,]*\),.*/\1/p' | head -n 1)
+      t=$(grep -s "\"in_place\": $inplace" "$json" | sed -n 's/.*"time_us": \([^,]*\),.*/\1/p' | head -n 1)
     fi
     [ -n "$t" ] || { echo "$0: $bin gave no result in round $round" >&2; exit 1; }
     echo "$round $i $t" >> "$out"
