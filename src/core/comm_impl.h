@@ -270,6 +270,10 @@ class CommImpl {
   // TUTTI_SEGMENT_BYTES in elements of each dtype (CollectiveSpec::segmentCount), computed
   // once rather than divided out on every call.
   std::array<std::uint64_t, kNumDataTypes> segmentCounts_{};
+  // The bytes behind segmentCounts_: TUTTI_SEGMENT_BYTES, or on one host with it unset at
+  // most half of what a ring holds (setSegmentBytes).
+  std::uint64_t segmentBytes_ = 0;
+  void setSegmentBytes(std::uint64_t bytes);
   // Flat exchanges run so far (FlatCall::index: the same count on every rank) and the
   // contributions of the current one, by rank.
   std::uint64_t flatCalls_ = 0;

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <regex>
 #include <sstream>
+#include <vector>
 
 #include "base/log.h"
 #include "common/threads.h"
@@ -143,6 +144,34 @@ TEST_P(Hang, ARankArrivingAfterTheFailureIsToldWhereTheOthersWere) {
     out += expectIn(s, "hang report: reached allreduce #1 after the communicator had failed: rank 2; "
                        "reached allreduce #1: ranks 0-1 (rank 0: ");
     return out;
+  }, options);
+  EXPECT_EQ(joinFailures(failures), "");
+}
+
+// The report counts the steps of the schedule each rank runs, which shows the ring's
+// segments: on one host with more than 2 ranks a segment is half a ring (256 KiB: 16 slots of
+// 32 KiB), elsewhere TUTTI_SEGMENT_BYTES' 512 KiB. A ring all-reduce of 3 chunks of 320 KiB
+// (under the 1 MiB from which ranks on one host first agree on their buffers) has
+// 2n - 1 = 5 steps per segment: 10 in two segments over shared memory, 5 in one over TCP.
+TEST_P(Hang, TheReportCountsTheRingSegmentsOfTheTransport) {
+  CommOptions options;
+  options.transport = GetParam();
+  DoneCount done;
+  DoneCount past;
+  const std::size_t count = 3 * (std::size_t{320} << 10) / sizeof(float);
+  const std::string steps = GetParam() == "shm" ? " of 10 steps done" : " of 5 steps done";
+  auto failures = runRanks(3, [&](int rank, Communicator& comm) -> std::string {
+    if (Status s = warmUp(comm, past); !s.ok()) return "barrier: " + s.toString();
+    if (rank == 2) return done.waitFor(2) ? "" : "the others never returned";
+    std::vector<float> in(count, 1.0f), out(count);
+    CallOptions ring;
+    ring.algorithm = "ring";
+    ring.timeout = std::chrono::seconds(1);
+    Status s = comm.allreduce(in.data(), out.data(), count, DataType::kFloat32, ReduceOp::kSum,
+                              ring);
+    done.arrive();
+    if (s.code() != ErrorCode::kTimeout) return "expected a timeout, got " + s.toString();
+    return expectIn(s, "rank " + std::to_string(rank) + ": ") + expectIn(s, steps);
   }, options);
   EXPECT_EQ(joinFailures(failures), "");
 }

@@ -211,6 +211,11 @@ class ShmTransport final : public Transport, public ProgressHook {
   bool isLocal(int peer) const { return isLocal_[static_cast<std::size_t>(peer)]; }
   /// How many other ranks share this host.
   std::size_t localPeers() const { return local_.size(); }
+  /// Payload bytes one ring (one direction between two ranks) holds: slots times slot
+  /// bytes, the same on every rank of the communicator.
+  std::size_t ringBytes() const {
+    return static_cast<std::size_t>(layout_.slots) * layout_.slotBytes;
+  }
   /// Wakes this rank's waiter: another transport made progress.
   void onProgress() override;
   /// Bytes this rank copied or reduced through its mappings of peers' memAlloc buffers
