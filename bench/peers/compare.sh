@@ -82,6 +82,16 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
+# One name per collective, as the peers' benchmarks print it (tutti-bench takes the
+# aliases too, but the table joins rows by name).
+canonical=""
+for c in $collectives; do
+  c=${c//-/}
+  c=${c//_/}
+  [ "$c" = bcast ] && c=broadcast
+  canonical="$canonical${canonical:+ }$c"
+done
+collectives=$canonical
 if [ "$quick" = 1 ]; then
   [ "$set_sizes" = 1 ] || sizes="8 1M 64M"
   [ "$set_worlds" = 1 ] || worlds="2 4"
