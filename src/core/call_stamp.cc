@@ -120,4 +120,9 @@ std::string describeStamp(const CallStamp& stamp, std::uint64_t seq) {
   return text + ", " + algorithm + ")";
 }
 
+std::optional<std::uint64_t> countArraysHash(const CollectiveSpec& spec) {
+  if (!hasCountArrays(spec.kind)) return std::nullopt;
+  return hashArrays(spec);
+}
+
 }  // namespace tutti::detail

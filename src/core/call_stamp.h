@@ -14,6 +14,7 @@
 // in-place flag.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "algorithms/algorithm.h"
@@ -31,5 +32,10 @@ CallStamp stampBeforeChoice(const CollectiveSpec& spec);
 /// ring)"), `seq` being the sequence number. Fields that are out of range (a peer built
 /// from other sources) are shown as numbers.
 std::string describeStamp(const CallStamp& stamp, std::uint64_t seq);
+
+/// What a stamp carries of a call's per-rank counts and displacements (gatherv, scatterv,
+/// allgatherv, reducescatterv), so that an error can name this rank's call as a peer's
+/// stamp names the peer's; nullopt for other collectives.
+std::optional<std::uint64_t> countArraysHash(const CollectiveSpec& spec);
 
 }  // namespace tutti::detail

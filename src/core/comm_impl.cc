@@ -354,7 +354,7 @@ CallSummary CommImpl::summarize(const OpRequest& r, const char* algorithm) {
 }
 
 std::string CommImpl::describe(const OpRequest& r, const char* algorithm) const {
-  return describeCall(summarize(r, algorithm));
+  return describeCall(summarize(r, algorithm), countArraysHash(r.spec));
 }
 
 Status CommImpl::execute(OpRequest& r, std::string_view requested) {

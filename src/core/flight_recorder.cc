@@ -61,7 +61,7 @@ bool isPointToPoint(Collective kind) {
 
 }  // namespace
 
-std::string describeCall(const CallSummary& c) {
+std::string describeCall(const CallSummary& c, std::optional<std::uint64_t> countsHash) {
   switch (c.kind) {
     case Collective::kSend:
     case Collective::kRecv:
@@ -75,7 +75,11 @@ std::string describeCall(const CallSummary& c) {
   }
   std::string text = strFormat("%s #%llu (", collectiveName(c.kind),
                                static_cast<unsigned long long>(c.seq));
-  if (c.perRankCounts) text += "per-rank counts";
+  if (c.perRankCounts && countsHash.has_value())
+    text += strFormat("per-rank counts hashing to 0x%016llx",
+                      static_cast<unsigned long long>(*countsHash));
+  else if (c.perRankCounts)
+    text += "per-rank counts";
   else text += strFormat("count %llu", static_cast<unsigned long long>(c.count));
   text += strFormat(" %s", dataTypeName(c.dtype));
   if (isReduction(c.kind)) text += strFormat(" %s", reduceOpName(c.op));

@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,8 +46,10 @@ struct CallSummary {
 };
 
 /// The call as errors and dumps name it: "allreduce #12 (count 1000 float32 sum, ring)",
-/// "barrier #4", "send to rank 2 (tag 5, count 8 uint8)".
-std::string describeCall(const CallSummary& call);
+/// "barrier #4", "send to rank 2 (tag 5, count 8 uint8)". `countsHash`, where given, is
+/// shown for per-rank counts as a peer's stamp shows it (describeStamp).
+std::string describeCall(const CallSummary& call,
+                         std::optional<std::uint64_t> countsHash = std::nullopt);
 
 class FlightRecorder {
  public:

@@ -475,6 +475,21 @@ Status mismatchedCall(Communicator& comm, const std::string& how, bool odd,
     return odd ? comm.broadcast(buf.data(), buf.data(), count, f32, 0, options)
                : comm.allreduce(buf.data(), buf.data(), count, f32, ReduceOp::kSum, options);
   }
+  // allgatherv of 4 floats a rank, flat over shared memory; rank 1 takes rank 0's block for
+  // 5 floats (both sides flat, each checking the other's slot) or 4000 (rank 1 past the
+  // flat exchange's room, sending messages).
+  if (how == "flat_allgatherv" || how == "allgatherv_mixed") {
+    const auto n = static_cast<std::size_t>(comm.size());
+    std::vector<std::size_t> counts(n, 4), displs(n);
+    if (odd) counts[0] = how == "flat_allgatherv" ? 5 : 4000;
+    std::size_t at = 0;
+    for (std::size_t r = 0; r < n; ++r) {
+      displs[r] = at;
+      at += counts[r];
+    }
+    std::vector<float> mine(counts[static_cast<std::size_t>(comm.rank())], 1.0f), all(at);
+    return comm.allgatherv(mine.data(), mine.size(), all.data(), counts, displs, f32, options);
+  }
   options.algorithm = odd ? "ring" : "recursive_doubling";
   return comm.allreduce(buf.data(), buf.data(), 1024, f32, ReduceOp::kSum, options);
 }

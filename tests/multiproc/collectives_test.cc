@@ -163,6 +163,10 @@ TEST_P(MismatchProcs, EveryRankReportsBothCalls) {
     ASSERT_FALSE(line.empty()) << "rank " << rank << " did not fail with kMismatch:\n" << r.out << r.err;
     EXPECT_NE(line.find(c.rank1), std::string::npos) << line;
     EXPECT_NE(line.find(c.others), std::string::npos) << line;
+    // The same words for both calls (they differ in a hash): both named.
+    if (c.rank1 == c.others) {
+      EXPECT_NE(line.find(c.rank1, line.find(c.rank1) + 1), std::string::npos) << line;
+    }
     EXPECT_NE(line.find(" while rank "), std::string::npos) << line;
   }
 }
@@ -185,7 +189,14 @@ INSTANTIATE_TEST_SUITE_P(
             MismatchCase{"flat_bcast", "broadcast #0 (count 2 float32 root 0",
                          "allreduce #0 (count 2 float32 sum"},
             MismatchCase{"agree_bcast", "broadcast #0 (count 1048576 float32 root 0",
-                         "allreduce #0 (count 1048576 float32 sum"}),
+                         "allreduce #0 (count 1048576 float32 sum"},
+            // allgatherv over shared memory: both flat with different blocks, or rank 1 past
+            // the flat exchange (recursive doubling) while the others are in it. Both calls
+            // are named with the hash of their counts.
+            MismatchCase{"flat_allgatherv", "allgatherv #0 (per-rank counts hashing to 0x",
+                         "allgatherv #0 (per-rank counts hashing to 0x"},
+            MismatchCase{"allgatherv_mixed", "allgatherv #0 (per-rank counts hashing to 0x",
+                         "allgatherv #0 (per-rank counts hashing to 0x"}),
         ::testing::ValuesIn(kTransports)),
     mismatchName);
 

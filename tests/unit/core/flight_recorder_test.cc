@@ -60,6 +60,9 @@ TEST(DescribeCall, NamesEveryKindOfCall) {
   gatherv.root = 2;
   gatherv.algorithm = "direct";
   EXPECT_EQ(describeCall(gatherv), "gatherv #7 (per-rank counts float32 root 2, direct)");
+  // With the hash a stamp carries, as errors name this rank's call beside a peer's.
+  EXPECT_EQ(describeCall(gatherv, 0xabcdefULL),
+            "gatherv #7 (per-rank counts hashing to 0x0000000000abcdef float32 root 2, direct)");
 }
 
 TEST(FlightRecorder, RecordsOperationsInOrderWithTheirOutcome) {
