@@ -39,6 +39,12 @@ struct CallStamp {
   friend bool operator==(const CallStamp&, const CallStamp&) = default;
 };
 
+/// What one buffered unexpected message holds beyond its payload, on top of the link's own
+/// entry for it: the allocator's and the queue's share. Links count entry and share against
+/// their cap on unexpected bytes, so that a flood of empty or tiny messages is bounded as
+/// surely as a flood of large ones (an empty message would otherwise cost nothing).
+inline constexpr std::uint64_t kUnexpectedOverheadBytes = 64;
+
 /// Set in CallStamp::what by a rank that has not chosen the call's algorithm yet (it is
 /// agreeing with the others on what the choice depends on, CommImpl::agreeOnBuffers): such
 /// a stamp agrees with every stamp of the same call, whatever its algorithm. The algorithm

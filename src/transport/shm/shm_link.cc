@@ -379,8 +379,12 @@ bool ShmLink::startMessageLocked(const SlotView& h, DoneList& done) {
     unexpected_.push_back(std::move(u));
     return true;
   }
-  // Past the cap the ring is left full: the sender waits until receives are posted.
-  if (unexpectedBytes_ + h.msgBytes > owner_->options_.maxUnexpectedBytes && unexpectedBytes_ > 0)
+  // Past the cap the ring is left full: the sender waits until receives are posted. Payloads
+  // and entries both count (empty messages are held to the cap too); the first message is
+  // always let in, as a message larger than the cap must be.
+  if (unexpectedBytes_ + h.msgBytes + unexpected_.size() * kEntryBytes + kEntryBytes >
+          owner_->options_.maxUnexpectedBytes &&
+      !unexpected_.empty())
     return false;
   // Past the run-ahead allowance, a message of a collective call later than the last one
   // this rank has posted a receive for waits in the ring too: the sender (a reduce's leaf,

@@ -79,6 +79,8 @@ class ShmLink final : public Link {
 
   /// Bytes of unexpected messages buffered here now. Needs the transport's mutex.
   std::uint64_t unexpectedBytesLocked() const { return unexpectedBytes_; }
+  /// Unexpected messages buffered here now (rendezvous offers included). Needs the mutex.
+  std::size_t unexpectedMessagesLocked() const { return unexpected_.size(); }
  private:
   /// A rendezvous message as its slot describes it: where it lies in the sender.
   struct Offer {
@@ -97,6 +99,9 @@ class ShmLink final : public Link {
     Offer offer;                   // rendezvous: where
     TransferRequest* claimedBy = nullptr;  // a receive posted while pieces still arrive
   };
+
+  // Charged per buffered message against the cap, besides its payload.
+  static constexpr std::uint64_t kEntryBytes = sizeof(Unexpected) + kUnexpectedOverheadBytes;
 
   void completeLocked(TransferRequest* request, Status status, DoneList& done);
   /// Starts a message whose first slot is `h`: to a posted receive or an unexpected buffer.

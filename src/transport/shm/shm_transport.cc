@@ -317,6 +317,14 @@ std::uint64_t ShmTransport::unexpectedBytes() const {
   return bytes;
 }
 
+std::size_t ShmTransport::unexpectedMessages() const {
+  std::lock_guard<SpinLock> lock(mutex_);
+  std::size_t messages = 0;
+  for (const auto& link : links_)
+    if (link != nullptr) messages += link->unexpectedMessagesLocked();
+  return messages;
+}
+
 bool ShmTransport::progressLocked(DoneList& done) {
   checkAbortLocked(done);
   if (failed_) return false;

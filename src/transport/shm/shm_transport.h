@@ -101,7 +101,8 @@ class ShmTransport final : public Transport, public ProgressHook {
     /// which writes large messages with non-temporal stores; memcpy by default.
     void (*copy)(void* dst, const void* src, std::size_t bytes, std::size_t messageBytes) =
         &plainCopy;
-    /// Bytes of unexpected messages buffered per peer before the ring stops being drained.
+    /// Bytes of unexpected messages buffered per peer before the ring stops being drained;
+    /// each message counts its entry as well as its payload (ShmLink::kEntryBytes).
     std::uint64_t maxUnexpectedBytes = 64u << 20;
     /// Past this many unexpected bytes from one peer, a message of a later collective call
     /// stays in the ring while this rank still waits for a message of an earlier call
@@ -226,6 +227,8 @@ class ShmTransport final : public Transport, public ProgressHook {
   std::uint64_t writtenBytes() const { return writtenBytes_.load(std::memory_order_relaxed); }
   /// Bytes of unexpected messages buffered now, over every link (tests, diagnostics).
   std::uint64_t unexpectedBytes() const;
+  /// Unexpected messages buffered now, over every link (tests, diagnostics).
+  std::size_t unexpectedMessages() const;
   /// Peers' memAlloc buffers mapped here now.
   std::size_t mappedBuffers() const {
     std::lock_guard<SpinLock> lock(mutex_);

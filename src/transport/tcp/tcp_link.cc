@@ -365,7 +365,9 @@ void TcpLink::startPayloadLocked(const FrameHeader& header, DoneList& done) {
       return;
     }
   }
-  if (unexpectedBytes_ + header.length > maxUnexpectedBytes_ && header.length > 0) {
+  // Payloads and entries both count: empty messages are held to the cap too.
+  if (unexpectedBytes_ + header.length + (unexpected_.size() + 1) * kEntryBytes >
+      maxUnexpectedBytes_) {
     // Back-pressure: stop reading this socket until a matching receive is posted.
     pausedHeader_ = header;
     readState_ = ReadState::kPaused;
@@ -381,6 +383,16 @@ void TcpLink::startPayloadLocked(const FrameHeader& header, DoneList& done) {
   readUnexpected_ = entry.get();
   unexpected_.push_back(std::move(entry));
   readState_ = header.length > 0 ? ReadState::kPayloadToUnexpected : ReadState::kHeader;
+}
+
+std::size_t TcpLink::unexpectedMessages() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return unexpected_.size();
+}
+
+bool TcpLink::readsPaused() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return readState_ == ReadState::kPaused;
 }
 
 void TcpLink::handleHeaderLocked(const FrameHeader& header, DoneList& done) {

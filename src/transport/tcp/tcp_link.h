@@ -6,8 +6,9 @@
 // loop thread when the socket becomes writable. All reads happen on the loop thread: a
 // header is read and validated, then the payload goes straight into the matching posted
 // receive, or into an "unexpected" buffer when the receive is not posted yet. Unexpected
-// bytes per link are capped (TUTTI_TCP_MAX_UNEXPECTED); past the cap the link stops
-// reading (TCP back-pressure) until a matching receive is posted.
+// bytes per link are capped (TUTTI_TCP_MAX_UNEXPECTED, each message counting its entry as
+// well as its payload); past the cap the link stops reading (TCP back-pressure) until a
+// matching receive is posted.
 //
 // Locking: one mutex per link guards all of its state; the loop thread and posting threads
 // take it. Completions are signalled after the lock is released.
@@ -54,6 +55,11 @@ class TcpLink final : public Link {
   /// Reads and drops whatever input is available, then closes the socket.
   void closeSocket();
 
+  /// Unexpected messages buffered now, and whether reading stopped at the cap on them
+  /// (tests, diagnostics).
+  std::size_t unexpectedMessages();
+  bool readsPaused();
+
   /// The ABORT frame carrying `status` (tag: the rank at fault + 1, or 0).
   static std::vector<std::uint8_t> abortFrame(const Status& status);
 
@@ -65,6 +71,8 @@ class TcpLink final : public Link {
     std::size_t received = 0;
     TransferRequest* claimedBy = nullptr;  // a receive posted while the payload streams in
   };
+  // Charged per buffered message against the cap, besides its payload.
+  static constexpr std::uint64_t kEntryBytes = sizeof(Unexpected) + kUnexpectedOverheadBytes;
   enum class ReadState {
     kHeader,
     kPayloadToRequest,

@@ -251,6 +251,33 @@ TEST_P(ShmTransportTest, UnexpectedBytesAreCappedByBackPressure) {
   EXPECT_EQ(inB, b);
 }
 
+// Empty point-to-point messages nobody receives yet: each one buffered holds memory though
+// it carries no byte, so rank 1 leaves the rest in the ring at the cap as it does for large
+// messages; every one arrives once the receives are posted.
+TEST_P(ShmTransportTest, EmptyUnexpectedMessagesCountAgainstTheCap) {
+  ShmSetup s = setup();
+  s.maxUnexpected = 16u << 10;
+  auto ts = connectAll(2, s);
+  constexpr std::size_t kMessages = 2000;
+  std::vector<TransferRequest> sends(kMessages), recvs(kMessages);
+  std::thread sender([&] {
+    for (auto& send : sends) ts[0]->link(1).postSend(&send, p2pTag(0, 1), nullptr, 0);
+    for (auto& send : sends) EXPECT_TRUE(waitFor(*ts[0], send).ok());
+  });
+  std::size_t most = 0;
+  for (int i = 0; i < 300; ++i) {
+    auto seen = ts[1]->progressSignal().snapshot();
+    ts[1]->waitForProgress(seen, Deadline::afterSeconds(0.001), 0);
+    most = std::max(most, ts[1]->unexpectedMessages());
+  }
+  EXPECT_GT(most, 0u);
+  EXPECT_LE(most, s.maxUnexpected / kUnexpectedOverheadBytes);
+  for (auto& recv : recvs) ts[1]->link(0).postRecv(&recv, p2pTag(0, 1), nullptr, 0);
+  for (auto& recv : recvs) ASSERT_TRUE(waitFor(*ts[1], recv).ok());
+  sender.join();
+  EXPECT_EQ(ts[1]->unexpectedMessages(), 0u);
+}
+
 // A send with a mirror: a message that crosses the ring is also written to the mirror,
 // piece by piece, and says so; one read in place by its receiver (rendezvous) is not, and
 // leaves the mirror to its poster; copiesSend tells the two apart in advance (a

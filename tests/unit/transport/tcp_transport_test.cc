@@ -17,6 +17,7 @@
 #include "base/net.h"
 #include "transport/call_checker.h"
 #include "transport/tag.h"
+#include "transport/tcp/tcp_link.h"
 #include "transport/tcp/wire.h"
 #include "unit/transport/conformance.h"
 
@@ -100,6 +101,28 @@ TEST(TcpTransport, UnexpectedBytesAreCappedByBackPressure) {
   ASSERT_TRUE(waitFor(*ts[1], recv).ok());
   ASSERT_TRUE(waitFor(*ts[0], send).ok());
   EXPECT_EQ(in, data);
+}
+
+TEST(TcpTransport, EmptyUnexpectedMessagesCountAgainstTheCap) {
+  // A flood of empty messages nobody receives yet: each one buffered holds memory though it
+  // carries no byte, so the receiver stops reading at the cap as it does for large ones;
+  // every message still arrives once its receive is posted.
+  constexpr std::uint64_t kCap = 16u << 10;
+  constexpr std::size_t kMessages = 2000;
+  auto ts = connectAll(2, makeMemoryStore(), kCap);
+  std::vector<TransferRequest> sends(kMessages), recvs(kMessages);
+  for (auto& send : sends) ts[0]->link(1).postSend(&send, 5, nullptr, 0);
+  auto& link = static_cast<TcpLink&>(ts[1]->link(0));
+  const Deadline deadline = Deadline::afterSeconds(30);
+  while (!link.readsPaused() && !deadline.expired())
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(link.readsPaused()) << link.unexpectedMessages() << " empty messages buffered";
+  EXPECT_GT(link.unexpectedMessages(), 0u);
+  EXPECT_LE(link.unexpectedMessages(), kCap / kUnexpectedOverheadBytes);
+  for (auto& recv : recvs) ts[1]->link(0).postRecv(&recv, 5, nullptr, 0);
+  for (auto& recv : recvs) ASSERT_TRUE(waitFor(*ts[1], recv).ok());
+  for (auto& send : sends) ASSERT_TRUE(waitFor(*ts[0], send).ok());
+  EXPECT_EQ(link.unexpectedMessages(), 0u);
 }
 
 TEST(TcpTransport, PeerThatLeavesFailsPendingReceivesNamingIt) {
