@@ -5,7 +5,7 @@
 # the per-round ratio cancels the drift that a comparison of two separate series keeps.
 #
 #   scripts/ab_latency.sh [-r ROUNDS] [-n RANKS] [-b BYTES] [-c COLLECTIVE] [-t TRANSPORT]
-#                         [-i ITERS] [-w WARMUP] [-a "BENCH ARGS"] [-p] BINDIR...
+#                         [-i ITERS] [-w WARMUP] [-a "BENCH ARGS"] [-p] [-s] BINDIR...
 #
 # -p times the in-place row instead of the out-of-place one (a broadcast in place is what
 # MPI_Bcast does).
@@ -19,16 +19,20 @@
 # bench/peers/setup.sh; the same collective and size, vader shared memory); `ompi-nocma` the
 # same without the kernel's single copy (btl_vader_single_copy_mechanism none). As root the ranks run
 # SCHED_FIFO (chrt -f 10), so that a compile elsewhere on the machine does not preempt them
-# in the middle of a run; the runs are short and bounded by `timeout`.
+# in the middle of a run; the runs are short and bounded by `timeout`. -s keeps the normal
+# scheduler instead, as compare.sh and users run: what depends on how the kernel shares
+# cores between oversubscribed ranks (binding them, yielding, sleeping) can change sign
+# under SCHED_FIFO, so measure such changes with -s.
 set -euo pipefail
 
 rounds=60 ranks=2 bytes=8 coll=allreduce transport=shm iters=50000 warmup=5000 benchargs=""
-inplace=false
-while getopts "r:n:b:c:t:i:w:a:p" opt; do
+inplace=false realtime=true
+while getopts "r:n:b:c:t:i:w:a:ps" opt; do
   case $opt in
     r) rounds=$OPTARG ;; n) ranks=$OPTARG ;; b) bytes=$OPTARG ;; c) coll=$OPTARG ;;
     t) transport=$OPTARG ;; i) iters=$OPTARG ;; w) warmup=$OPTARG ;; a) benchargs=$OPTARG ;; p) inplace=true ;;
-    *) echo "usage: $0 [-r rounds] [-n ranks] [-b bytes] [-c collective] [-t transport] [-i iters] [-w warmup] [-a bench-args] [-p] BINDIR..." >&2; exit 2 ;;
+    s) realtime=false ;;
+    *) echo "usage: $0 [-r rounds] [-n ranks] [-b bytes] [-c collective] [-t transport] [-i iters] [-w warmup] [-a bench-args] [-p] [-s] BINDIR..." >&2; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -36,7 +40,7 @@ bytes=$(numfmt --from=iec "$bytes")  # 64M -> 67108864, as tutti-bench prints it
 [ $# -ge 1 ] || { echo "$0: name at least one build's bin directory" >&2; exit 2; }
 
 prio=()
-if [ "$(id -u)" = 0 ] && command -v chrt >/dev/null; then prio=(chrt -f 10); fi
+if $realtime && [ "$(id -u)" = 0 ] && command -v chrt >/dev/null; then prio=(chrt -f 10); fi
 
 out=$(mktemp)
 json=$(mktemp)
@@ -81,4 +85,4 @@ for bin in "$@"; do
   printf "%-40s %12s %18.4f\n" "$bin" "$med" "$ratio"
   i=$((i + 1))
 done
-echo "($rounds alternating rounds, $ranks ranks over $transport, $coll of $bytes bytes, $iters iterations each)"
+echo "($rounds alternating rounds, $ranks ranks over $transport, $coll of $bytes bytes, $iters iterations each$($realtime && [ ${#prio[@]} -gt 0 ] && echo ", SCHED_FIFO"))"

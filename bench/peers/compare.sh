@@ -8,7 +8,7 @@
 #   bench/peers/compare.sh [--quick] [--collectives "allreduce ..."] [--sizes "8 1M ..."]
 #                          [--worlds "2 4 8"] [--rounds R] [--peers "ompi mpich ..."]
 #                          [--target SECONDS] [--timeout SECONDS] [--out DIR]
-#                          [--gloo-algos LIST] [--register [--reg-algo SPEC]]
+#                          [--gloo-algos LIST] [--register [--reg-algo SPEC]] [--unbound]
 #
 # Defaults: allreduce; 8 64K 1M 16M 64M 256M; worlds 2 4 8; 5 rounds; every peer variant.
 # --quick: 2 rounds, sizes 8 1M 64M, worlds 2 4, --target 0.2, --timeout 120 (explicit
@@ -32,6 +32,9 @@
 # builds (Open MPI's MPI_Alloc_mem is plain memory without xpmem/knem), so they keep theirs.
 # --reg-algo SPEC: that row runs with TUTTI_ALGO=SPEC (e.g. allreduce:direct_rs_ag, which
 # reads peers' buffers in place and wins only when they are memAlloc'd).
+# --unbound: also run tutti with tutti-run --cpu-bind none, as a row "tutti-unbound" with its
+# own ratio column (tutti-run's default binds ranks that outnumber the CPUs evenly; the
+# peers' launchers leave oversubscribed ranks unbound).
 # Nothing leaves loopback: Open MPI gets btl/oob_tcp_if_include lo, MPICH -iface lo and
 # UCX_NET_DEVICES=lo, tutti-run binds 127.0.0.1, Gloo's device 127.0.0.1.
 #
@@ -75,7 +78,8 @@ while [ $# -gt 0 ]; do
     --timeout) run_timeout=$2; set_timeout=1; shift ;;
     --out) out=$2; shift ;;
     --gloo-algos) gloo_algos=$2; shift ;;
-    --register) tuttis="tutti tutti-reg" ;;
+    --register) tuttis="$tuttis tutti-reg" ;;
+    --unbound) tuttis="$tuttis tutti-unbound" ;;
     --reg-algo) reg_algo=$2; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "compare.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
@@ -157,13 +161,15 @@ record_failure() {  # round coll world size impl status
   echo "$1 $2 $3 $4 $5 $what $what $what" >>"$records"
 }
 
-run_tutti() {  # round coll world size impl (tutti, or tutti-reg: buffers from memAlloc)
+run_tutti() {  # round coll world size impl (tutti; tutti-reg: buffers from memAlloc;
+               # tutti-unbound: ranks left unbound)
   local round=$1 coll=$2 world=$3 size=$4 impl=$5 bytes iters warm log json status=0
   local extra=() env=()
   if [ "$impl" = tutti-reg ]; then
     extra=(-R 1)
     [ -n "$reg_algo" ] && env=(-x "TUTTI_ALGO=$reg_algo")
   fi
+  [ "$impl" = tutti-unbound ] && env=(--cpu-bind none)
   bytes=$(bytes_of "$size")
   iters=$(tutti_iters "$impl/$coll/$world/$size" "$bytes" "$world")
   warm=$(warmup_for "$bytes")

@@ -175,21 +175,45 @@ TEST(Launcher, TheSecretIsNeverPrinted) {
 }
 
 // --cpu-bind block: each rank runs bound to the CPU its block gets, as the kernel reports
-// it; without the option, ranks keep the launcher's whole set.
+// it; with none, ranks keep the launcher's whole set; auto (the default) binds as block
+// where the ranks outnumber the CPUs and split evenly (4 ranks on the first 2 CPUs here),
+// and not where there are as many CPUs as ranks. The launcher runs on at most 2 CPUs of
+// the test's own, so that every case means the same on any machine.
 TEST(Launcher, CpuBindBlockBindsEachRankToItsBlocksCpu) {
+  cpu_set_t saved;
+  CPU_ZERO(&saved);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(saved), &saved), 0);
   cpu_set_t set;
   CPU_ZERO(&set);
-  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
   std::vector<int> cpus;
-  for (int c = 0; c < CPU_SETSIZE; ++c) {
-    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  for (int c = 0; c < CPU_SETSIZE && cpus.size() < 2; ++c) {
+    if (CPU_ISSET(c, &saved)) {
+      cpus.push_back(c);
+      CPU_SET(c, &set);
+    }
   }
   ASSERT_FALSE(cpus.empty());
-  constexpr int kRanks = 4;
+  ASSERT_EQ(sched_setaffinity(0, sizeof(set), &set), 0);  // tutti-run inherits it
+  struct Restore {
+    cpu_set_t* set;
+    ~Restore() { sched_setaffinity(0, sizeof(*set), set); }
+  } restore{&saved};
   const std::string probe = "grep '^Cpus_allowed_list:' /proc/self/status";
-  for (const bool bind : {true, false}) {
+  struct Case {
+    const char* mode;  // nullptr: the default
+    int ranks;
+    bool bound;
+  };
+  const int oversubscribed = 2 * static_cast<int>(cpus.size());
+  for (const Case& c : {Case{"block", oversubscribed, true}, Case{"none", oversubscribed, false},
+                        Case{nullptr, oversubscribed, true},
+                        Case{"auto", static_cast<int>(cpus.size()), false}}) {
+    SCOPED_TRACE(std::string("--cpu-bind ") + (c.mode != nullptr ? c.mode : "(default)") + ", " +
+                 std::to_string(c.ranks) + " ranks");
+    const int kRanks = c.ranks;
+    const bool bind = c.bound;
     std::vector<std::string> argv = {binPath("tutti-run"), "-n", std::to_string(kRanks)};
-    if (bind) argv.insert(argv.begin() + 1, {"--cpu-bind", "block"});
+    if (c.mode != nullptr) argv.insert(argv.begin() + 1, {"--cpu-bind", c.mode});
     argv.insert(argv.end(), {"/bin/sh", "-c", probe});
     const ProcessResult r = runProcess(argv, kOuterBoundSeconds);
     ASSERT_EQ(r.exitCode(), 0) << r.err;

@@ -248,7 +248,8 @@ Status Job::spawnAll() {
   // The bound covers starting the ranks too (thousands of forks take seconds); it is
   // acted on once they are all started.
   if (options_.timeoutSeconds > 0) timeout_ = Deadline::afterSeconds(options_.timeoutSeconds);
-  const std::vector<int> cpus = options_.cpuBind == "block" ? allowedCpus() : std::vector<int>();
+  std::vector<int> cpus = options_.cpuBind == "none" ? std::vector<int>() : allowedCpus();
+  if (options_.cpuBind == "auto" && !autoBinds(options_.numRanks, cpus.size())) cpus.clear();
   for (int r = 0; r < options_.numRanks; ++r) {
     ranks_.emplace_back(r, options_.tagOutput);
     Rank& rank = ranks_.back();
@@ -554,8 +555,9 @@ Status validateOptions(const LaunchOptions& options) {
                   options.graceSeconds);
   TUTTI_CHECK_ARG(!options.command.empty() && !options.command[0].empty(),
                   "no program to run was given");
-  TUTTI_CHECK_ARG(options.cpuBind == "none" || options.cpuBind == "block",
-                  "--cpu-bind %s: expected none or block", options.cpuBind.c_str());
+  TUTTI_CHECK_ARG(options.cpuBind == "none" || options.cpuBind == "block" ||
+                      options.cpuBind == "auto",
+                  "--cpu-bind %s: expected none, block or auto", options.cpuBind.c_str());
   for (const auto& [name, value] : options.extraEnv) {
     TUTTI_CHECK_ARG(validEnvName(name), "-x %s=%s: '%s' is not a valid variable name",
                     name.c_str(), value.c_str(), name.c_str());

@@ -32,9 +32,12 @@ struct LaunchOptions {
   std::string bindHost = "127.0.0.1";
   /// "none": ranks run wherever the kernel puts them; "block": each rank is bound to one
   /// CPU of tutti-run's own, consecutive ranks sharing a CPU when they outnumber them
-  /// (cpuForRank in spawn.h). With more ranks than cores, an 8-byte all-reduce over shared
-  /// memory took 0.7-0.8 of its unbound time (docs/performance.md).
-  std::string cpuBind = "none";
+  /// (cpuForRank in spawn.h); "auto": block where the ranks outnumber those CPUs and split
+  /// evenly among them (autoBinds in spawn.h), none otherwise. 4 and 8 ranks on 2 cores
+  /// bound: 8-byte all-reduce 0.6-0.8 of the unbound time, 16 MiB 0.86-0.98; 3 ranks (two
+  /// on one core, one alone) slower at 1 and 16 MiB, hence even splits only
+  /// (docs/performance.md).
+  std::string cpuBind = "auto";
   /// Prefix every output line with "[rank] ".
   bool tagOutput = true;
   /// Report the store address, job id, pids and every exit on stderr.

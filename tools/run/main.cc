@@ -80,9 +80,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--cpu-bind", options.cpuBind,
                  "none: ranks run where the kernel puts them; block: each rank is bound to "
-                 "one CPU, consecutive ranks sharing one when they outnumber the CPUs "
-                 "(faster small collectives when oversubscribed)")
-      ->check(CLI::IsMember({"none", "block"}))
+                 "one CPU, consecutive ranks sharing one when they outnumber the CPUs; auto: "
+                 "block when the ranks outnumber the CPUs and split evenly among them, else "
+                 "none (faster collectives when oversubscribed)")
+      ->check(CLI::IsMember({"none", "block", "auto"}))
       ->capture_default_str();
   app.add_flag("--no-tag-output", noTag, "do not prefix output lines with \"[rank] \"");
   app.add_option("-x", assignments,

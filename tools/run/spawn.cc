@@ -173,6 +173,11 @@ std::vector<int> allowedCpus() {
   return cpus;
 }
 
+bool autoBinds(int ranks, std::size_t cpus) {
+  return cpus > 0 && ranks > 0 && static_cast<std::size_t>(ranks) > cpus &&
+         static_cast<std::size_t>(ranks) % cpus == 0;
+}
+
 int cpuForRank(int rank, int ranks, const std::vector<int>& cpus) {
   if (cpus.empty() || ranks <= 0) return -1;
   const auto n = static_cast<long long>(cpus.size());

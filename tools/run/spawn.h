@@ -75,6 +75,12 @@ std::vector<int> allowedCpus();
 /// `cpus` is empty.
 int cpuForRank(int rank, int ranks, const std::vector<int>& cpus);
 
+/// Whether --cpu-bind auto binds `ranks` ranks to `cpus` CPUs as block does: when the ranks
+/// outnumber the CPUs and split evenly among them (every CPU then runs the same number of
+/// ranks, and consecutive ranks hand the core to each other). An uneven split would leave
+/// one core with more ranks than another for the whole job; the kernel balances them better.
+bool autoBinds(int ranks, std::size_t cpus);
+
 /// Forks and execs one rank with environment `env`. In the child: a new process group led by
 /// the child (so that signals reach the rank and what it starts), PR_SET_PDEATHSIG=SIGKILL
 /// (the rank dies if tutti-run dies), an empty signal mask, default SIGPIPE, stdin from

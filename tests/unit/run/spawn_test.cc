@@ -110,17 +110,18 @@ TEST(ValidateOptions, RejectsBadValuesByName) {
   }
 }
 
-TEST(ValidateOptions, CpuBindIsNoneOrBlock) {
+TEST(ValidateOptions, CpuBindIsNoneBlockOrAuto) {
   LaunchOptions o;
   o.command = {"prog"};
-  for (const char* good : {"none", "block"}) {
+  EXPECT_EQ(o.cpuBind, "auto");
+  for (const char* good : {"none", "block", "auto"}) {
     o.cpuBind = good;
     EXPECT_TRUE(validateOptions(o).ok()) << good;
   }
   o.cpuBind = "cores";
   const Status bad = validateOptions(o);
   EXPECT_EQ(bad.code(), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(bad.message(), "--cpu-bind cores: expected none or block");
+  EXPECT_EQ(bad.message(), "--cpu-bind cores: expected none, block or auto");
 }
 
 // Consecutive ranks share a CPU when they outnumber the CPUs; one CPU each otherwise.
@@ -138,6 +139,19 @@ TEST(CpuForRank, SplitsRanksIntoConsecutiveBlocks) {
   EXPECT_EQ(all(3, {5, 7}), (std::vector<int>{5, 5, 7}));  // the CPUs allowed, not 0..n-1
   EXPECT_EQ(all(1, {3}), (std::vector<int>{3}));
   EXPECT_EQ(cpuForRank(0, 4, {}), -1);
+}
+
+// auto binds only when every CPU gets the same number of ranks, more than one.
+TEST(AutoBinds, OnlyRanksThatOutnumberTheCpusAndSplitEvenly) {
+  EXPECT_TRUE(autoBinds(4, 2));
+  EXPECT_TRUE(autoBinds(8, 2));
+  EXPECT_TRUE(autoBinds(6, 3));
+  EXPECT_FALSE(autoBinds(3, 2));  // two ranks on one core, one alone on the other
+  EXPECT_FALSE(autoBinds(5, 4));
+  EXPECT_FALSE(autoBinds(2, 2));  // one rank per CPU: the kernel's placement
+  EXPECT_FALSE(autoBinds(1, 2));
+  EXPECT_FALSE(autoBinds(4, 0));  // the CPUs could not be read
+  EXPECT_FALSE(autoBinds(0, 2));
 }
 
 TEST(AllowedCpus, ListsThisProcessesCpusInOrder) {
