@@ -11,6 +11,7 @@
 #include "transport/tcp/establish.h"
 
 #include <poll.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -30,6 +31,8 @@ namespace {
 // An authenticated connection gets this long to present its HELLO, so that a peer holding
 // the key but stuck cannot stall establishment for long.
 constexpr double kHelloTimeoutSec = 5.0;
+// How much of a hung-up peer's queued bytes are searched for its ABORT frame.
+constexpr std::size_t kHangUpPeekBytes = 256 << 10;
 // Connections accepted per wake-up of the listener, so that one burst cannot starve the
 // handshakes already under way.
 constexpr int kMaxAcceptsPerWake = 16;
@@ -95,6 +98,7 @@ class MeshBuilder {
               params.authTimeout, listenerName, log::kTcp) {
     mesh_.sockets.resize(static_cast<std::size_t>(p_.size));
     mesh_.names.resize(static_cast<std::size_t>(p_.size));
+    quiet_.resize(static_cast<std::size_t>(p_.size), false);
     missing_ = p_.size - 1 - p_.rank;
   }
 
@@ -111,6 +115,12 @@ class MeshBuilder {
   // A connection to our listener authenticated: check its HELLO and answer it.
   Status onAuthenticated(int slot);
   Status onOutgoing(Outgoing& out);
+  // A connected peer hung up while others are still missing: its death, or the failure its
+  // ABORT frame reports when that blames a rank still missing; nothing when it said goodbye
+  // in order (CLOSE) or blamed a connected rank.
+  Status onHangUp(int peer);
+  // Whether `rank` is one this rank still waits to connect with (or is unknown, < 0).
+  bool waitsFor(int rank) const;
   Status timeoutError() const;
   // Phase 3: the lower ranks' answers prove we reached the right processes.
   Status readAnswers();
@@ -122,6 +132,8 @@ class MeshBuilder {
   auth::HandshakeGate gate_;
   MeshSockets mesh_;
   std::vector<Outgoing> outgoing_;
+  // Per peer: its CLOSE, or an ABORT blaming a connected rank, was seen; not watched any more.
+  std::vector<bool> quiet_;
   int missing_ = 0;         // higher ranks not yet connected
   int outgoingLeft_ = 0;    // lower ranks not yet authenticated
 };
@@ -183,6 +195,16 @@ Status MeshBuilder::handshakeAll() {
       fds.push_back(pollfd{out.fd.get(), POLLIN, 0});
       owners.push_back(-2 - out.peer);
     }
+    // Connections already made: a peer that fails (its communicator aborted: a rank this
+    // one still waits for may have died) or dies while this rank waits for others ends the
+    // wait with that reason rather than at the deadline. Only hang-ups wake the poll
+    // (POLLRDHUP): frames a peer whose mesh is complete sends early stay for the transport.
+    for (int peer = 0; peer < p_.size; ++peer) {
+      const UniqueFd& fd = mesh_.sockets[static_cast<std::size_t>(peer)];
+      if (!fd.valid() || quiet_[static_cast<std::size_t>(peer)]) continue;
+      fds.push_back(pollfd{fd.get(), POLLRDHUP, 0});
+      owners.push_back(-2 - p_.size - peer);
+    }
     // Woken by bytes, or in time to expire or evict a pending connection.
     const Deadline wake = Deadline::earliest(deadline_, gate_.nextDue());
     int rc = ::poll(fds.data(), fds.size(), wake.pollTimeoutMs());
@@ -197,8 +219,10 @@ Status MeshBuilder::handshakeAll() {
       } else if (owner >= 0) {
         if (gate_.onReadable(owner) == auth::HandshakeGate::Progress::kAccepted)
           TUTTI_RETURN_IF_ERROR(onAuthenticated(owner));
-      } else {
+      } else if (owner >= -1 - p_.size) {
         TUTTI_RETURN_IF_ERROR(onOutgoing(outgoing_[static_cast<std::size_t>(-2 - owner)]));
+      } else {
+        TUTTI_RETURN_IF_ERROR(onHangUp(-2 - p_.size - owner));
       }
     }
   }
@@ -273,6 +297,51 @@ Status MeshBuilder::onOutgoing(Outgoing& out) {
   out.done = true;
   --outgoingLeft_;
   return Status::Ok();
+}
+
+Status MeshBuilder::onHangUp(int peer) {
+  const auto at = static_cast<std::size_t>(peer);
+  const std::string& who = mesh_.names[at];
+  // Everything the peer sent is still queued (an answer HELLO, frames of a mesh complete on
+  // its side, last an ABORT or a CLOSE): read without consuming, it stays for the transport.
+  std::vector<std::uint8_t> bytes(kHangUpPeekBytes);
+  const ssize_t got = ::recv(mesh_.sockets[at].get(), bytes.data(), bytes.size(),
+                             MSG_PEEK | MSG_DONTWAIT);
+  const std::size_t have = got > 0 ? static_cast<std::size_t>(got) : 0;
+  for (std::size_t pos = 0; pos + kHeaderBytes <= have;) {
+    Result<FrameHeader> header = decodeHeader(bytes.data() + pos, who);
+    if (!header.ok()) break;  // garbage: the transport words it if the mesh completes
+    const std::size_t end = pos + kHeaderBytes + header->length;
+    if (header->type == FrameType::kClose) {
+      quiet_[at] = true;  // left in order: the transport sees the CLOSE too
+      return Status::Ok();
+    }
+    if (header->type == FrameType::kAbort && end <= have) {
+      Status reason = abortStatus(
+          *header, std::string(bytes.begin() + static_cast<std::ptrdiff_t>(pos + kHeaderBytes),
+                               bytes.begin() + static_cast<std::ptrdiff_t>(end)),
+          peer, p_.size, who);
+      TUTTI_INFO(kTcp, "rank %d: %s aborted while connections were being made: %s", p_.rank,
+                 who.c_str(), reason.message().c_str());
+      // Blaming a rank this one still waits for (it died, say): that rank will never come,
+      // so the wait ends here. Blaming a rank already connected: the mesh can still
+      // complete, and the communicator's first call fails with the ABORT, still queued.
+      if (waitsFor(reason.peerRank())) return reason;
+      quiet_[at] = true;
+      return Status::Ok();
+    }
+    pos = end;
+  }
+  return Status(ErrorCode::kPeerFailure,
+                strFormat("%s closed its connection while rank %d was still connecting to the "
+                          "others: the peer process exited or was killed",
+                          who.c_str(), p_.rank),
+                peer);
+}
+
+bool MeshBuilder::waitsFor(int rank) const {
+  return rank < 0 || rank >= p_.size ||
+         (rank != p_.rank && !mesh_.sockets[static_cast<std::size_t>(rank)].valid());
 }
 
 // Names every rank still missing, and why the latest stranger was refused: when a rank was

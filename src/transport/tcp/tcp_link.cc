@@ -431,20 +431,11 @@ void TcpLink::handleHeaderLocked(const FrameHeader& header, DoneList& done) {
 void TcpLink::finishAbortLocked(DoneList& done) {
   readState_ = ReadState::kHeader;
   peerClosed_ = true;  // it will send nothing more
-  for (char& c : abortText_) {
-    if (c < 32 || c > 126) c = '?';  // the text came off the wire: keep logs printable
-  }
-  // An error must say what happened, even when the peer gave no reason.
-  if (abortText_.empty())
-    abortText_ =
-        strFormat("%s aborted the communicator without giving a reason", peerName_.c_str());
-  int blamed = abortHeader_.tag > 0 && abortHeader_.tag <= static_cast<Tag>(owner_->size())
-                   ? static_cast<int>(abortHeader_.tag - 1)
-                   : peer_;
   // The text is the root cause as the first rank to see it worded it; relaying it
   // unchanged keeps the message from growing a "rank X aborted: " per hop.
-  TUTTI_INFO(kTcp, "%s aborted the communicator: %s", peerName_.c_str(), abortText_.c_str());
-  failLocked(Status(static_cast<ErrorCode>(abortHeader_.aux), abortText_, blamed), done);
+  Status reason = abortStatus(abortHeader_, abortText_, peer_, owner_->size(), peerName_);
+  TUTTI_INFO(kTcp, "%s aborted the communicator: %s", peerName_.c_str(), reason.message().c_str());
+  failLocked(reason, done);
 }
 
 bool TcpLink::readPayloadLocked(DoneList& done) {

@@ -92,6 +92,20 @@ Result<FrameHeader> decodeHeader(const std::uint8_t* bytes, const std::string& p
   return header;
 }
 
+Status abortStatus(const FrameHeader& header, std::string text, int sender, int worldSize,
+                   const std::string& senderName) {
+  for (char& c : text) {
+    if (c < 32 || c > 126) c = '?';  // the text came off the wire: keep logs printable
+  }
+  // An error must say what happened, even when the peer gave no reason.
+  if (text.empty())
+    text = strFormat("%s aborted the communicator without giving a reason", senderName.c_str());
+  const int blamed = header.tag > 0 && header.tag <= static_cast<Tag>(worldSize)
+                         ? static_cast<int>(header.tag - 1)
+                         : sender;
+  return Status(static_cast<ErrorCode>(header.aux), std::move(text), blamed);
+}
+
 std::array<std::uint8_t, kHelloBytes> encodeHello(const Hello& hello) {
   std::array<std::uint8_t, kHelloBytes> out{};
   put64(&out[0], hello.commUid);

@@ -60,6 +60,13 @@ HeaderBytes encodeHeader(const FrameHeader& header);
 /// Validates and decodes a header; `peer` names the sender in the error message.
 Result<FrameHeader> decodeHeader(const std::uint8_t* bytes, const std::string& peer);
 
+/// The failure an ABORT frame (`header`, its payload `text`) from `sender` (`senderName`,
+/// rank `sender` of a `worldSize`-rank world) reports: its code, its text made printable
+/// (or, empty, a sentence naming the sender), blaming the rank the frame names when that
+/// rank is in the world and the sender otherwise.
+Status abortStatus(const FrameHeader& header, std::string text, int sender, int worldSize,
+                   const std::string& senderName);
+
 struct Hello {
   std::uint64_t commUid = 0;
   std::uint32_t rank = 0;
