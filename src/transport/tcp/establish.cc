@@ -115,9 +115,9 @@ class MeshBuilder {
   // A connection to our listener authenticated: check its HELLO and answer it.
   Status onAuthenticated(int slot);
   Status onOutgoing(Outgoing& out);
-  // A connected peer hung up while others are still missing: its death, or the failure its
-  // ABORT frame reports when that blames a rank still missing; nothing when it said goodbye
-  // in order (CLOSE) or blamed a connected rank.
+  // A connected peer hung up while others are still missing: the failure its ABORT frame
+  // reports when that blames a rank still missing (which will never come); nothing when it
+  // said goodbye (CLOSE), blamed a connected rank or died without a word.
   Status onHangUp(int peer);
   // Whether `rank` is one this rank still waits to connect with (or is unknown, < 0).
   bool waitsFor(int rank) const;
@@ -195,10 +195,10 @@ Status MeshBuilder::handshakeAll() {
       fds.push_back(pollfd{out.fd.get(), POLLIN, 0});
       owners.push_back(-2 - out.peer);
     }
-    // Connections already made: a peer that fails (its communicator aborted: a rank this
-    // one still waits for may have died) or dies while this rank waits for others ends the
-    // wait with that reason rather than at the deadline. Only hang-ups wake the poll
-    // (POLLRDHUP): frames a peer whose mesh is complete sends early stay for the transport.
+    // Connections already made: a peer whose communicator failed blaming a rank this one
+    // still waits for (that rank died) ends the wait with that reason rather than at the
+    // deadline. Only hang-ups wake the poll (POLLRDHUP): frames a peer whose mesh is
+    // complete sends early stay for the transport.
     for (int peer = 0; peer < p_.size; ++peer) {
       const UniqueFd& fd = mesh_.sockets[static_cast<std::size_t>(peer)];
       if (!fd.valid() || quiet_[static_cast<std::size_t>(peer)]) continue;
@@ -265,7 +265,12 @@ Status MeshBuilder::onAuthenticated(int slot) {
                problem.c_str());
     return Status::Ok();  // `fd` closes it
   }
-  TUTTI_RETURN_IF_ERROR(sendHello(fd.get(), p_.commUid, p_.rank, p_.size, deadline_));
+  if (Status answered = sendHello(fd.get(), p_.commUid, p_.rank, p_.size, deadline_);
+      !answered.ok())
+    return Status(answered.code(),
+                  strFormat("answering the HELLO of rank %u (%s): %s", hello->rank, who.c_str(),
+                            answered.message().c_str()),
+                  static_cast<int>(hello->rank));
   mesh_.names[hello->rank] = strFormat("rank %u (%s)", hello->rank, who.c_str());
   mesh_.sockets[hello->rank] = std::move(fd);
   --missing_;
@@ -332,11 +337,12 @@ Status MeshBuilder::onHangUp(int peer) {
     }
     pos = end;
   }
-  return Status(ErrorCode::kPeerFailure,
-                strFormat("%s closed its connection while rank %d was still connecting to the "
-                          "others: the peer process exited or was killed",
-                          who.c_str(), p_.rank),
-                peer);
+  // Gone without a word (killed): the ranks still missing may yet come, so the mesh goes
+  // on and the communicator's first call names the dead peer. Failing the creation here
+  // would also fail, less clearly, the ranks still connecting to this one.
+  TUTTI_INFO(kTcp, "rank %d: %s hung up while connections were being made", p_.rank, who.c_str());
+  quiet_[at] = true;
+  return Status::Ok();
 }
 
 bool MeshBuilder::waitsFor(int rank) const {

@@ -1,8 +1,9 @@
 // A peer that fails or dies while the mesh is still being built. Ranks 0 and 1 run the real
 // establishment (threads over loopback, an in-memory store); rank 2 is played by the test:
 // it connects to rank 0 only, so rank 0's mesh completes while rank 1 still waits for rank
-// 2. What rank 0's end of its connection to rank 1 then carries (an ABORT frame, nothing,
-// a CLOSE frame) decides how rank 1's wait ends, long before its deadline.
+// 2. What rank 0's end of its connection to rank 1 then carries decides whether rank 1's
+// wait ends long before its deadline: only an ABORT blaming a rank it still waits for
+// ends it; a CLOSE, an ABORT blaming a connected rank or nothing (a death) do not.
 
 #include <gtest/gtest.h>
 
@@ -126,23 +127,9 @@ TEST_F(HalfBuiltMesh, AnAbortFromAConnectedPeerEndsTheWaitWithItsReason) {
       << r.status().toString();
 }
 
-// Rank 0 dies without a word: rank 1 names rank 0.
-TEST_F(HalfBuiltMesh, AConnectedPeerThatDiesEndsTheWaitNamingIt) {
-  ASSERT_NO_FATAL_FAILURE(connectAsRank2(0));
-  MeshSockets mesh = rank0Mesh();
-  ASSERT_TRUE(mesh.sockets[1].valid());
-  mesh.sockets[1].reset();
-  Result<MeshSockets>& r = rank1Result();
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), ErrorCode::kPeerFailure) << r.status().toString();
-  EXPECT_EQ(r.status().peerRank(), 0) << r.status().toString();
-  EXPECT_NE(r.status().message().find("closed its connection while rank 1 was still connecting"),
-            std::string::npos)
-      << r.status().toString();
-}
-
 // Rank 0 sends `frame` and closes; rank 1 must go on waiting and complete once rank 2
-// connects, the frame still queued for its transport (whose first call then sees it).
+// connects, the frame and the end of the stream still queued for its transport (whose
+// first call then sees them).
 void expectTheWaitGoesOn(HalfBuiltMesh& t, const std::vector<std::uint8_t>& frame) {
   ASSERT_NO_FATAL_FAILURE(t.connectAsRank2(0));
   MeshSockets mesh = t.rank0Mesh();
@@ -157,6 +144,15 @@ void expectTheWaitGoesOn(HalfBuiltMesh& t, const std::vector<std::uint8_t>& fram
       readFull(r->sockets[0].get(), queued.data(), queued.size(), Deadline::afterSeconds(5))
           .ok());
   EXPECT_EQ(queued, frame);
+  std::uint8_t more = 0;
+  EXPECT_FALSE(readFull(r->sockets[0].get(), &more, 1, Deadline::afterSeconds(5)).ok());
+}
+
+// Rank 0 dies without a word (killed): the ranks still missing may yet come, so the mesh
+// goes on and the first call names rank 0. Failing here would also fail, less clearly, the
+// ranks still connecting to rank 1 (the CI's KilledRankProcs, before this rule).
+TEST_F(HalfBuiltMesh, AConnectedPeerThatDiesSilentlyDoesNotEndTheWait) {
+  expectTheWaitGoesOn(*this, {});
 }
 
 // Rank 0 leaves in order (CLOSE): not a failure of the mesh.
