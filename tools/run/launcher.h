@@ -34,9 +34,9 @@ struct LaunchOptions {
   /// CPU of tutti-run's own, consecutive ranks sharing a CPU when they outnumber them
   /// (cpuForRank in spawn.h); "auto": block where the ranks outnumber those CPUs and split
   /// evenly among them (autoBinds in spawn.h), none otherwise. 4 and 8 ranks on 2 cores
-  /// bound: 8-byte all-reduce 0.6-0.8 of the unbound time, 16 MiB 0.86-0.98; 3 ranks (two
-  /// on one core, one alone) slower at 1 and 16 MiB, hence even splits only
-  /// (docs/performance.md).
+  /// bound, normal scheduler: 8-byte all-reduce 0.85-0.88 of the unbound time, 16 MiB
+  /// 0.87-0.98 (compare.sh: faster at 8 B, level at 16 MiB); 3 ranks (two on one core, one
+  /// alone) 1.07-1.14 slower at 1 and 16 MiB, hence even splits only (docs/performance.md).
   std::string cpuBind = "auto";
   /// Prefix every output line with "[rank] ".
   bool tagOutput = true;
