@@ -36,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/stack.h"
 #include "base/assert.h"
 #include "base/log.h"
 #include "base/macros.h"
@@ -110,7 +111,7 @@ class Server final : public TcpStoreServer {
   ~Server() override { stop(); }
 
   void startThread() {
-    thread_ = std::thread([this] { run(); });
+    thread_ = startPrefaultedThread([this] { run(); });
   }
 
   HostPort address() const override { return address_; }

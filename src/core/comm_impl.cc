@@ -9,6 +9,7 @@
 #include "base/assert.h"
 #include "base/log.h"
 #include "base/macros.h"
+#include "base/stack.h"
 #include "base/strings.h"
 #include "base/wait.h"
 #include "bootstrap/tcp_store.h"
@@ -110,6 +111,7 @@ void CommImpl::setSegmentBytes(std::uint64_t bytes) {
 }
 
 Result<std::unique_ptr<CommImpl>> CommImpl::create(InitParams params) {
+  prefaultStack();  // the creating thread, which usually makes the calls
   const Result<Config>& config = Config::fromProcessEnvironment();
   if (!config.ok()) return config.status();
   TUTTI_CHECK_ARG(params.store != nullptr, "the store is null");
@@ -488,7 +490,7 @@ Status CommImpl::runBlocking(OpRequest&& request, const CallOptions& options) {
     if (workerBusy_) {
       // The worker is running an async operation: run behind it and whatever is queued,
       // to keep issue order.
-      auto work = std::make_shared<WorkState>(spinNs_);
+      std::shared_ptr<WorkState> work = newWork();
       request.work = work;
       request.algorithm = options.algorithm;
       const bool p2p = isPointToPoint(request);
@@ -525,6 +527,7 @@ Status CommImpl::runBlocking(OpRequest&& request, const CallOptions& options) {
       lock.unlock();
       Status queuedStatus = execute(queued, queued.algorithm);
       queued.work->complete(std::move(queuedStatus));
+      recycleArrays(queued);
       lock.lock();
     }
   }
@@ -544,8 +547,63 @@ void CommImpl::finishInline() {
   if (worker) queueCv_.notify_all();
 }
 
+std::shared_ptr<WorkState> CommImpl::newWork() {
+  // Enough for a pipeline of async calls in flight; past it, states are allocated and
+  // freed as before. They are made a few at a time: the state of the call before is often
+  // still held for a moment by the thread that completed it, so a loop of call-and-wait
+  // needs two, and the second must not wait for the first time that happens.
+  constexpr std::size_t kPooledWork = 64;
+  constexpr std::size_t kWorkBatch = 4;
+  std::lock_guard<std::mutex> lock(workPoolMutex_);
+  for (const std::shared_ptr<WorkState>& w : workPool_) {
+    if (w.use_count() != 1) continue;
+    // Whoever dropped the last other reference (a Work handle, the worker's request) did
+    // so after its last use of the state, with a release decrement this acquires.
+    std::atomic_thread_fence(std::memory_order_acquire);
+    w->reset();
+    return w;
+  }
+  auto w = std::make_shared<WorkState>(spinNs_);
+  if (workPool_.size() >= kPooledWork) return w;
+  workPool_.push_back(w);
+  for (std::size_t i = 1; i < kWorkBatch && workPool_.size() < kPooledWork; ++i)
+    workPool_.push_back(std::make_shared<WorkState>(spinNs_));
+  return w;
+}
+
+std::vector<std::uint64_t> CommImpl::arrayOf(std::span<const std::size_t> values) {
+  std::vector<std::uint64_t> out;
+  if (values.empty()) return out;
+  {
+    std::lock_guard<std::mutex> lock(arraysMutex_);
+    if (!spareArrays_.empty()) {
+      out = std::move(spareArrays_.back());
+      spareArrays_.pop_back();
+    }
+  }
+  out.assign(values.begin(), values.end());
+  return out;
+}
+
+void CommImpl::recycleArrays(OpRequest& request) {
+  // An alltoallv holds four; a few calls' worth queued covers the async pipelines too.
+  constexpr std::size_t kSpareArrays = 16;
+  CollectiveSpec& s = request.spec;
+  // Every call but the v-collectives' has none: no lock taken for them.
+  if (s.counts.capacity() == 0 && s.displs.capacity() == 0 && s.recvCounts.capacity() == 0 &&
+      s.recvDispls.capacity() == 0)
+    return;
+  std::lock_guard<std::mutex> lock(arraysMutex_);
+  for (std::vector<std::uint64_t>* v : {&s.counts, &s.displs, &s.recvCounts, &s.recvDispls}) {
+    if (v->capacity() == 0 || spareArrays_.size() >= kSpareArrays) continue;
+    v->clear();
+    spareArrays_.push_back(std::move(*v));
+    v->clear();
+  }
+}
+
 Work CommImpl::submit(OpRequest request, const CallOptions& options) {
-  auto work = std::make_shared<WorkState>(spinNs_);
+  std::shared_ptr<WorkState> work = newWork();
   Status valid = validate(request);
   if (!valid.ok()) {
     work->complete(valid);
@@ -560,7 +618,7 @@ Work CommImpl::submit(OpRequest request, const CallOptions& options) {
     std::lock_guard<std::mutex> lock(queueMutex_);
     queue_.push_back(std::move(request));
     if (!worker_.joinable()) {
-      worker_ = std::thread([this] { workerLoop(); });
+      worker_ = startPrefaultedThread([this] { workerLoop(); });
       workerStarted_ = true;
     }
     busy = workerBusy_;
@@ -588,6 +646,7 @@ void CommImpl::workerLoop() {
       lock.unlock();
       Status status = execute(request, request.algorithm);
       request.work->complete(std::move(status));
+      recycleArrays(request);
     }
     lock.lock();
     workerBusy_ = false;

@@ -11,15 +11,16 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <tuple>
 
+#include "base/ring_queue.h"
 #include "algorithms/algorithm.h"
 #include "base/config.h"
 #include "bootstrap/auth.h"
@@ -200,6 +201,19 @@ class CommImpl {
   /// a cached one, or built now (and cached).
   const Plan& planFor(const CollectiveSpec& spec, const AlgorithmInfo& algorithm);
   void workerLoop();
+  /// A fresh WorkState: one of workPool_ that only the pool holds (its Work handles are
+  /// gone and its operation has finished), else a new one, pooled while the pool is
+  /// small. Repeated async calls then allocate nothing.
+  std::shared_ptr<WorkState> newWork();
+
+ public:
+  /// A vector holding `values` (empty for none), reusing a spare one's capacity: the
+  /// v-collectives' arrays, kept with their request.
+  std::vector<std::uint64_t> arrayOf(std::span<const std::size_t> values);
+  /// Takes `request`'s arrays back as spares once it has run.
+  void recycleArrays(OpRequest& request);
+
+ private:
   /// The end of runBlocking()'s inline run: lets the worker start again.
   void finishInline();
 
@@ -298,7 +312,19 @@ class CommImpl {
     Schedule schedule;
     CallStamp stamp;
   };
-  std::map<CacheKey, Plan> cache_;
+  // A call's shape, looked up without copying its arrays into a key.
+  struct CacheProbe {
+    const CollectiveSpec* spec;
+    const AlgorithmInfo* algorithm;
+  };
+  // Orders keys and probes alike (call_plans.cc).
+  struct CacheLess {
+    using is_transparent = void;
+    bool operator()(const CacheKey& a, const CacheKey& b) const;
+    bool operator()(const CacheKey& a, const CacheProbe& b) const;
+    bool operator()(const CacheProbe& a, const CacheKey& b) const;
+  };
+  std::map<CacheKey, Plan, CacheLess> cache_;
   // The previous call's entry, tried first: loops repeat one call, and a hit skips building
   // a key (four vector copies) and the map search. Null after the cache is cleared.
   const CacheKey* lastKey_ = nullptr;
@@ -307,13 +333,21 @@ class CommImpl {
   // Ordering of operations between the issuing thread and the worker.
   std::mutex queueMutex_;
   std::condition_variable queueCv_;
-  std::deque<OpRequest> queue_;
+  RingQueue<OpRequest> queue_;
   bool workerBusy_ = false;
   bool inlineBusy_ = false;
   // Set once the worker thread exists; read and written only by the issuing thread.
   bool workerStarted_ = false;
   bool stopping_ = false;
   std::thread worker_;
+
+  // States of Work handles, reused once nobody else holds them (newWork()).
+  std::mutex workPoolMutex_;
+  std::vector<std::shared_ptr<WorkState>> workPool_;
+  // Spare vectors for arrayOf(), with their capacity (the issuing thread takes them, the
+  // worker may give them back).
+  std::mutex arraysMutex_;
+  std::vector<std::vector<std::uint64_t>> spareArrays_;
 };
 
 }  // namespace tutti::detail

@@ -129,7 +129,10 @@ void Communicator::abort() {
 
 namespace {
 
-std::vector<std::uint64_t> toVector(std::span<const std::size_t> values) {
+// `values` in a vector of the communicator's spare ones (CommImpl::arrayOf), so that a
+// repeated v-collective allocates nothing; a moved-from communicator's call fails anyway.
+std::vector<std::uint64_t> toVector(CommImpl* impl, std::span<const std::size_t> values) {
+  if (impl != nullptr) return impl->arrayOf(values);
   return std::vector<std::uint64_t>(values.begin(), values.end());
 }
 
@@ -155,10 +158,10 @@ OpRequest p2p(Collective kind, const void* in, void* out, std::size_t count, Dat
   return r;
 }
 
-OpRequest withArrays(OpRequest r, std::span<const std::size_t> counts,
+OpRequest withArrays(CommImpl* impl, OpRequest r, std::span<const std::size_t> counts,
                      std::span<const std::size_t> displs) {
-  r.spec.counts = toVector(counts);
-  r.spec.displs = toVector(displs);
+  r.spec.counts = toVector(impl, counts);
+  r.spec.displs = toVector(impl, displs);
   return r;
 }
 
@@ -184,7 +187,9 @@ Status movedFrom(const char* what) {
 // Runs the request on `impl` (blocking), or refuses it when the communicator was moved from.
 Status run(CommImpl* impl, OpRequest&& r, const CallOptions& options) {
   if (impl == nullptr) return movedFrom(collectiveName(r.spec.kind));
-  return impl->runBlocking(std::move(r), options);
+  Status status = impl->runBlocking(std::move(r), options);
+  impl->recycleArrays(r);  // what runBlocking left there (it keeps a request it queues)
+  return status;
 }
 
 // Issues the request on `impl` (async), or hands back a Work that failed the same way.
@@ -260,7 +265,7 @@ Status Communicator::allgatherv(const void* sendbuf, std::size_t sendcount, void
                                 std::span<const std::size_t> displs, DataType dtype,
                                 const CallOptions& options) {
   return run(impl_.get(),
-             withOwnCount(withArrays(request(Collective::kAllGatherV, sendbuf, recvbuf, 0, dtype),
+             withOwnCount(withArrays(impl_.get(), request(Collective::kAllGatherV, sendbuf, recvbuf, 0, dtype),
                                      recvcounts, displs),
                           sendcount),
              options);
@@ -270,7 +275,7 @@ Work Communicator::allgathervAsync(const void* sendbuf, std::size_t sendcount, v
                                    std::span<const std::size_t> displs, DataType dtype,
                                    const CallOptions& options) {
   return start(impl_.get(),
-               withOwnCount(withArrays(request(Collective::kAllGatherV, sendbuf, recvbuf, 0,
+               withOwnCount(withArrays(impl_.get(), request(Collective::kAllGatherV, sendbuf, recvbuf, 0,
                                                dtype),
                                        recvcounts, displs),
                             sendcount),
@@ -289,12 +294,12 @@ Work Communicator::reduceScatterAsync(const void* sendbuf, void* recvbuf, std::s
 Status Communicator::reduceScatterv(const void* sendbuf, void* recvbuf,
                                     std::span<const std::size_t> recvcounts, DataType dtype,
                                     ReduceOp op, const CallOptions& options) {
-  return run(impl_.get(), withArrays(request(Collective::kReduceScatterV, sendbuf, recvbuf, 0, dtype, op), recvcounts, {}), options);
+  return run(impl_.get(), withArrays(impl_.get(), request(Collective::kReduceScatterV, sendbuf, recvbuf, 0, dtype, op), recvcounts, {}), options);
 }
 Work Communicator::reduceScattervAsync(const void* sendbuf, void* recvbuf,
                                        std::span<const std::size_t> recvcounts, DataType dtype,
                                        ReduceOp op, const CallOptions& options) {
-  return start(impl_.get(), withArrays(request(Collective::kReduceScatterV, sendbuf, recvbuf, 0, dtype, op), recvcounts, {}), options);
+  return start(impl_.get(), withArrays(impl_.get(), request(Collective::kReduceScatterV, sendbuf, recvbuf, 0, dtype, op), recvcounts, {}), options);
 }
 
 Status Communicator::gather(const void* sendbuf, void* recvbuf, std::size_t sendcount,
@@ -311,7 +316,7 @@ Status Communicator::gatherv(const void* sendbuf, std::size_t sendcount, void* r
                              std::span<const std::size_t> displs, DataType dtype, int root,
                              const CallOptions& options) {
   return run(impl_.get(),
-             withOwnCount(withArrays(request(Collective::kGatherV, sendbuf, recvbuf, 0, dtype,
+             withOwnCount(withArrays(impl_.get(), request(Collective::kGatherV, sendbuf, recvbuf, 0, dtype,
                                              ReduceOp::kSum, root),
                                      recvcounts, displs),
                           sendcount),
@@ -322,7 +327,7 @@ Work Communicator::gathervAsync(const void* sendbuf, std::size_t sendcount, void
                                 std::span<const std::size_t> displs, DataType dtype, int root,
                                 const CallOptions& options) {
   return start(impl_.get(),
-               withOwnCount(withArrays(request(Collective::kGatherV, sendbuf, recvbuf, 0, dtype,
+               withOwnCount(withArrays(impl_.get(), request(Collective::kGatherV, sendbuf, recvbuf, 0, dtype,
                                                ReduceOp::kSum, root),
                                        recvcounts, displs),
                             sendcount),
@@ -343,7 +348,7 @@ Status Communicator::scatterv(const void* sendbuf, std::span<const std::size_t> 
                               std::size_t recvcount, DataType dtype, int root,
                               const CallOptions& options) {
   return run(impl_.get(),
-             withOwnCount(withArrays(request(Collective::kScatterV, sendbuf, recvbuf, 0, dtype,
+             withOwnCount(withArrays(impl_.get(), request(Collective::kScatterV, sendbuf, recvbuf, 0, dtype,
                                              ReduceOp::kSum, root),
                                      sendcounts, displs),
                           recvcount),
@@ -354,7 +359,7 @@ Work Communicator::scattervAsync(const void* sendbuf, std::span<const std::size_
                                  std::size_t recvcount, DataType dtype, int root,
                                  const CallOptions& options) {
   return start(impl_.get(),
-               withOwnCount(withArrays(request(Collective::kScatterV, sendbuf, recvbuf, 0, dtype,
+               withOwnCount(withArrays(impl_.get(), request(Collective::kScatterV, sendbuf, recvbuf, 0, dtype,
                                                ReduceOp::kSum, root),
                                        sendcounts, displs),
                             recvcount),
@@ -371,13 +376,13 @@ Work Communicator::alltoallAsync(const void* sendbuf, void* recvbuf, std::size_t
 }
 
 namespace {
-OpRequest alltoallvRequest(const void* sendbuf, std::span<const std::size_t> sendcounts,
+OpRequest alltoallvRequest(CommImpl* impl, const void* sendbuf, std::span<const std::size_t> sendcounts,
                            std::span<const std::size_t> sdispls, void* recvbuf,
                            std::span<const std::size_t> recvcounts,
                            std::span<const std::size_t> rdispls, DataType dtype) {
-  OpRequest r = withArrays(request(Collective::kAllToAllV, sendbuf, recvbuf, 0, dtype), sendcounts, sdispls);
-  r.spec.recvCounts = toVector(recvcounts);
-  r.spec.recvDispls = toVector(rdispls);
+  OpRequest r = withArrays(impl, request(Collective::kAllToAllV, sendbuf, recvbuf, 0, dtype), sendcounts, sdispls);
+  r.spec.recvCounts = toVector(impl, recvcounts);
+  r.spec.recvDispls = toVector(impl, rdispls);
   return r;
 }
 }  // namespace
@@ -387,14 +392,14 @@ Status Communicator::alltoallv(const void* sendbuf, std::span<const std::size_t>
                                std::span<const std::size_t> recvcounts,
                                std::span<const std::size_t> rdispls, DataType dtype,
                                const CallOptions& options) {
-  return run(impl_.get(), alltoallvRequest(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, dtype), options);
+  return run(impl_.get(), alltoallvRequest(impl_.get(), sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, dtype), options);
 }
 Work Communicator::alltoallvAsync(const void* sendbuf, std::span<const std::size_t> sendcounts,
                                   std::span<const std::size_t> sdispls, void* recvbuf,
                                   std::span<const std::size_t> recvcounts,
                                   std::span<const std::size_t> rdispls, DataType dtype,
                                   const CallOptions& options) {
-  return start(impl_.get(), alltoallvRequest(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, dtype), options);
+  return start(impl_.get(), alltoallvRequest(impl_.get(), sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, dtype), options);
 }
 
 Result<std::optional<Communicator>> Communicator::split(int color, int key,

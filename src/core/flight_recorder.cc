@@ -14,6 +14,7 @@
 
 #include "base/assert.h"
 #include "base/log.h"
+#include "base/stack.h"
 #include "base/strings.h"
 #include "base/wait.h"
 #include "schedule/collective.h"
@@ -307,7 +308,7 @@ std::thread startDumpThread(Registry& r, int fd) {
   sigset_t previous;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &previous);
-  std::thread thread([&r, fd] { dumpLoop(r, fd); });
+  std::thread thread = startPrefaultedThread([&r, fd] { dumpLoop(r, fd); });
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   return thread;
 }

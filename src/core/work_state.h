@@ -22,6 +22,13 @@ class WorkState {
     signal_.notify();
   }
 
+  /// Makes a finished state that nobody else holds any more new again
+  /// (CommImpl::newWork reuses states instead of allocating one per call).
+  void reset() {
+    status_ = Status::Ok();
+    done_.store(0, std::memory_order_relaxed);
+  }
+
   /// Waits until complete or the deadline; kTimeout if the deadline comes first.
   Status wait(Deadline deadline) const;
 

@@ -45,6 +45,10 @@ struct CallStamp {
 /// surely as a flood of large ones (an empty message would otherwise cost nothing).
 inline constexpr std::uint64_t kUnexpectedOverheadBytes = 64;
 
+/// Requests a link's queues (sends, posted receives) hold without growing: twice the
+/// executor's default window (TUTTI_MAX_INFLIGHT, 16).
+inline constexpr std::size_t kQueuedRequests = 32;
+
 /// Set in CallStamp::what by a rank that has not chosen the call's algorithm yet (it is
 /// agreeing with the others on what the choice depends on, CommImpl::agreeOnBuffers): such
 /// a stamp agrees with every stamp of the same call, whatever its algorithm. The algorithm

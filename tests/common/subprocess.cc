@@ -161,4 +161,11 @@ std::vector<std::string> splitLines(const std::string& text) {
   return lines;
 }
 
+int countLines(const std::string& text, const std::string& needle) {
+  int n = 0;
+  for (const std::string& line : splitLines(text))
+    if (line.find(needle) != std::string::npos) ++n;
+  return n;
+}
+
 }  // namespace tutti::test

@@ -78,4 +78,7 @@ ProcessResult runProcess(const std::vector<std::string>& argv, double timeoutSec
 /// Splits text into lines (without their '\n'); a trailing partial line is included.
 std::vector<std::string> splitLines(const std::string& text);
 
+/// How many lines of `text` contain `needle`.
+int countLines(const std::string& text, const std::string& needle);
+
 }  // namespace tutti::test

@@ -28,13 +28,6 @@ namespace {
 
 constexpr double kOuterBoundSeconds = 240;
 
-int countLines(const std::string& text, const std::string& needle) {
-  int n = 0;
-  for (const std::string& line : splitLines(text))
-    if (line.find(needle) != std::string::npos) ++n;
-  return n;
-}
-
 bool has(const std::string& text, const std::string& needle) {
   return text.find(needle) != std::string::npos;
 }

@@ -28,13 +28,6 @@ std::uint16_t freshPort() {
   return addr.ok() ? addr->port : 0;
 }
 
-int countLines(const std::string& text, const std::string& needle) {
-  int n = 0;
-  for (const std::string& line : splitLines(text))
-    if (line.find(needle) != std::string::npos) ++n;
-  return n;
-}
-
 class CapiProcs : public ::testing::TestWithParam<int> {};
 
 TEST_P(CapiProcs, EveryCallFromCIsRightOnEveryRank) {

@@ -22,13 +22,6 @@ namespace {
 
 constexpr double kOuterBoundSeconds = 240;
 
-int countLines(const std::string& text, const std::string& needle) {
-  int n = 0;
-  for (const std::string& line : splitLines(text))
-    if (line.find(needle) != std::string::npos) ++n;
-  return n;
-}
-
 std::string transportName(const ::testing::TestParamInfo<std::tuple<int, std::string>>& info) {
   return std::get<1>(info.param) + "_n" + std::to_string(std::get<0>(info.param));
 }

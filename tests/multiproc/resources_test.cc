@@ -24,13 +24,6 @@ constexpr double kOuterBoundSeconds = 240;
 constexpr int kCycles = 1000;
 constexpr int kAbortEvery = 10;
 
-int countLines(const std::string& text, const std::string& needle) {
-  int n = 0;
-  for (const std::string& line : splitLines(text))
-    if (line.find(needle) != std::string::npos) ++n;
-  return n;
-}
-
 // The names in /dev/shm that mention tutti. Other programs on this machine may create
 // files there at any time, so only tutti's would be ours.
 std::set<std::string> tuttiFilesInDevShm() {

@@ -27,6 +27,10 @@ ShmLink::ShmLink(ShmTransport* owner, int peer, const Segment* own, const Segmen
   outTail_ = out_.tail->load(std::memory_order_acquire);
   outHead_ = outTail_;
   inTail_ = in_.tail->load(std::memory_order_acquire);
+  // Room for an executor's window of requests and more, so that how many happen to be
+  // pending at once never makes a call allocate.
+  sendQueue_.reserve(kQueuedRequests);
+  posted_.reserve(kQueuedRequests);
 }
 
 std::string ShmLink::describe(Tag tag) const {
@@ -287,32 +291,10 @@ void ShmLink::postRecv(TransferRequest* request, Tag tag, void* data, std::size_
   owner_->finish(done);
 }
 
-std::unique_ptr<ShmLink::Unexpected> ShmLink::takeUnexpectedLocked(std::uint64_t bytes) {
-  // The smallest spare buffer that holds `bytes`, else any (it grows), else a new one.
-  auto best = spare_.end();
-  for (auto it = spare_.begin(); it != spare_.end(); ++it) {
-    const std::size_t capacity = (*it)->data.capacity();
-    if (capacity >= bytes && (best == spare_.end() || capacity < (*best)->data.capacity())) best = it;
-  }
-  if (best == spare_.end() && !spare_.empty()) best = spare_.begin();
-  if (best == spare_.end()) return std::make_unique<Unexpected>();
-  std::unique_ptr<Unexpected> u = std::move(*best);
-  spare_.erase(best);
-  spareBytes_ -= u->data.capacity();
-  std::vector<char> keep = std::move(u->data);
-  *u = Unexpected{};
-  u->data = std::move(keep);
-  return u;
-}
-
-void ShmLink::recycleLocked(std::deque<std::unique_ptr<Unexpected>>::iterator it) {
+void ShmLink::recycleLocked(RingQueue<std::unique_ptr<Unexpected>>::iterator it) {
   std::unique_ptr<Unexpected> u = std::move(*it);
   unexpected_.erase(it);
-  // Kept up to the unexpected budget, so a warm link receives early messages without
-  // allocating (or faulting in fresh pages).
-  if (spareBytes_ + u->data.capacity() > owner_->options_.maxUnexpectedBytes) return;
-  spareBytes_ += u->data.capacity();
-  spare_.push_back(std::move(u));
+  spare_.give(std::move(u), owner_->options_.maxUnexpectedBytes);
 }
 
 bool ShmLink::awaitsPointToPointLocked() const {
@@ -369,14 +351,14 @@ bool ShmLink::startMessageLocked(const SlotView& h, DoneList& done) {
       return false;
     }
   }
-  std::unique_ptr<Unexpected> u = takeUnexpectedLocked(h.msgBytes);
-  u->tag = h.tag;
-  u->stamp = h.stamp;
-  u->bytes = h.msgBytes;
   if (h.kind == SlotKind::kRndv) {
+    std::unique_ptr<Unexpected> u = spare_.take(0);
+    u->tag = h.tag;
+    u->stamp = h.stamp;
+    u->bytes = h.msgBytes;
     u->rendezvous = true;
     u->offer = Offer{h.remoteAddr, h.rndvId, h.rndvSeq, h.buffer};
-    unexpected_.push_back(std::move(u));
+    pushEarly(unexpected_, std::move(u));
     return true;
   }
   // Past the cap the ring is left full: the sender waits until receives are posted. Payloads
@@ -401,12 +383,15 @@ bool ShmLink::startMessageLocked(const SlotView& h, DoneList& done) {
   if (pastAllowance && owner_->hasCall_ && isEarlierCall(owner_->lastCall_, h.tag) &&
       !awaitsPointToPointLocked())
     return false;
-  u->data.resize(h.msgBytes);
+  std::unique_ptr<Unexpected> u = spare_.take(h.msgBytes);
+  u->tag = h.tag;
+  u->stamp = h.stamp;
+  u->bytes = h.msgBytes;
   unexpectedBytes_ += h.msgBytes;
   streamUnexpected_ = u.get();
   streamTo_ = nullptr;
   streaming_ = true;
-  unexpected_.push_back(std::move(u));
+  pushEarly(unexpected_, std::move(u));
   return true;
 }
 

@@ -5,31 +5,19 @@
 
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "base/ring_queue.h"
+#include "transport/done_list.h"
 #include "transport/link.h"
+#include "transport/spare_pool.h"
 #include "transport/shm/segment.h"
 
 namespace tutti::shm {
 
 class ShmTransport;
-
-/// What a locked pass completed, signalled with one notify once the mutex is released.
-/// Only the count is kept: each request's state already says it is done, and a list would
-/// allocate on every post.
-class DoneList {
- public:
-  void add(TransferRequest*) { ++count_; }
-  bool empty() const { return count_ == 0; }
-  std::size_t size() const { return count_; }
-  void clear() { count_ = 0; }
-
- private:
-  std::size_t count_ = 0;
-};
 
 class ShmLink final : public Link {
  public:
@@ -148,10 +136,8 @@ class ShmLink final : public Link {
   static void deliverLocked(TransferRequest* request, const char* bytes, std::size_t count);
   /// True when a point-to-point receive is posted here and not yet matched.
   bool awaitsPointToPointLocked() const;
-  /// An unexpected-message record with room for `bytes` if a spare one has it.
-  std::unique_ptr<Unexpected> takeUnexpectedLocked(std::uint64_t bytes);
   /// Removes `it` from unexpected_, keeping its buffer for reuse.
-  void recycleLocked(std::deque<std::unique_ptr<Unexpected>>::iterator it);
+  void recycleLocked(RingQueue<std::unique_ptr<Unexpected>>::iterator it);
   /// True when the outbound ring has a free slot.
   bool roomLocked();
   /// `buffer`: the memAlloc buffer holding the message, if any.
@@ -177,7 +163,7 @@ class ShmLink final : public Link {
   Ring in_;   // in this rank's segment
   std::uint32_t slotBytes_ = 0;
   // send side
-  std::deque<TransferRequest*> sendQueue_;
+  RingQueue<TransferRequest*> sendQueue_;
   std::uint64_t outHead_ = 0;
   std::uint64_t outTail_ = 0;  // the ring's tail as last read (it only grows)
   std::array<TransferRequest*, kRndvSlots> rndvInflight_{};
@@ -199,11 +185,10 @@ class ShmLink final : public Link {
   std::size_t helpedCount_ = 0;  // non-null requests in helped_
   bool deferReads_ = false;      // while postRecv matches: reads wait for the next pass
   // receive side
-  std::deque<TransferRequest*> posted_;
-  std::deque<std::unique_ptr<Unexpected>> unexpected_;
+  RingQueue<TransferRequest*> posted_;
+  RingQueue<std::unique_ptr<Unexpected>> unexpected_;
   std::uint64_t unexpectedBytes_ = 0;
-  std::vector<std::unique_ptr<Unexpected>> spare_;  // finished records, buffers kept
-  std::uint64_t spareBytes_ = 0;
+  SparePool<Unexpected> spare_;  // finished records, buffers kept
   std::uint64_t inTail_ = 0;
   // The eager message whose pieces are arriving: into a request, an unexpected buffer, or
   // nowhere (its receive was cancelled).

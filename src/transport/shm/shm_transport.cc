@@ -210,6 +210,7 @@ Status ShmTransport::setUp(Store& store, const std::string& keyPrefix) {
     if (l2 > 0) exchangeMaxBytes_ = static_cast<std::uint64_t>(l2) / 4;
   }
   pidfds_.assign(n, -1);
+  flatChecked_.assign(2 * n, 0);  // here, not on the first call that needs it
   links_.resize(n);
   for (int r : local_) {
     pidfds_[static_cast<std::size_t>(r)] =
@@ -383,7 +384,6 @@ void ShmTransport::checkAbortLocked(DoneList& done) {
 void ShmTransport::checkFlatArrivalsLocked(DoneList& done) {
   CallChecker* checker = callChecker();
   if (checker == nullptr) return;
-  if (flatChecked_.empty()) flatChecked_.assign(2 * static_cast<std::size_t>(size_), 0);
   for (int r : local_) {
     for (std::uint64_t parity = 0; parity < 2; ++parity) {
       const FlatSlot& slot = peers_[static_cast<std::size_t>(r)].flat(parity);

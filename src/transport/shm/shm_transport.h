@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "base/wait.h"
+#include "transport/done_list.h"
 #include "transport/link.h"
 #include "transport/shm/segment.h"
 #include "tutti/store.h"
@@ -46,7 +47,7 @@
 namespace tutti::shm {
 
 class ShmLink;
-class DoneList;
+using tutti::DoneList;
 
 class ShmTransport final : public Transport, public ProgressHook {
  public:

@@ -9,12 +9,14 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <shared_mutex>
 
 #include "base/log.h"
+#include "base/pool_growth.h"
 #include "base/strings.h"
 
 namespace tutti::shm {
@@ -142,15 +144,18 @@ char* PeerBuffers::translate(int pid, const BufferRef& ref, std::uint64_t addr,
 
 char* PeerBuffers::map(int pid, const BufferRef& ref) {
   if (std::find(refused_.begin(), refused_.end(), pid) != refused_.end()) return nullptr;
+  // Once per peer buffer, on the call that first reaches it (base/pool_growth.h).
+  GrowingPool growing;
   dropStale(pid);
-  const std::string path = strFormat("/proc/%d/fd/%d", pid, ref.fd);
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, ref.fd);
   // Only a memfd of memAlloc's is ever opened, whatever a slot says: not a file, a device
   // or a socket that the descriptor number might name.
   char target[64] = {};
-  const ssize_t length = readlink(path.c_str(), target, sizeof(target) - 1);
+  const ssize_t length = readlink(path, target, sizeof(target) - 1);
   if (length <= 0 || std::strncmp(target, kMemfdLink, std::strlen(kMemfdLink)) != 0)
     return nullptr;
-  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  const int fd = ::open(path, O_RDWR | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (fd < 0) {
     const int error = errno;
     if (error == EACCES || error == EPERM) {
@@ -189,8 +194,9 @@ void PeerBuffers::dropStale(int pid) {
       continue;
     }
     struct stat st {};
-    const std::string path = strFormat("/proc/%d/fd/%d", m.pid, m.ref.fd);
-    if (stat(path.c_str(), &st) != 0 || static_cast<std::uint64_t>(st.st_ino) != m.ref.inode) {
+    char path[64];  // not a std::string: this runs every second, in the middle of calls
+    std::snprintf(path, sizeof(path), "/proc/%d/fd/%d", m.pid, m.ref.fd);
+    if (stat(path, &st) != 0 || static_cast<std::uint64_t>(st.st_ino) != m.ref.inode) {
       unmap(i);
       continue;
     }

@@ -35,6 +35,10 @@ TcpLink::TcpLink(TcpTransport* owner, int peer, UniqueFd fd, std::string peerNam
   TUTTI_ASSERT(owner_ != nullptr);
   TUTTI_ASSERT(fd_.valid());
   interest_ = EPOLLIN;
+  // Room for an executor's window of requests and more, so that how many happen to be
+  // pending at once never makes a call allocate.
+  sendQueue_.reserve(kQueuedRequests);
+  posted_.reserve(kQueuedRequests);
 }
 
 TcpLink::~TcpLink() = default;
@@ -42,7 +46,7 @@ TcpLink::~TcpLink() = default;
 void TcpLink::completeLocked(TransferRequest* request, Status status, DoneList& done) {
   request->status_ = std::move(status);
   request->state.store(TransferRequest::kDone, std::memory_order_release);
-  done.push_back(request);
+  done.add(request);
 }
 
 void TcpLink::finish(DoneList& done, const Status& failure) {
@@ -273,20 +277,20 @@ void TcpLink::postRecv(TransferRequest* request, Tag tag, void* data, std::size_
         Unexpected& u = **it;
         if (stampsConflict(u.stamp, request->stamp)) {
           completeLocked(request, stampMismatch(request, peer_, peerName_, u.stamp), done);
-        } else if (u.data.size() != bytes) {
+        } else if (u.length != bytes) {
           completeLocked(request,
                          Status(ErrorCode::kMismatch,
                                 strFormat("%s sent a %zu-byte message but this rank expected %zu "
                                           "bytes (tag 0x%llx): the ranks called different "
                                           "operations or counts",
-                                          peerName_.c_str(), u.data.size(), bytes,
+                                          peerName_.c_str(), u.length, bytes,
                                           static_cast<unsigned long long>(tag)),
                                 peer_),
                          done);
-        } else if (u.received == u.data.size()) {
+        } else if (u.received == u.length) {
           if (bytes > 0) std::memcpy(data, u.data.data(), bytes);
-          unexpectedBytes_ -= u.data.size();
-          unexpected_.erase(it);
+          unexpectedBytes_ -= u.length;
+          recycleLocked(it);
           completeLocked(request, Status(), done);
         } else {
           u.claimedBy = request;  // completes when the rest of the payload arrives
@@ -375,14 +379,20 @@ void TcpLink::startPayloadLocked(const FrameHeader& header, DoneList& done) {
                 static_cast<unsigned long long>(unexpectedBytes_));
     return;
   }
-  auto entry = std::make_unique<Unexpected>();
+  std::unique_ptr<Unexpected> entry = spare_.take(header.length);
   entry->tag = header.tag;
   entry->stamp = header.stamp;
-  entry->data.resize(header.length);  // bounded by maxUnexpectedBytes_ above
+  entry->length = header.length;
   unexpectedBytes_ += header.length;
   readUnexpected_ = entry.get();
-  unexpected_.push_back(std::move(entry));
+  pushEarly(unexpected_, std::move(entry));
   readState_ = header.length > 0 ? ReadState::kPayloadToUnexpected : ReadState::kHeader;
+}
+
+void TcpLink::recycleLocked(RingQueue<std::unique_ptr<Unexpected>>::iterator it) {
+  std::unique_ptr<Unexpected> u = std::move(*it);
+  unexpected_.erase(it);
+  spare_.give(std::move(u), maxUnexpectedBytes_);
 }
 
 std::size_t TcpLink::unexpectedMessages() {
@@ -447,7 +457,7 @@ bool TcpLink::readPayloadLocked(DoneList& done) {
     want = readTarget_->bytes - readTarget_->progress;
   } else if (readState_ == ReadState::kPayloadToUnexpected) {
     dst = readUnexpected_->data.data() + readUnexpected_->received;
-    want = readUnexpected_->data.size() - readUnexpected_->received;
+    want = readUnexpected_->length - readUnexpected_->received;
   } else if (readState_ == ReadState::kAbortPayload) {
     dst = abortText_.data() + abortGot_;
     want = abortText_.size() - abortGot_;
@@ -478,16 +488,15 @@ bool TcpLink::readPayloadLocked(DoneList& done) {
   } else if (readState_ == ReadState::kPayloadToUnexpected) {
     Unexpected* u = readUnexpected_;
     u->received += got;
-    if (u->received == u->data.size()) {
+    if (u->received == u->length) {
       readUnexpected_ = nullptr;
       readState_ = ReadState::kHeader;
       if (u->claimedBy != nullptr) {
         TransferRequest* r = u->claimedBy;
-        std::memcpy(r->data, u->data.data(), u->data.size());
-        unexpectedBytes_ -= u->data.size();
-        auto it = std::find_if(unexpected_.begin(), unexpected_.end(),
-                               [&](const auto& e) { return e.get() == u; });
-        unexpected_.erase(it);
+        std::memcpy(r->data, u->data.data(), u->length);
+        unexpectedBytes_ -= u->length;
+        recycleLocked(std::find_if(unexpected_.begin(), unexpected_.end(),
+                                   [&](const auto& e) { return e.get() == u; }));
         completeLocked(r, Status(), done);
       }
     }

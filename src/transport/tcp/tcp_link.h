@@ -14,14 +14,16 @@
 // take it. Completions are signalled after the lock is released.
 
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "base/ring_queue.h"
 #include "base/fd.h"
+#include "transport/done_list.h"
 #include "transport/link.h"
+#include "transport/spare_pool.h"
 #include "transport/tcp/wire.h"
 
 namespace tutti::tcp {
@@ -67,7 +69,8 @@ class TcpLink final : public Link {
   struct Unexpected {
     Tag tag = 0;
     CallStamp stamp;
-    std::vector<char> data;
+    std::vector<char> data;  // its first `length` bytes (SparePool keeps it larger)
+    std::size_t length = 0;
     std::size_t received = 0;
     TransferRequest* claimedBy = nullptr;  // a receive posted while the payload streams in
   };
@@ -83,7 +86,6 @@ class TcpLink final : public Link {
   };
 
   // Everything *Locked() runs with mutex_ held and appends finished requests to `done`.
-  using DoneList = std::vector<TransferRequest*>;
   void trySendLocked(DoneList& done);
   void handleHeaderLocked(const FrameHeader& header, DoneList& done);
   void readLocked(DoneList& done);  // reads frames until EAGAIN, failure or the budget
@@ -92,6 +94,8 @@ class TcpLink final : public Link {
   void failLocked(const Status& status, DoneList& done);
   void completeLocked(TransferRequest* request, Status status, DoneList& done);
   void updateInterestLocked();
+  /// Removes unexpected_[it] and keeps its record (and buffer) for the next one.
+  void recycleLocked(RingQueue<std::unique_ptr<Unexpected>>::iterator it);
   void queueControlLocked(std::vector<std::uint8_t> frame, DoneList& done);
   /// Before failing the link on bytes from the peer that do not parse: writes an ABORT with
   /// `status` at once, best effort, when no frame is half written (the peer's reading
@@ -111,7 +115,7 @@ class TcpLink final : public Link {
 
   std::mutex mutex_;
   // send side
-  std::deque<TransferRequest*> sendQueue_;
+  RingQueue<TransferRequest*> sendQueue_;
   HeaderBytes sendHeader_{};
   // A send cancelled part-way keeps its place on the wire: the rest of its bytes go out as
   // zeros from this stand-in, so the stream stays framed and an ABORT can still follow.
@@ -122,8 +126,9 @@ class TcpLink final : public Link {
   bool controlQueued_ = false;
   bool controlSent_ = false;
   // receive side
-  std::deque<TransferRequest*> posted_;
-  std::deque<std::unique_ptr<Unexpected>> unexpected_;
+  RingQueue<TransferRequest*> posted_;
+  RingQueue<std::unique_ptr<Unexpected>> unexpected_;
+  SparePool<Unexpected> spare_;  // finished records, buffers kept
   std::uint64_t unexpectedBytes_ = 0;
   ReadState readState_ = ReadState::kHeader;
   HeaderBytes readHeader_{};

@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "base/macros.h"
 #include "base/net.h"
+#include "base/stack.h"
 #include "base/strings.h"
 #include "transport/tcp/establish.h"
 #include "transport/tcp/wire.h"
@@ -80,7 +81,7 @@ Status TcpTransport::startLoop(std::vector<UniqueFd> sockets, const std::vector<
     if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, link->fd(), &ev) != 0)
       return systemError("epoll_ctl", errno);
   }
-  loopThread_ = std::thread([this] { loop(); });
+  loopThread_ = startPrefaultedThread([this] { loop(); });
   return Status::Ok();
 }
 
