@@ -1,17 +1,19 @@
 // The steady state, in real processes launched by tutti-run (tests/multiproc/steady_worker.cc
 // is the rank program): once warm, repeated calls of every collective, point-to-point
 // messages and asynchronous calls allocate nothing, map nothing and fault no page in, on
-// every rank, over shared memory (heap and memAlloc buffers) and over TCP (issue 4: scratch
-// and staging pooled per communicator and reused). Pools that fill up to what a pattern of
-// calls needs, at moments timing decides (buffers for messages that arrive early, mappings
-// of peers' buffers), mark their growth (base/pool_growth.h); the worker judges the first
-// window of calls in which none grew.
+// every rank, over shared memory (heap and memAlloc buffers), over TCP, and over both at
+// once (hybrid, two ranks per host) (issue 4: scratch and staging pooled per communicator
+// and reused). Pools that fill up to what a pattern of calls needs, at moments timing
+// decides (buffers for messages that arrive early, mappings of peers' buffers), mark their
+// growth (base/pool_growth.h); the worker judges the first window of calls in which none
+// grew.
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <tuple>
 
+#include "common/launch.h"
 #include "common/subprocess.h"
 #include "common/test_paths.h"
 
@@ -26,9 +28,8 @@ class SteadyStateProcs : public ::testing::TestWithParam<World> {};
 
 TEST_P(SteadyStateProcs, RepeatedCallsAllocateMapAndFaultNothing) {
   const auto [n, transport, buffers] = GetParam();
-  ProcessResult r = runProcess({binPath("tutti-run"), "-n", std::to_string(n), "--timeout",
-                                "200", "-x", "TUTTI_TRANSPORT=" + transport,
-                                testProgramPath("tutti_steady_worker"), buffers},
+  ProcessResult r = runProcess(launch(n, transport, {"--timeout", "200"},
+                                      {testProgramPath("tutti_steady_worker"), buffers}),
                                kOuterBoundSeconds);
   ASSERT_FALSE(r.timedOut) << r.out << r.err;
   EXPECT_EQ(r.exitCode(), 0) << r.out << r.err;
@@ -44,7 +45,7 @@ std::string worldName(const ::testing::TestParamInfo<World>& info) {
 INSTANTIATE_TEST_SUITE_P(Worlds, SteadyStateProcs,
                          ::testing::Values(World{2, "shm", "heap"}, World{4, "shm", "heap"},
                                            World{3, "shm", "shared"}, World{2, "tcp", "heap"},
-                                           World{3, "tcp", "heap"}),
+                                           World{3, "tcp", "heap"}, World{4, "hybrid", "heap"}),
                          worldName);
 
 }  // namespace
