@@ -134,6 +134,11 @@ Result<std::unique_ptr<CommImpl>> CommImpl::create(InitParams params) {
   impl->timeout_ = params.options.timeout.value_or(std::chrono::milliseconds(
       static_cast<std::int64_t>(config->timeoutSec * 1000.0)));
   impl->spinNs_ = spinBudgetNs(config->spinUs, params.localSize);
+  // A thread waiting on a Work waits for this process's worker thread, which needs a core
+  // of its own to make progress: polling pays only where every rank's two threads have
+  // one. Two ranks on 2 cores, an 8-byte all-reduce issued async and waited for at once
+  // (tutti-bench -z 1): 35.8 us per call polling 20 us, 6.2 with no polling.
+  impl->workSpinNs_ = spinBudgetNs(config->spinUs, 2 * params.localSize);
   impl->localSize_ = params.localSize;
   auto overrides = parseAlgorithmOverrides(config->algorithms);
   if (!overrides.ok()) return overrides.status().withContext("TUTTI_ALGO");
@@ -555,7 +560,7 @@ std::shared_ptr<WorkState> CommImpl::newWork() {
 #if defined(__SANITIZE_THREAD__)
   // ThreadSanitizer does not model the fence below (and refuses to build it): under it,
   // every call gets a state of its own, as before the pool.
-  return std::make_shared<WorkState>(spinNs_);
+  return std::make_shared<WorkState>(workSpinNs_);
 #else
   constexpr std::size_t kPooledWork = 64;
   constexpr std::size_t kWorkBatch = 4;
@@ -568,11 +573,11 @@ std::shared_ptr<WorkState> CommImpl::newWork() {
     w->reset();
     return w;
   }
-  auto w = std::make_shared<WorkState>(spinNs_);
+  auto w = std::make_shared<WorkState>(workSpinNs_);
   if (workPool_.size() >= kPooledWork) return w;
   workPool_.push_back(w);
   for (std::size_t i = 1; i < kWorkBatch && workPool_.size() < kPooledWork; ++i)
-    workPool_.push_back(std::make_shared<WorkState>(spinNs_));
+    workPool_.push_back(std::make_shared<WorkState>(workSpinNs_));
   return w;
 #endif
 }

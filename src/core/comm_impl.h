@@ -224,6 +224,7 @@ class CommImpl {
   std::string prefix_;  // this communicator's store keys: tutti/<name>/<generation>/
   std::chrono::milliseconds timeout_{0};
   std::int64_t spinNs_ = 0;  // how long waits poll before blocking (TUTTI_SPIN_US)
+  std::int64_t workSpinNs_ = 0;  // the same for waits on Work handles (create())
   std::string transportChoice_;  // "auto", "shm" or "tcp", as asked (children inherit it)
   std::string bindHost_;     // where this rank accepts peers (children of split reuse it)
   auth::Key key_;            // the job key its links prove (children of split reuse it)

@@ -117,6 +117,9 @@ void defineFlags(CLI::App& app, RawArgs& raw, BenchOptions& options) {
   app.add_option("-R,--register", options.registerBuffers,
                  "1: allocate the buffers with tutti::memAlloc, which peers on the same host "
                  "read and write directly; 0: from the heap (0)");
+  app.add_option("-z,--async", options.async,
+                 "1: issue every collective as its ...Async form and wait for it; 0: blocking "
+                 "calls (0)");
 }
 
 // Checks ranges and turns the raw strings into typed options.
@@ -134,6 +137,8 @@ Status finishOptions(const RawArgs& raw, BenchOptions& options) {
   TUTTI_CHECK_ARG(options.check >= 0, "-c/--check must be >= 0, got %d", options.check);
   TUTTI_CHECK_ARG(options.registerBuffers == 0 || options.registerBuffers == 1,
                   "-R/--register must be 0 or 1, got %d", options.registerBuffers);
+  TUTTI_CHECK_ARG(options.async == 0 || options.async == 1, "-z/--async must be 0 or 1, got %d",
+                  options.async);
   TUTTI_CHECK_ARG(options.root >= -1, "-r/--root must be a rank or -1, got %d", options.root);
   TUTTI_CHECK_ARG(raw.average >= 0 && raw.average <= 3,
                   "-a/--average must be 0 (rank 0), 1 (mean), 2 (min) or 3 (max), got %d",

@@ -47,6 +47,10 @@ struct BenchOptions {
   /// -R: 1 allocates the buffers with tutti::memAlloc (peers on this host map them), as
   /// nccl-tests' -R registers its buffers; 0 (default) with the heap.
   int registerBuffers = 0;
+  /// -z: 1 issues every collective as its ...Async form and waits for it (the path of
+  /// frameworks that make every collective async work, PyTorch's process groups); 0
+  /// (default) makes blocking calls.
+  int async = 0;
   std::string jsonPath;                       ///< --json, empty: no JSON file
   std::string commandLine;                    ///< argv joined, for the report header
 };

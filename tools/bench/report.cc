@@ -110,13 +110,14 @@ std::string formatSettings(const BenchOptions& options, std::string_view collect
   out += strFormat("# Collective %s  ranks %d\n", std::string(collective).c_str(), nranks);
   out += strFormat(
       "# minBytes %llu maxBytes %llu step: %s warmup iters: %d iters: %d validation: %d "
-      "average: %d(%s) algorithm: %s buffers: %s\n",
+      "average: %d(%s) algorithm: %s buffers: %s calls: %s\n",
       static_cast<unsigned long long>(options.minBytes),
       static_cast<unsigned long long>(options.maxBytes), step.c_str(), options.warmupIters,
       options.iters, options.check, static_cast<int>(options.average),
       timeAverageName(options.average),
       options.algorithm.empty() ? "auto" : options.algorithm.c_str(),
-      options.registerBuffers == 1 ? "memAlloc" : "heap");
+      options.registerBuffers == 1 ? "memAlloc" : "heap",
+      options.async == 1 ? "async" : "blocking");
   if (!options.commandLine.empty()) out += "# Command: " + options.commandLine + "\n";
   out += "#\n";
   return out;

@@ -12,46 +12,55 @@ int TuttiComm::rank() const { return comm_.rank(); }
 int TuttiComm::size() const { return comm_.size(); }
 
 Status TuttiComm::barrier(const std::string& algorithm) {
+  if (async_) return comm_.barrierAsync(optionsFor(algorithm)).wait();
   return comm_.barrier(optionsFor(algorithm));
 }
 
 Status TuttiComm::allreduce(const void* send, void* recv, std::size_t count, DataType dtype,
                             ReduceOp op, const std::string& algorithm) {
+  if (async_) return comm_.allreduceAsync(send, recv, count, dtype, op, optionsFor(algorithm)).wait();
   return comm_.allreduce(send, recv, count, dtype, op, optionsFor(algorithm));
 }
 
 Status TuttiComm::broadcast(const void* send, void* recv, std::size_t count, DataType dtype,
                             int root, const std::string& algorithm) {
+  if (async_) return comm_.broadcastAsync(send, recv, count, dtype, root, optionsFor(algorithm)).wait();
   return comm_.broadcast(send, recv, count, dtype, root, optionsFor(algorithm));
 }
 
 Status TuttiComm::reduce(const void* send, void* recv, std::size_t count, DataType dtype,
                          ReduceOp op, int root, const std::string& algorithm) {
+  if (async_) return comm_.reduceAsync(send, recv, count, dtype, op, root, optionsFor(algorithm)).wait();
   return comm_.reduce(send, recv, count, dtype, op, root, optionsFor(algorithm));
 }
 
 Status TuttiComm::allgather(const void* send, void* recv, std::size_t count, DataType dtype,
                             const std::string& algorithm) {
+  if (async_) return comm_.allgatherAsync(send, recv, count, dtype, optionsFor(algorithm)).wait();
   return comm_.allgather(send, recv, count, dtype, optionsFor(algorithm));
 }
 
 Status TuttiComm::reduceScatter(const void* send, void* recv, std::size_t count, DataType dtype,
                                 ReduceOp op, const std::string& algorithm) {
+  if (async_) return comm_.reduceScatterAsync(send, recv, count, dtype, op, optionsFor(algorithm)).wait();
   return comm_.reduceScatter(send, recv, count, dtype, op, optionsFor(algorithm));
 }
 
 Status TuttiComm::gather(const void* send, void* recv, std::size_t count, DataType dtype,
                          int root, const std::string& algorithm) {
+  if (async_) return comm_.gatherAsync(send, recv, count, dtype, root, optionsFor(algorithm)).wait();
   return comm_.gather(send, recv, count, dtype, root, optionsFor(algorithm));
 }
 
 Status TuttiComm::scatter(const void* send, void* recv, std::size_t count, DataType dtype,
                           int root, const std::string& algorithm) {
+  if (async_) return comm_.scatterAsync(send, recv, count, dtype, root, optionsFor(algorithm)).wait();
   return comm_.scatter(send, recv, count, dtype, root, optionsFor(algorithm));
 }
 
 Status TuttiComm::alltoall(const void* send, void* recv, std::size_t count, DataType dtype,
                            const std::string& algorithm) {
+  if (async_) return comm_.alltoallAsync(send, recv, count, dtype, optionsFor(algorithm)).wait();
   return comm_.alltoall(send, recv, count, dtype, optionsFor(algorithm));
 }
 

@@ -41,8 +41,12 @@ class TuttiComm final : public BenchComm {
                                    const std::string& forced) const override;
   Status verifyCall(const CallShape& call, const std::string& forced) const override;
 
+  /// Collectives through their ...Async forms, each waited for at once (-z 1).
+  void setAsync(bool async) { async_ = async; }
+
  private:
   bool sharedBuffers_ = false;
+  bool async_ = false;
   /// The options of a call forcing `algorithm`, kept from call to call: building them for
   /// every timed call would time a string copy (and its allocation) no caller pays.
   const CallOptions& optionsFor(const std::string& algorithm);

@@ -48,13 +48,15 @@ TEST(BenchOptions, DefaultsAreNcclTests) {
   EXPECT_EQ(o.average, TimeAverage::kMean);
   EXPECT_TRUE(o.algorithm.empty());
   EXPECT_TRUE(o.jsonPath.empty());
+  EXPECT_EQ(o.async, 0);
   EXPECT_EQ(o.commandLine, "tutti-bench allreduce");
 }
 
 TEST(BenchOptions, ShortFlags) {
   const BenchOptions o = parseOk({"all_reduce", "-b", "8", "-e", "16M", "-f", "4", "-i", "64",
                                   "-n", "7", "-w", "0", "-c", "0", "-d", "half", "-o", "max",
-                                  "-r", "-1", "-a", "3", "--algo", "ring", "--json", "r.json"});
+                                  "-r", "-1", "-a", "3", "--algo", "ring", "--json", "r.json",
+                                  "-z", "1"});
   ASSERT_EQ(o.collectives.size(), 1u);
   EXPECT_EQ(o.collectives[0]->name(), "allreduce");
   EXPECT_EQ(o.minBytes, 8u);
@@ -70,13 +72,15 @@ TEST(BenchOptions, ShortFlags) {
   EXPECT_EQ(o.average, TimeAverage::kMax);
   EXPECT_EQ(o.algorithm, "ring");
   EXPECT_EQ(o.jsonPath, "r.json");
+  EXPECT_EQ(o.async, 1);
 }
 
 TEST(BenchOptions, LongFlags) {
   const BenchOptions o =
       parseOk({"allreduce", "--minbytes", "1K", "--maxbytes", "1G", "--stepfactor", "2",
                "--stepbytes", "4K", "--iters", "3", "--warmup_iters", "1", "--check", "2",
-               "--datatype", "bfloat16", "--op", "prod", "--root", "2", "--average", "0"});
+               "--datatype", "bfloat16", "--op", "prod", "--root", "2", "--average", "0",
+               "--async", "1"});
   EXPECT_EQ(o.minBytes, 1024u);
   EXPECT_EQ(o.maxBytes, 1u << 30);
   EXPECT_EQ(o.stepFactor, 2u);
@@ -88,6 +92,7 @@ TEST(BenchOptions, LongFlags) {
   EXPECT_EQ(o.ops, std::vector<ReduceOp>{ReduceOp::kProd});
   EXPECT_EQ(o.root, 2);
   EXPECT_EQ(o.average, TimeAverage::kRank0);
+  EXPECT_EQ(o.async, 1);
 }
 
 TEST(BenchOptions, DataTypeNames) {
@@ -147,6 +152,7 @@ TEST(BenchOptions, Errors) {
   expectError({"allreduce", "-w", "-1"}, "-w/--warmup_iters must be >= 0");
   expectError({"allreduce", "-c", "-1"}, "-c/--check must be >= 0");
   expectError({"allreduce", "-a", "4"}, "-a/--average must be 0");
+  expectError({"allreduce", "-z", "2"}, "-z/--async must be 0 or 1, got 2");
   expectError({"allreduce", "-f", "0"}, "-f/--stepfactor must be >= 1, got 0");
   expectError({"allreduce", "-r", "-2"}, "-r/--root");
   expectError({"allreduce", "--bogus"}, "--bogus");
