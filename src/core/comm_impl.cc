@@ -500,6 +500,7 @@ Status CommImpl::runBlocking(OpRequest&& request, const CallOptions& options) {
       request.algorithm = options.algorithm;
       const bool p2p = isPointToPoint(request);
       queue_.push_back(std::move(request));
+      queued_.fetch_add(1, std::memory_order_relaxed);
       lock.unlock();
       queueCv_.notify_all();
       if (p2p) transport_->interruptWait();  // a point-to-point group there takes it in
@@ -628,6 +629,7 @@ Work CommImpl::submit(OpRequest request, const CallOptions& options) {
   {
     std::lock_guard<std::mutex> lock(queueMutex_);
     queue_.push_back(std::move(request));
+    queued_.fetch_add(1, std::memory_order_relaxed);
     if (!worker_.joinable()) {
       worker_ = startPrefaultedThread([this] { workerLoop(); });
       workerStarted_ = true;
@@ -643,8 +645,20 @@ Work CommImpl::submit(OpRequest request, const CallOptions& options) {
 void CommImpl::workerLoop() {
   while (true) {
     std::unique_lock<std::mutex> lock(queueMutex_);
+    const auto ready = [&] {
+      return (stopping_ && !inlineBusy_) || (!queue_.empty() && !inlineBusy_);
+    };
+    if (!ready() && workSpinNs_ > 0) {
+      // Where the worker has a core of its own (workSpinNs_), it polls for the next async
+      // call for a while before it sleeps: a loop of async calls then costs no wake-up.
+      const std::uint64_t seen = queued_.load(std::memory_order_relaxed);
+      lock.unlock();
+      const Deadline until = Deadline::after(std::chrono::nanoseconds(workSpinNs_));
+      while (queued_.load(std::memory_order_relaxed) == seen && !until.expired()) cpuRelax();
+      lock.lock();
+    }
     // Idle wait for work: woken by submit() or by the destructor (stopping_).
-    queueCv_.wait(lock, [&] { return (stopping_ && !inlineBusy_) || (!queue_.empty() && !inlineBusy_); });
+    queueCv_.wait(lock, ready);
     if (queue_.empty()) return;  // stopping, nothing left
     workerBusy_ = true;
     if (isPointToPoint(queue_.front())) {

@@ -340,6 +340,8 @@ class CommImpl {
   // Set once the worker thread exists; read and written only by the issuing thread.
   bool workerStarted_ = false;
   bool stopping_ = false;
+  // Operations ever queued (read without the lock by the worker's poll, workerLoop()).
+  std::atomic<std::uint64_t> queued_{0};
   std::thread worker_;
 
   // States of Work handles, reused once nobody else holds them (newWork()).
