@@ -201,6 +201,9 @@ class CommImpl {
   /// a cached one, or built now (and cached).
   const Plan& planFor(const CollectiveSpec& spec, const AlgorithmInfo& algorithm);
   void workerLoop();
+  /// Runs a blocking call while no other thread runs operations: the repeat of the call
+  /// before without its checks and choices (runRepeated), else the full path.
+  Status runAlone(OpRequest& request, const CallOptions& options);
   /// A fresh WorkState: one of workPool_ that only the pool holds (its Work handles are
   /// gone and its operation has finished), else a new one, pooled while the pool is
   /// small. Repeated async calls then allocate nothing.

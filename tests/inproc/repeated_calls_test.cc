@@ -253,6 +253,70 @@ TEST_P(RepeatedCalls, ARepeatAfterAPeerAbortedFailsNamingIt) {
   EXPECT_EQ(joinFailures(failures), "");
 }
 
+// Once an async call has started the communicator's worker, a blocking call issued while
+// the worker is idle still repeats the call before it without the checks; the async calls
+// run between two repeats (more shapes than the plan cache holds, so it is cleared) and the
+// blocking calls run while async ones are queued must leave nothing a repeat would reuse
+// wrongly. Every result is checked.
+TEST_P(RepeatedCalls, RepeatsAfterAsyncCallsThatEvictEveryPlanComputeRight) {
+  constexpr int kRanks = 3;
+  constexpr int kShapes = 80;  // above the plan cache's 64
+  auto failures = runRanks(kRanks, [&](int rank, Communicator& comm) -> std::string {
+    const auto i32 = DataType::kInt32;
+    std::vector<std::int32_t> in(kShapes + 8), out(kShapes + 8), want(kShapes + 8);
+    int k = 0;
+    auto check = [&](std::size_t count, const std::string& what) {
+      for (std::size_t i = 0; i < count; ++i) {
+        std::int32_t sum = 0;
+        for (int r = 0; r < kRanks; ++r) sum += value(r, k, i);
+        if (out[i] != sum)
+          return strFormat("%s: element %zu is %d, expected %d", what.c_str(), i, out[i], sum);
+      }
+      return std::string();
+    };
+    auto blocking = [&](std::size_t count, const std::string& what) {
+      for (std::size_t i = 0; i < count; ++i) in[i] = value(rank, k, i);
+      Status s = comm.allreduce(in.data(), out.data(), count, i32, ReduceOp::kSum);
+      if (!s.ok()) return what + ": " + s.toString();
+      std::string wrong = check(count, what);
+      ++k;
+      return wrong;
+    };
+    for (int round = 0; round < 3; ++round) {
+      for (int j = 0; j < 5; ++j) {
+        std::string wrong = blocking(4, strFormat("round %d repeat %d", round, j));
+        if (!wrong.empty()) return wrong;
+      }
+      // Async calls of every shape, each waited for: the worker runs them.
+      for (int shape = 1; shape <= kShapes; ++shape) {
+        const auto count = static_cast<std::size_t>(shape);
+        for (std::size_t i = 0; i < count; ++i) in[i] = value(rank, k, i);
+        Status s = comm.allreduceAsync(in.data(), out.data(), count, i32, ReduceOp::kSum).wait();
+        if (!s.ok()) return "async: " + s.toString();
+        std::string wrong = check(count, strFormat("round %d async of %zu", round, count));
+        if (!wrong.empty()) return wrong;
+        ++k;
+      }
+      // A blocking call behind a queued async one (the worker path), then repeats again.
+      std::vector<std::int32_t> asyncIn(8), asyncOut(8);
+      for (std::size_t i = 0; i < 8; ++i) asyncIn[i] = value(rank, k, i);
+      Work pending = comm.allreduceAsync(asyncIn.data(), asyncOut.data(), 8, i32, ReduceOp::kSum);
+      const int pendingK = k++;
+      std::string wrong = blocking(4, strFormat("round %d behind async", round));
+      Status s = pending.wait();
+      if (!s.ok()) return "queued async: " + s.toString();
+      for (std::size_t i = 0; i < 8 && wrong.empty(); ++i) {
+        std::int32_t sum = 0;
+        for (int r = 0; r < kRanks; ++r) sum += value(r, pendingK, i);
+        if (asyncOut[i] != sum) wrong = strFormat("queued async element %zu wrong", i);
+      }
+      if (!wrong.empty()) return wrong;
+    }
+    return "";
+  }, options());
+  EXPECT_EQ(joinFailures(failures), "");
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, RepeatedCalls, ::testing::Values("shm", "tcp"),
                          [](const auto& param) { return param.param; });
 
