@@ -502,10 +502,10 @@ Status CommImpl::runBlocking(OpRequest&& request, const CallOptions& options) {
       finishInline();
       return status;
     }
+    // Operations run below (queued ones, this one) are not kept for a repeat: what was
+    // kept may name a plan their lookups evicted. Under the lock: the worker clears it too.
+    repeated_.valid = false;
   }
-  // Operations run below (queued ones, this one) are not kept for a repeat: what was kept
-  // may name a plan their lookups evicted.
-  repeated_.valid = false;
   TUTTI_RETURN_IF_ERROR(validate(request));
   prepare(request, options);
   {
