@@ -20,7 +20,7 @@ std::shared_ptr<WorkState> CommImpl::newWork() {
 #if defined(__SANITIZE_THREAD__)
   // ThreadSanitizer does not model the fence below (and refuses to build it): under it,
   // every call gets a state of its own, as before the pool.
-  return std::make_shared<WorkState>(workSpinNs_);
+  return std::make_shared<WorkState>(workSpinNs_, workQueue_);
 #else
   constexpr std::size_t kPooledWork = 64;
   constexpr std::size_t kWorkBatch = 4;
@@ -33,11 +33,11 @@ std::shared_ptr<WorkState> CommImpl::newWork() {
     w->reset();
     return w;
   }
-  auto w = std::make_shared<WorkState>(workSpinNs_);
+  auto w = std::make_shared<WorkState>(workSpinNs_, workQueue_);
   if (workPool_.size() >= kPooledWork) return w;
   workPool_.push_back(w);
   for (std::size_t i = 1; i < kWorkBatch && workPool_.size() < kPooledWork; ++i)
-    workPool_.push_back(std::make_shared<WorkState>(workSpinNs_));
+    workPool_.push_back(std::make_shared<WorkState>(workSpinNs_, workQueue_));
   return w;
 #endif
 }

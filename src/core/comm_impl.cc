@@ -279,6 +279,7 @@ Status CommImpl::connect(const InitParams& params, const Config& config, const s
 
 CommImpl::~CommImpl() {
   if (recorderLive_) removeLiveRecorder(&recorder_);
+  workQueue_->close();  // waits running queued operations finish them first
   {
     std::lock_guard<std::mutex> lock(queueMutex_);
     stopping_ = true;
@@ -510,9 +511,9 @@ Status CommImpl::runBlocking(OpRequest&& request, const CallOptions& options) {
   prepare(request, options);
   {
     std::unique_lock<std::mutex> lock(queueMutex_);
-    if (workerBusy_) {
-      // The worker is running an async operation: run behind it and whatever is queued,
-      // to keep issue order.
+    if (workerBusy_ || inlineBusy_) {
+      // The worker (or a thread waiting on a Work) is running an async operation: run
+      // behind it and whatever is queued, to keep issue order.
       std::shared_ptr<WorkState> work = newWork();
       request.work = work;
       request.algorithm = options.algorithm;
@@ -546,101 +547,12 @@ Status CommImpl::runBlocking(OpRequest&& request, const CallOptions& options) {
         lock.lock();
         continue;
       }
-      OpRequest queued = std::move(queue_.front());
-      queue_.pop_front();
-      lock.unlock();
-      Status queuedStatus = execute(queued, queued.algorithm);
-      queued.work->complete(std::move(queuedStatus));
-      recycleArrays(queued);
-      lock.lock();
+      runFrontLocked(lock);
     }
   }
   Status status = execute(request, options.algorithm);
   finishInline();
   return status;
-}
-
-void CommImpl::finishInline() {
-  bool wake = false;
-  {
-    std::lock_guard<std::mutex> lock(queueMutex_);
-    inlineBusy_ = false;
-    // Only the worker waits for inlineBusy_ (the destructor joins it, so without one
-    // nobody), and only to take queued operations or to stop: waking it for nothing after
-    // every blocking call cost a futex wake and two context switches per call (2 ranks,
-    // 8 B all-reduce after one async call: 0.4-1.6 us against 0.13).
-    wake = worker_.joinable() && (!queue_.empty() || stopping_);
-  }
-  if (wake) queueCv_.notify_all();
-}
-
-Work CommImpl::submit(OpRequest request, const CallOptions& options) {
-  std::shared_ptr<WorkState> work = newWork();
-  Status valid = validate(request);
-  if (!valid.ok()) {
-    work->complete(valid);
-    return Work(work);
-  }
-  prepare(request, options);
-  request.work = work;
-  request.algorithm = options.algorithm;
-  const bool p2p = isPointToPoint(request);
-  bool busy = false;
-  {
-    std::lock_guard<std::mutex> lock(queueMutex_);
-    queue_.push_back(std::move(request));
-    queued_.fetch_add(1, std::memory_order_relaxed);
-    if (!worker_.joinable()) {
-      worker_ = startPrefaultedThread([this] { workerLoop(); });
-      workerStarted_ = true;
-    }
-    busy = workerBusy_;
-  }
-  queueCv_.notify_all();
-  // A worker driving point-to-point calls takes this one into its group: wake its wait.
-  if (p2p && busy) transport_->interruptWait();
-  return Work(work);
-}
-
-void CommImpl::workerLoop() {
-  while (true) {
-    std::unique_lock<std::mutex> lock(queueMutex_);
-    const auto ready = [&] {
-      return (stopping_ && !inlineBusy_) || (!queue_.empty() && !inlineBusy_);
-    };
-    if (!ready() && workSpinNs_ > 0) {
-      // Where the worker has a core of its own (workSpinNs_), it polls for the next async
-      // call for a while before it sleeps: a loop of async calls then costs no wake-up.
-      const std::uint64_t seen = queued_.load(std::memory_order_relaxed);
-      lock.unlock();
-      const Deadline until = Deadline::after(std::chrono::nanoseconds(workSpinNs_));
-      while (queued_.load(std::memory_order_relaxed) == seen && !until.expired()) cpuRelax();
-      lock.lock();
-    }
-    // Idle wait for work: woken by submit() or by the destructor (stopping_).
-    queueCv_.wait(lock, ready);
-    if (queue_.empty()) return;  // stopping, nothing left
-    workerBusy_ = true;
-    // What the issuing thread kept for a repeat may name a plan this run evicts; it reads
-    // the flag only while the worker is idle (runBlocking), after this lock.
-    repeated_.valid = false;
-    if (isPointToPoint(queue_.front())) {
-      takeQueuedP2pLocked(p2pBatch_);
-      lock.unlock();
-      (void)runP2pGroup(p2pBatch_, nullptr, true);  // every status goes to a Work
-    } else {
-      OpRequest request = std::move(queue_.front());
-      queue_.pop_front();
-      lock.unlock();
-      Status status = execute(request, request.algorithm);
-      request.work->complete(std::move(status));
-      recycleArrays(request);
-    }
-    lock.lock();
-    workerBusy_ = false;
-    lock.unlock();
-    queueCv_.notify_all();
-  }
 }
 
 namespace {

@@ -26,6 +26,7 @@
 #include "bootstrap/auth.h"
 #include "core/call_checks.h"
 #include "core/flight_recorder.h"
+#include "core/work_state.h"
 #include "executor/executor.h"
 #include "transport/call_checker.h"
 #include "transport/link.h"
@@ -69,7 +70,7 @@ bool choiceNeedsBuffers(const CollectiveSpec& spec);
 /// (TransferRequest::preferCopy); data_path.cc.
 bool prefersCopy(const CollectiveSpec& spec);
 
-class CommImpl {
+class CommImpl final : public QueueRunner {
  public:
   struct InitParams {
     std::shared_ptr<Store> store;
@@ -210,6 +211,8 @@ class CommImpl {
   std::shared_ptr<WorkState> newWork();
 
  public:
+  /// Runs queued operations on a thread waiting for `work` (QueueRunner).
+  bool runQueuedUntil(const WorkState& work) override;
   /// A vector holding `values` (empty for none), reusing a spare one's capacity: the
   /// v-collectives' arrays, kept with their request.
   std::vector<std::uint64_t> arrayOf(std::span<const std::size_t> values);
@@ -217,6 +220,10 @@ class CommImpl {
   void recycleArrays(OpRequest& request);
 
  private:
+  /// Runs the queue's first operation, or its first point-to-point calls as a group that
+  /// takes in those queued meanwhile, with `lock` (on queueMutex_) released meanwhile;
+  /// statuses go to their Works. The caller runs operations (workerBusy_ or inlineBusy_).
+  void runFrontLocked(std::unique_lock<std::mutex>& lock);
   /// The end of runBlocking()'s inline run: lets the worker start again.
   void finishInline();
 
@@ -347,6 +354,8 @@ class CommImpl {
   std::atomic<std::uint64_t> queued_{0};
   std::thread worker_;
 
+  // What waits on this communicator's Work handles reach its queue through (WorkState::wait).
+  const std::shared_ptr<WorkQueueLink> workQueue_ = std::make_shared<WorkQueueLink>(this);
   // States of Work handles, reused once nobody else holds them (newWork()).
   std::mutex workPoolMutex_;
   std::vector<std::shared_ptr<WorkState>> workPool_;

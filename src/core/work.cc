@@ -7,6 +7,14 @@ namespace tutti {
 namespace detail {
 
 Status WorkState::wait(Deadline deadline) const {
+  // With a deadline the wait returns by it, which running an operation here could not
+  // promise: only open-ended waits run queued operations.
+  if (!done() && deadline.isNever() && queue_ != nullptr) {
+    if (QueueRunner* runner = queue_->enter()) {
+      (void)runner->runQueuedUntil(*this);
+      queue_->leave();
+    }
+  }
   while (true) {
     auto seen = signal_.snapshot();
     if (done()) return status_;

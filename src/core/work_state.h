@@ -2,16 +2,72 @@
 // The shared state behind a tutti::Work handle.
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 
 #include "base/wait.h"
 #include "tutti/status.h"
 
 namespace tutti::detail {
 
+class WorkState;
+
+/// What runs a communicator's queued operations on a thread that waits for one of them
+/// (CommImpl::runQueuedUntil).
+class QueueRunner {
+ public:
+  /// Runs queued operations in issue order on the calling thread until `work` has
+  /// completed or nothing is queued. False, having run nothing, when another thread runs
+  /// operations now (the worker, or another caller inline).
+  virtual bool runQueuedUntil(const WorkState& work) = 0;
+
+ protected:
+  ~QueueRunner() = default;
+};
+
+/// The link from a communicator's Work states to its queue, shared by both: a Work handle
+/// may outlive its communicator, and a thread may wait on one while another destroys it.
+/// Waits enter() it to run queued operations; the communicator's destructor close()s it
+/// first, which waits for the waits inside to leave.
+class WorkQueueLink {
+ public:
+  explicit WorkQueueLink(QueueRunner* runner) : runner_(runner) {}
+
+  /// The runner, with this wait counted inside until leave(); null once closed.
+  QueueRunner* enter() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (runner_ != nullptr) ++inside_;
+    return runner_;
+  }
+  void leave() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (--inside_ > 0) return;
+    }
+    left_.notify_all();
+  }
+  /// No wait enters from now on; returns once the ones inside have left.
+  void close() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    runner_ = nullptr;
+    left_.wait(lock, [&] { return inside_ == 0; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable left_;
+  QueueRunner* runner_;
+  int inside_ = 0;
+};
+
 class WorkState {
  public:
-  explicit WorkState(std::int64_t spinNs) : spinNs_(spinNs) {}
+  /// `queue`: the communicator's queue, which a wait without a deadline may run (null:
+  /// waits only wait).
+  explicit WorkState(std::int64_t spinNs, std::shared_ptr<WorkQueueLink> queue = nullptr)
+      : spinNs_(spinNs), queue_(std::move(queue)) {}
 
   bool done() const { return done_.load(std::memory_order_acquire) != 0; }
 
@@ -29,7 +85,11 @@ class WorkState {
     done_.store(0, std::memory_order_relaxed);
   }
 
-  /// Waits until complete or the deadline; kTimeout if the deadline comes first.
+  /// Waits until complete or the deadline; kTimeout if the deadline comes first. Without a
+  /// deadline, when no other thread runs the communicator's operations, the waiting thread
+  /// runs the queued ones itself, in issue order up to this one (as MPI_Wait progresses a
+  /// request): where cores are scarce, handing a small call to the worker and back costs
+  /// two wake-ups, several microseconds, for a call of a fraction of one.
   Status wait(Deadline deadline) const;
 
  private:
@@ -37,6 +97,7 @@ class WorkState {
   Status status_;  // written before done_ is set, read only after
   mutable WaitSignal signal_;
   std::int64_t spinNs_;
+  std::shared_ptr<WorkQueueLink> queue_;
 };
 
 }  // namespace tutti::detail
