@@ -28,11 +28,15 @@ class TUTTI_API Work {
   /// True once the operation has finished (successfully or not). Never blocks.
   bool test() const;
 
-  /// Blocks until the operation finishes and returns its status.
+  /// Blocks until the operation finishes and returns its status. When no other thread is
+  /// running the communicator's operations, the calling thread runs the queued ones itself,
+  /// in issue order up to this one (as MPI_Wait progresses a request), instead of waiting
+  /// for the communicator's worker thread; the Works of the others complete as usual.
   Status wait() const;
 
   /// Blocks until the operation finishes or `deadline` passes. On kTimeout the operation
-  /// is still running (its own deadline still applies); call wait() again later.
+  /// is still running (its own deadline still applies); call wait() again later. Runs no
+  /// operation on the calling thread (one could outlast `deadline`).
   Status wait(Deadline deadline) const;
 
  private:
