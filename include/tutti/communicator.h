@@ -66,6 +66,13 @@ struct CommOptions {
   /// "auto" (shared memory when every rank is on this host, else TCP), "shm" or "tcp";
   /// empty means TUTTI_TRANSPORT. split() passes the parent's choice on unless set here.
   std::string transport;
+  /// Who runs async calls: "thread" (the communicator's worker thread, woken for each
+  /// call), "wait" (the thread that waits on a call's Work runs it and the calls queued
+  /// before it; the worker takes a call nobody waited on within a grace period, 0.1 to 2
+  /// ms, so that it progresses during a long computation), or "auto" (thread where every
+  /// rank of the host has two cores, one for its worker, else wait). Empty means
+  /// TUTTI_ASYNC_PROGRESS; split() passes the parent's choice on unless set here.
+  std::string asyncProgress;
 };
 
 class TUTTI_API Communicator {

@@ -25,7 +25,9 @@ class TUTTI_API Work {
 
   bool valid() const { return state_ != nullptr; }
 
-  /// True once the operation has finished (successfully or not). Never blocks.
+  /// True once the operation has finished (successfully or not). Never blocks, and never
+  /// runs or hastens an operation: with CommOptions::asyncProgress "wait", a queued one
+  /// starts on the worker after its grace (at most about 2 ms), or when waited for.
   bool test() const;
 
   /// Blocks until the operation finishes and returns its status. When no other thread is
@@ -36,7 +38,8 @@ class TUTTI_API Work {
 
   /// Blocks until the operation finishes or `deadline` passes. On kTimeout the operation
   /// is still running (its own deadline still applies); call wait() again later. Runs no
-  /// operation on the calling thread (one could outlast `deadline`).
+  /// operation on the calling thread (one could outlast `deadline`); asks the worker to
+  /// start the queued ones at once instead.
   Status wait(Deadline deadline) const;
 
  private:

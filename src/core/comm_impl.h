@@ -202,6 +202,15 @@ class CommImpl final : public QueueRunner {
   /// a cached one, or built now (and cached).
   const Plan& planFor(const CollectiveSpec& spec, const AlgorithmInfo& algorithm);
   void workerLoop();
+  /// The worker's wait for a call to run where calls wait for their waits (deferToWaits_):
+  /// returns, holding `lock`, when the destructor stops it or the front call is due. A call
+  /// is due once it has been queued for a whole nap of the worker (or at once when a wait
+  /// asks, hurry_): a thread that waits for it meanwhile runs it itself (runQueuedUntil),
+  /// saving the wake-up of the worker and then its own, two scheduler round trips of a few
+  /// microseconds each for a call that may take less. submit() does not wake a napping
+  /// worker. Naps lengthen from kNapMinNs to kNapMaxNs while every call is waited for;
+  /// after kDeepSleepAfterNs without a call the worker sleeps until submit() wakes it.
+  void waitForDueCall(std::unique_lock<std::mutex>& lock);
   /// Runs a blocking call while no other thread runs operations: the repeat of the call
   /// before without its checks and choices (runRepeated), else the full path.
   Status runAlone(OpRequest& request, const CallOptions& options);
@@ -213,6 +222,8 @@ class CommImpl final : public QueueRunner {
  public:
   /// Runs queued operations on a thread waiting for `work` (QueueRunner).
   bool runQueuedUntil(const WorkState& work) override;
+  /// Has the worker run the queued operations without their grace (QueueRunner).
+  void runSoon() override;
   /// A vector holding `values` (empty for none), reusing a spare one's capacity: the
   /// v-collectives' arrays, kept with their request.
   std::vector<std::uint64_t> arrayOf(std::span<const std::size_t> values);
@@ -236,6 +247,10 @@ class CommImpl final : public QueueRunner {
   std::int64_t spinNs_ = 0;  // how long waits poll before blocking (TUTTI_SPIN_US)
   std::int64_t workSpinNs_ = 0;  // the same for waits on Work handles (create())
   std::string transportChoice_;  // "auto", "shm" or "tcp", as asked (children inherit it)
+  std::string asyncProgress_;    // "auto", "thread" or "wait", as asked (children inherit it)
+  // Async calls wait a grace period for a thread waiting on them to run them before the
+  // worker takes them, and submit() does not wake a napping worker (waitForDueCall).
+  bool deferToWaits_ = false;
   std::string bindHost_;     // where this rank accepts peers (children of split reuse it)
   auth::Key key_;            // the job key its links prove (children of split reuse it)
   int localSize_ = 1;
@@ -352,6 +367,14 @@ class CommImpl final : public QueueRunner {
   bool stopping_ = false;
   // Operations ever queued (read without the lock by the worker's poll, workerLoop()).
   std::atomic<std::uint64_t> queued_{0};
+  // The worker's naps where calls wait for their waits (waitForDueCall), under queueMutex_.
+  static constexpr std::int64_t kNapMinNs = 100'000;
+  static constexpr std::int64_t kNapMaxNs = 2'000'000;
+  static constexpr std::int64_t kDeepSleepAfterNs = 100'000'000;
+  std::int64_t napNs_ = kNapMinNs;
+  std::uint64_t napStartQueued_ = 0;  // queued_ when the last nap began: older calls are due
+  bool hurry_ = false;                // a wait wants the front call run without its grace
+  bool workerAsleep_ = false;         // asleep until submit() wakes it
   std::thread worker_;
 
   // What waits on this communicator's Work handles reach its queue through (WorkState::wait).

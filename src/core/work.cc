@@ -9,9 +9,10 @@ namespace detail {
 Status WorkState::wait(Deadline deadline) const {
   // With a deadline the wait returns by it, which running an operation here could not
   // promise: only open-ended waits run queued operations.
-  if (!done() && deadline.isNever() && queue_ != nullptr) {
+  if (!done() && queue_ != nullptr) {
     if (QueueRunner* runner = queue_->enter()) {
-      (void)runner->runQueuedUntil(*this);
+      if (deadline.isNever()) (void)runner->runQueuedUntil(*this);
+      else runner->runSoon();
       queue_->leave();
     }
   }

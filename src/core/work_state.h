@@ -22,6 +22,9 @@ class QueueRunner {
   /// completed or nothing is queued. False, having run nothing, when another thread runs
   /// operations now (the worker, or another caller inline).
   virtual bool runQueuedUntil(const WorkState& work) = 0;
+  /// Asks whoever runs queued operations later (the worker) to start them now: a wait
+  /// with a deadline does not run them itself.
+  virtual void runSoon() = 0;
 
  protected:
   ~QueueRunner() = default;

@@ -19,6 +19,7 @@
 #include "base/strings.h"
 #include "common/threads.h"
 #include "tutti/communicator.h"
+#include "tutti/deadline.h"
 
 namespace tutti {
 namespace {
@@ -40,11 +41,15 @@ std::string compare(const std::vector<std::int32_t>& got, const std::vector<std:
   return "";
 }
 
+// Parameter: "transport/progress" (CommOptions::asyncProgress: the worker takes every call
+// at once, or leaves it to waits for a grace period).
 class WorkWait : public ::testing::TestWithParam<std::string> {
  protected:
   CommOptions options() const {
     CommOptions o;
-    o.transport = GetParam();
+    const std::string& p = GetParam();
+    o.transport = p.substr(0, p.find('/'));
+    o.asyncProgress = p.substr(p.find('/') + 1);
     o.timeout = std::chrono::seconds(60);  // a regression fails, it does not hang CI
     return o;
   }
@@ -254,7 +259,79 @@ TEST_P(WorkWait, ACommunicatorDestroyedWhileAThreadWaitsOnItsCall) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, WorkWait, ::testing::Values("shm", "tcp"));
+// Calls nobody waits on: every rank issues a mix of them and polls test() (which never runs
+// a call) until all have completed, so the worker must take them; with asyncProgress
+// "wait" it does after their grace. A bound of 60 s turns a worker that never takes them
+// into a failure, not a hang.
+TEST_P(WorkWait, CallsNobodyWaitsOnCompleteInTheBackground) {
+  auto failures = test::runRanks(
+      3,
+      [](int, Communicator& comm) -> std::string {
+        std::string out;
+        for (std::size_t count : {std::size_t{5}, std::size_t{20000}}) {
+          std::vector<Call> calls(8);
+          for (int k = 0; k < static_cast<int>(calls.size()); ++k)
+            issue(comm, k, count, calls[static_cast<std::size_t>(k)]);
+          const Deadline bound = Deadline::afterSeconds(60);
+          for (Call& c : calls)
+            for (Work& w : c.works)
+              while (!w.test() && !bound.expired())
+                std::this_thread::sleep_for(std::chrono::microseconds(200));
+          // Waited for even then: the calls must not outlive their buffers.
+          if (bound.expired()) out += "calls nobody waited on did not complete in 60 s\n";
+          for (Call& c : calls) out += check(c);
+        }
+        return out;
+      },
+      options());
+  EXPECT_EQ(joinFailures(failures), "");
+}
+
+// After a quiet spell (a worker deferring to waits sleeps after 100 ms without a call, until
+// a call wakes it) a call nobody waits on still completes; and a wait with a deadline,
+// which never runs a call itself, gets its call run.
+TEST_P(WorkWait, CallsAfterAQuietSpellCompleteUnwaitedAndWithADeadline) {
+  auto failures = test::runRanks(
+      2,
+      [](int, Communicator& comm) -> std::string {
+        std::string out;
+        for (int round = 0; round < 2; ++round) {
+          Call first;
+          issue(comm, 4 * round, 100, first);  // an all-reduce: starts the worker
+          out += check(first);
+          std::this_thread::sleep_for(std::chrono::milliseconds(300));
+          Call unwaited;
+          issue(comm, 4 * round + 1, 100, unwaited);  // a broadcast
+          const Deadline bound = Deadline::afterSeconds(60);
+          while (!unwaited.works[0].test() && !bound.expired())
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+          if (bound.expired()) out += "a call after a quiet spell did not complete in 60 s\n";
+          out += check(unwaited);
+          std::this_thread::sleep_for(std::chrono::milliseconds(300));
+          Call timed;
+          issue(comm, 4 * round + 2, 100, timed);  // an all-gather
+          Status s = timed.works[0].wait(Deadline::afterSeconds(60));
+          if (!s.ok()) out += "a wait with a deadline: " + s.toString() + "\n";
+          out += check(timed);
+        }
+        return out;
+      },
+      options());
+  EXPECT_EQ(joinFailures(failures), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(TransportsAndProgress, WorkWait,
+                         ::testing::Values("shm/thread", "shm/wait", "tcp/thread", "tcp/wait"));
+
+// A value other than auto, thread or wait is refused by name.
+TEST(WorkWaitOptions, AnUnknownAsyncProgressIsRefusedByName) {
+  CommOptions o;
+  o.asyncProgress = "sometimes";
+  auto made = Communicator::create(makeMemoryStore(), 0, 1, o);
+  ASSERT_FALSE(made.ok());
+  EXPECT_NE(made.status().message().find("sometimes"), std::string::npos) << made.status().toString();
+  EXPECT_NE(made.status().message().find("asyncProgress"), std::string::npos);
+}
 
 }  // namespace
 }  // namespace tutti
