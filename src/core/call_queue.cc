@@ -45,22 +45,23 @@ bool CommImpl::runQueuedUntil(const WorkState& work) {
   inlineBusy_ = true;
   repeated_.valid = false;  // as in workerLoop(): the runs below may evict its plan
   while (!work.done() && !queue_.empty()) runFrontLocked(lock);
-  lock.unlock();
-  finishInline();
+  finishInlineLocked(lock);
   return true;
 }
 
 void CommImpl::finishInline() {
-  bool wake = false;
-  {
-    std::lock_guard<std::mutex> lock(queueMutex_);
-    inlineBusy_ = false;
-    // Only the worker waits for inlineBusy_ (the destructor joins it, so without one
-    // nobody), and only to take queued operations or to stop: waking it for nothing after
-    // every blocking call cost a futex wake and two context switches per call (2 ranks,
-    // 8 B all-reduce after one async call: 0.4-1.6 us against 0.13).
-    wake = worker_.joinable() && (!queue_.empty() || stopping_);
-  }
+  std::unique_lock<std::mutex> lock(queueMutex_);
+  finishInlineLocked(lock);
+}
+
+void CommImpl::finishInlineLocked(std::unique_lock<std::mutex>& lock) {
+  inlineBusy_ = false;
+  // Only the worker waits for inlineBusy_ (the destructor joins it, so without one
+  // nobody), and only to take queued operations or to stop: waking it for nothing after
+  // every blocking call cost a futex wake and two context switches per call (2 ranks,
+  // 8 B all-reduce after one async call: 0.4-1.6 us against 0.13).
+  const bool wake = worker_.joinable() && (!queue_.empty() || stopping_);
+  lock.unlock();
   if (wake) queueCv_.notify_all();
 }
 

@@ -237,6 +237,8 @@ class CommImpl final : public QueueRunner {
   void runFrontLocked(std::unique_lock<std::mutex>& lock);
   /// The end of runBlocking()'s inline run: lets the worker start again.
   void finishInline();
+  /// The same from a held `lock` on queueMutex_, which it releases.
+  void finishInlineLocked(std::unique_lock<std::mutex>& lock);
 
   const Config config_;
   const int rank_;

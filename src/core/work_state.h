@@ -38,31 +38,38 @@ class WorkQueueLink {
  public:
   explicit WorkQueueLink(QueueRunner* runner) : runner_(runner) {}
 
-  /// The runner, with this wait counted inside until leave(); null once closed.
+  /// The runner, with this wait counted inside until leave(); null once closed. Atomic
+  /// operations, no lock: every wait on an unfinished async call passes here. enter()
+  /// counts itself before it reads the runner and close() clears the runner before it
+  /// reads the count (all sequentially consistent), so either the wait sees no runner or
+  /// close() sees the wait inside.
   QueueRunner* enter() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (runner_ != nullptr) ++inside_;
-    return runner_;
+    inside_.fetch_add(1);
+    QueueRunner* runner = runner_.load();
+    if (runner == nullptr) leave();
+    return runner;
   }
   void leave() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (--inside_ > 0) return;
-    }
+    if (inside_.fetch_sub(1) != 1 || !closing_.load()) return;
+    // The last one out while close() waits: through the mutex, so that the wake-up cannot
+    // fall between close()'s check and its sleep.
+    { std::lock_guard<std::mutex> lock(mutex_); }
     left_.notify_all();
   }
   /// No wait enters from now on; returns once the ones inside have left.
   void close() {
+    runner_.store(nullptr);
+    closing_.store(true);
     std::unique_lock<std::mutex> lock(mutex_);
-    runner_ = nullptr;
-    left_.wait(lock, [&] { return inside_ == 0; });
+    left_.wait(lock, [&] { return inside_.load() == 0; });
   }
 
  private:
   std::mutex mutex_;
   std::condition_variable left_;
-  QueueRunner* runner_;
-  int inside_ = 0;
+  std::atomic<QueueRunner*> runner_;
+  std::atomic<int> inside_{0};
+  std::atomic<bool> closing_{false};
 };
 
 class WorkState {
