@@ -207,16 +207,20 @@ TEST(BenchProcs, BuffersFromMemAllocCheckCleanForEveryCollective) {
   EXPECT_NE(bad.err.find("-R/--register must be 0 or 1, got 2"), std::string::npos) << bad.err;
 }
 
-// -z 1: every collective through its ...Async form, waited for at once (the worker thread
-// runs each), checks clean.
+// -z 1: every collective through its ...Async form, waited for at once (the waiting thread
+// or the worker runs each), checks clean; and with --compute between issuing and waiting,
+// where the worker takes calls nobody waits on yet.
 TEST(BenchProcs, AsyncCallsCheckCleanForEveryCollective) {
-  ProcessResult r = runBench(3, {"all", "-b", "8", "-e", "1M", "-f", "32", "-c", "1", "-n", "2",
-                                 "-w", "1", "-z", "1"});
-  ASSERT_FALSE(r.timedOut) << r.out << r.err;
-  EXPECT_EQ(r.exitCode(), 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("calls: async"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("# All 10 collectives: out of bounds values : 0 OK"), std::string::npos)
-      << r.out;
+  for (const char* compute : {"0", "300"}) {
+    ProcessResult r = runBench(3, {"all", "-b", "8", "-e", "1M", "-f", "32", "-c", "1", "-n",
+                                   "2", "-w", "1", "-z", "1", "--compute", compute});
+    ASSERT_FALSE(r.timedOut) << r.out << r.err;
+    EXPECT_EQ(r.exitCode(), 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("calls: async"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("# compute: 300 us") != std::string::npos, compute[0] == '3') << r.out;
+    EXPECT_NE(r.out.find("# All 10 collectives: out of bounds values : 0 OK"), std::string::npos)
+        << r.out;
+  }
 }
 
 // At 3 to 8 ranks on one host an all-reduce of 1 MiB or more reads the peers' buffers in

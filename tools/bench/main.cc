@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   TuttiComm benchComm(*comm);
   benchComm.setSharedBuffers(options.registerBuffers == 1);
   benchComm.setAsync(options.async == 1);
+  benchComm.setComputeNs(static_cast<std::int64_t>(options.computeUs * 1000));
   Result<RunSummary> summary = runBenchmark(benchComm, options, stdout);
   if (!summary.ok()) {
     // Every rank reports its own error: the first failure names the rank at fault.

@@ -120,6 +120,10 @@ void defineFlags(CLI::App& app, RawArgs& raw, BenchOptions& options) {
   app.add_option("-z,--async", options.async,
                  "1: issue every collective as its ...Async form and wait for it; 0: blocking "
                  "calls (0)");
+  app.add_option("--compute", options.computeUs,
+                 "Microseconds of computation after issuing each collective: with -z 1 before "
+                 "waiting for it (what the call overlaps), else after it returns; the time "
+                 "reported includes it (0)");
 }
 
 // Checks ranges and turns the raw strings into typed options.
@@ -139,6 +143,8 @@ Status finishOptions(const RawArgs& raw, BenchOptions& options) {
                   "-R/--register must be 0 or 1, got %d", options.registerBuffers);
   TUTTI_CHECK_ARG(options.async == 0 || options.async == 1, "-z/--async must be 0 or 1, got %d",
                   options.async);
+  TUTTI_CHECK_ARG(options.computeUs >= 0 && options.computeUs <= 10e6,
+                  "--compute must be 0 to 10000000 microseconds, got %g", options.computeUs);
   TUTTI_CHECK_ARG(options.root >= -1, "-r/--root must be a rank or -1, got %d", options.root);
   TUTTI_CHECK_ARG(raw.average >= 0 && raw.average <= 3,
                   "-a/--average must be 0 (rank 0), 1 (mean), 2 (min) or 3 (max), got %d",

@@ -51,6 +51,9 @@ struct BenchOptions {
   /// frameworks that make every collective async work, PyTorch's process groups); 0
   /// (default) makes blocking calls.
   int async = 0;
+  /// --compute: microseconds of busy work after issuing each collective (with -z 1 before
+  /// waiting for it, else after it returns): how much of a call a computation hides.
+  double computeUs = 0;
   std::string jsonPath;                       ///< --json, empty: no JSON file
   std::string commandLine;                    ///< argv joined, for the report header
 };

@@ -118,6 +118,9 @@ std::string formatSettings(const BenchOptions& options, std::string_view collect
       options.algorithm.empty() ? "auto" : options.algorithm.c_str(),
       options.registerBuffers == 1 ? "memAlloc" : "heap",
       options.async == 1 ? "async" : "blocking");
+  if (options.computeUs > 0)
+    out += strFormat("# compute: %g us after issuing each collective (included in the times)\n",
+                     options.computeUs);
   if (!options.commandLine.empty()) out += "# Command: " + options.commandLine + "\n";
   out += "#\n";
   return out;

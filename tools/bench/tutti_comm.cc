@@ -1,5 +1,7 @@
 #include "bench/tutti_comm.h"
 
+#include <chrono>
+
 namespace tutti::bench {
 
 const CallOptions& TuttiComm::optionsFor(const std::string& algorithm) {
@@ -7,61 +9,83 @@ const CallOptions& TuttiComm::optionsFor(const std::string& algorithm) {
   return options_;
 }
 
+void TuttiComm::compute() const {
+  if (computeNs_ <= 0) return;
+  // Arithmetic on registers only, as a kernel between issuing a collective and waiting for
+  // it would compute (without its memory traffic), until the time has passed.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(computeNs_);
+  double x = 1.0;
+  do {
+    for (int i = 0; i < 256; ++i) x = x * 1.0000001 + 1e-9;
+  } while (std::chrono::steady_clock::now() < until);
+  sink_ = x;
+}
+
+Status TuttiComm::finish(Work work) {
+  compute();
+  return work.wait();
+}
+
+Status TuttiComm::finish(Status status) {
+  compute();
+  return status;
+}
+
 int TuttiComm::rank() const { return comm_.rank(); }
 
 int TuttiComm::size() const { return comm_.size(); }
 
 Status TuttiComm::barrier(const std::string& algorithm) {
-  if (async_) return comm_.barrierAsync(optionsFor(algorithm)).wait();
-  return comm_.barrier(optionsFor(algorithm));
+  if (async_) return finish(comm_.barrierAsync(optionsFor(algorithm)));
+  return finish(comm_.barrier(optionsFor(algorithm)));
 }
 
 Status TuttiComm::allreduce(const void* send, void* recv, std::size_t count, DataType dtype,
                             ReduceOp op, const std::string& algorithm) {
-  if (async_) return comm_.allreduceAsync(send, recv, count, dtype, op, optionsFor(algorithm)).wait();
-  return comm_.allreduce(send, recv, count, dtype, op, optionsFor(algorithm));
+  if (async_) return finish(comm_.allreduceAsync(send, recv, count, dtype, op, optionsFor(algorithm)));
+  return finish(comm_.allreduce(send, recv, count, dtype, op, optionsFor(algorithm)));
 }
 
 Status TuttiComm::broadcast(const void* send, void* recv, std::size_t count, DataType dtype,
                             int root, const std::string& algorithm) {
-  if (async_) return comm_.broadcastAsync(send, recv, count, dtype, root, optionsFor(algorithm)).wait();
-  return comm_.broadcast(send, recv, count, dtype, root, optionsFor(algorithm));
+  if (async_) return finish(comm_.broadcastAsync(send, recv, count, dtype, root, optionsFor(algorithm)));
+  return finish(comm_.broadcast(send, recv, count, dtype, root, optionsFor(algorithm)));
 }
 
 Status TuttiComm::reduce(const void* send, void* recv, std::size_t count, DataType dtype,
                          ReduceOp op, int root, const std::string& algorithm) {
-  if (async_) return comm_.reduceAsync(send, recv, count, dtype, op, root, optionsFor(algorithm)).wait();
-  return comm_.reduce(send, recv, count, dtype, op, root, optionsFor(algorithm));
+  if (async_) return finish(comm_.reduceAsync(send, recv, count, dtype, op, root, optionsFor(algorithm)));
+  return finish(comm_.reduce(send, recv, count, dtype, op, root, optionsFor(algorithm)));
 }
 
 Status TuttiComm::allgather(const void* send, void* recv, std::size_t count, DataType dtype,
                             const std::string& algorithm) {
-  if (async_) return comm_.allgatherAsync(send, recv, count, dtype, optionsFor(algorithm)).wait();
-  return comm_.allgather(send, recv, count, dtype, optionsFor(algorithm));
+  if (async_) return finish(comm_.allgatherAsync(send, recv, count, dtype, optionsFor(algorithm)));
+  return finish(comm_.allgather(send, recv, count, dtype, optionsFor(algorithm)));
 }
 
 Status TuttiComm::reduceScatter(const void* send, void* recv, std::size_t count, DataType dtype,
                                 ReduceOp op, const std::string& algorithm) {
-  if (async_) return comm_.reduceScatterAsync(send, recv, count, dtype, op, optionsFor(algorithm)).wait();
-  return comm_.reduceScatter(send, recv, count, dtype, op, optionsFor(algorithm));
+  if (async_) return finish(comm_.reduceScatterAsync(send, recv, count, dtype, op, optionsFor(algorithm)));
+  return finish(comm_.reduceScatter(send, recv, count, dtype, op, optionsFor(algorithm)));
 }
 
 Status TuttiComm::gather(const void* send, void* recv, std::size_t count, DataType dtype,
                          int root, const std::string& algorithm) {
-  if (async_) return comm_.gatherAsync(send, recv, count, dtype, root, optionsFor(algorithm)).wait();
-  return comm_.gather(send, recv, count, dtype, root, optionsFor(algorithm));
+  if (async_) return finish(comm_.gatherAsync(send, recv, count, dtype, root, optionsFor(algorithm)));
+  return finish(comm_.gather(send, recv, count, dtype, root, optionsFor(algorithm)));
 }
 
 Status TuttiComm::scatter(const void* send, void* recv, std::size_t count, DataType dtype,
                           int root, const std::string& algorithm) {
-  if (async_) return comm_.scatterAsync(send, recv, count, dtype, root, optionsFor(algorithm)).wait();
-  return comm_.scatter(send, recv, count, dtype, root, optionsFor(algorithm));
+  if (async_) return finish(comm_.scatterAsync(send, recv, count, dtype, root, optionsFor(algorithm)));
+  return finish(comm_.scatter(send, recv, count, dtype, root, optionsFor(algorithm)));
 }
 
 Status TuttiComm::alltoall(const void* send, void* recv, std::size_t count, DataType dtype,
                            const std::string& algorithm) {
-  if (async_) return comm_.alltoallAsync(send, recv, count, dtype, optionsFor(algorithm)).wait();
-  return comm_.alltoall(send, recv, count, dtype, optionsFor(algorithm));
+  if (async_) return finish(comm_.alltoallAsync(send, recv, count, dtype, optionsFor(algorithm)));
+  return finish(comm_.alltoall(send, recv, count, dtype, optionsFor(algorithm)));
 }
 
 // nccl-tests runs the pair inside one group; here the send is issued first, asynchronously,

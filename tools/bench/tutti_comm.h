@@ -43,10 +43,18 @@ class TuttiComm final : public BenchComm {
 
   /// Collectives through their ...Async forms, each waited for at once (-z 1).
   void setAsync(bool async) { async_ = async; }
+  /// --compute: busy for this long after issuing each collective (async: before waiting
+  /// for it; blocking: after it returns), what a program overlaps with its communication.
+  void setComputeNs(std::int64_t ns) { computeNs_ = ns; }
 
  private:
   bool sharedBuffers_ = false;
   bool async_ = false;
+  std::int64_t computeNs_ = 0;
+  mutable volatile double sink_ = 0;  // keeps compute()'s arithmetic
+  void compute() const;
+  Status finish(Work work);
+  Status finish(Status status);
   /// The options of a call forcing `algorithm`, kept from call to call: building them for
   /// every timed call would time a string copy (and its allocation) no caller pays.
   const CallOptions& optionsFor(const std::string& algorithm);

@@ -49,6 +49,7 @@ TEST(BenchOptions, DefaultsAreNcclTests) {
   EXPECT_TRUE(o.algorithm.empty());
   EXPECT_TRUE(o.jsonPath.empty());
   EXPECT_EQ(o.async, 0);
+  EXPECT_EQ(o.computeUs, 0.0);
   EXPECT_EQ(o.commandLine, "tutti-bench allreduce");
 }
 
@@ -80,7 +81,7 @@ TEST(BenchOptions, LongFlags) {
       parseOk({"allreduce", "--minbytes", "1K", "--maxbytes", "1G", "--stepfactor", "2",
                "--stepbytes", "4K", "--iters", "3", "--warmup_iters", "1", "--check", "2",
                "--datatype", "bfloat16", "--op", "prod", "--root", "2", "--average", "0",
-               "--async", "1"});
+               "--async", "1", "--compute", "250.5"});
   EXPECT_EQ(o.minBytes, 1024u);
   EXPECT_EQ(o.maxBytes, 1u << 30);
   EXPECT_EQ(o.stepFactor, 2u);
@@ -93,6 +94,7 @@ TEST(BenchOptions, LongFlags) {
   EXPECT_EQ(o.root, 2);
   EXPECT_EQ(o.average, TimeAverage::kRank0);
   EXPECT_EQ(o.async, 1);
+  EXPECT_EQ(o.computeUs, 250.5);
 }
 
 TEST(BenchOptions, DataTypeNames) {
@@ -153,6 +155,7 @@ TEST(BenchOptions, Errors) {
   expectError({"allreduce", "-c", "-1"}, "-c/--check must be >= 0");
   expectError({"allreduce", "-a", "4"}, "-a/--average must be 0");
   expectError({"allreduce", "-z", "2"}, "-z/--async must be 0 or 1, got 2");
+  expectError({"allreduce", "--compute", "-1"}, "--compute must be 0 to 10000000 microseconds, got -1");
   expectError({"allreduce", "-f", "0"}, "-f/--stepfactor must be >= 1, got 0");
   expectError({"allreduce", "-r", "-2"}, "-r/--root");
   expectError({"allreduce", "--bogus"}, "--bogus");
