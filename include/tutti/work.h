@@ -25,9 +25,10 @@ class TUTTI_API Work {
 
   bool valid() const { return state_ != nullptr; }
 
-  /// True once the operation has finished (successfully or not). Never blocks, and never
-  /// runs or hastens an operation: with CommOptions::asyncProgress "wait", a queued one
-  /// starts on the worker after its grace (at most about 2 ms), or when waited for.
+  /// True once the operation has finished (successfully or not). Never blocks and never
+  /// runs an operation on the calling thread; with CommOptions::asyncProgress "wait", the
+  /// first test() of an unfinished operation asks the worker to start the queued ones now
+  /// rather than after their grace (at most about 2 ms), as MPI_Test progresses requests.
   bool test() const;
 
   /// Blocks until the operation finishes and returns its status. When no other thread is

@@ -6,6 +6,17 @@ namespace tutti {
 
 namespace detail {
 
+bool WorkState::test() const {
+  if (done()) return true;
+  if (queue_ != nullptr && !hastened_.exchange(true, std::memory_order_relaxed)) {
+    if (QueueRunner* runner = queue_->enter()) {
+      runner->runSoon();
+      queue_->leave();
+    }
+  }
+  return done();
+}
+
 Status WorkState::wait(Deadline deadline) const {
   // With a deadline the wait returns by it, which running an operation here could not
   // promise: only open-ended waits run queued operations.
@@ -30,7 +41,7 @@ Status WorkState::wait(Deadline deadline) const {
 Work::Work() = default;
 Work::Work(std::shared_ptr<detail::WorkState> state) : state_(std::move(state)) {}
 
-bool Work::test() const { return state_ != nullptr && state_->done(); }
+bool Work::test() const { return state_ != nullptr && state_->test(); }
 
 Status Work::wait() const { return wait(Deadline::never()); }
 

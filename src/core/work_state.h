@@ -81,6 +81,11 @@ class WorkState {
 
   bool done() const { return done_.load(std::memory_order_acquire) != 0; }
 
+  /// done(), and the first time it is not, asks the worker to start the queued operations
+  /// now (runSoon) rather than after their grace: a program that polls (MPI_Test, a
+  /// framework's is_completed()) is not about to run them in a wait.
+  bool test() const;
+
   /// Records the result and wakes waiters. Called once, by whoever ran the operation.
   void complete(Status status) {
     status_ = std::move(status);
@@ -93,6 +98,7 @@ class WorkState {
   void reset() {
     status_ = Status::Ok();
     done_.store(0, std::memory_order_relaxed);
+    hastened_.store(false, std::memory_order_relaxed);
   }
 
   /// Waits until complete or the deadline; kTimeout if the deadline comes first. Without a
@@ -104,6 +110,7 @@ class WorkState {
 
  private:
   std::atomic<std::uint32_t> done_{0};
+  mutable std::atomic<bool> hastened_{false};  // test() has asked for a start (once)
   Status status_;  // written before done_ is set, read only after
   mutable WaitSignal signal_;
   std::int64_t spinNs_;

@@ -260,9 +260,9 @@ TEST_P(WorkWait, ACommunicatorDestroyedWhileAThreadWaitsOnItsCall) {
 }
 
 // Calls nobody waits on: every rank issues a mix of them and polls test() (which never runs
-// a call) until all have completed, so the worker must take them; with asyncProgress
-// "wait" it does after their grace. A bound of 60 s turns a worker that never takes them
-// into a failure, not a hang.
+// a call, but asks the worker to start them) until all have completed, so the worker must
+// take them. A bound of 60 s turns a worker that never takes them into a failure, not a
+// hang.
 TEST_P(WorkWait, CallsNobodyWaitsOnCompleteInTheBackground) {
   auto failures = test::runRanks(
       3,
@@ -318,6 +318,47 @@ TEST_P(WorkWait, CallsAfterAQuietSpellCompleteUnwaitedAndWithADeadline) {
       },
       options());
   EXPECT_EQ(joinFailures(failures), "");
+}
+
+// A call its rank neither waits on nor tests: rank 0 issues an all-reduce and then only
+// sleeps, so its worker must run it (with asyncProgress "wait", once its grace has passed);
+// rank 1's blocking all-reduce completes only then. Once right after the communicator's
+// first call, once after a quiet spell (a worker deferring to waits is asleep then, until
+// a call wakes it). Rank 0 waits on its call in the end either way, so a failure cannot
+// leave it running.
+TEST_P(WorkWait, ACallNobodyTouchesRunsOnTheWorker) {
+  for (const bool quiet : {false, true}) {
+    std::atomic<bool> peerDone{false};
+    auto failures = test::runRanks(
+        2,
+        [&](int rank, Communicator& comm) -> std::string {
+          constexpr std::size_t kCount = 1000;
+          std::string out;
+          Call first;
+          issue(comm, 0, kCount, first);  // an all-reduce, waited for: starts the worker
+          out += check(first);
+          if (quiet) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+          std::vector<std::int32_t> in(kCount), got(kCount, -1), want(kCount);
+          for (std::size_t i = 0; i < kCount; ++i) {
+            in[i] = value(rank, 4, i);
+            want[i] = value(0, 4, i) + value(1, 4, i);
+          }
+          if (rank == 1) {
+            Status s = comm.allreduce(in.data(), got.data(), kCount, kI32, ReduceOp::kSum);
+            peerDone.store(true);
+            return out + (s.ok() ? compare(got, want, "rank 1's all-reduce") : s.toString());
+          }
+          Work w = comm.allreduceAsync(in.data(), got.data(), kCount, kI32, ReduceOp::kSum);
+          const Deadline bound = Deadline::afterSeconds(60);
+          while (!peerDone.load() && !bound.expired())
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          if (!peerDone.load()) out += "rank 1's call did not complete in 60 s\n";
+          Status s = w.wait();
+          return out + (s.ok() ? compare(got, want, "rank 0's async all-reduce") : s.toString());
+        },
+        options());
+    EXPECT_EQ(joinFailures(failures), "") << (quiet ? "after a quiet spell" : "");
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(TransportsAndProgress, WorkWait,
