@@ -164,6 +164,20 @@ TEST(Launcher, RanksGetAFreshSecretWhateverTheLauncherInherits) {
   EXPECT_FALSE(has(r.out + r.err, inherited));
 }
 
+// --config prints tutti's variables and exits without a program or -n; without --config,
+// -n is required.
+TEST(Launcher, ConfigPrintsTheVariablesAndNeedsNoProgram) {
+  const ProcessResult r = runProcess({"/usr/bin/env", "TUTTI_TIMEOUT=7", binPath("tutti-run"),
+                                      "--config"},
+                                     kOuterBoundSeconds);
+  ASSERT_EQ(r.exitCode(), 0) << r.out << r.err;
+  EXPECT_TRUE(has(r.out, "TUTTI_TIMEOUT=7 (set; default 300)")) << r.out;
+  EXPECT_TRUE(has(r.out, "TUTTI_ASYNC_PROGRESS (default auto)")) << r.out;
+  const ProcessResult noRanks = runProcess({binPath("tutti-run"), "true"}, kOuterBoundSeconds);
+  EXPECT_EQ(noRanks.exitCode(), 2) << noRanks.err;
+  EXPECT_TRUE(has(noRanks.err, "-n/--np is required")) << noRanks.err;
+}
+
 TEST(Launcher, TheSecretIsNeverPrinted) {
   // Whatever tutti-run reports, and whatever the ranks' environment makes them log, holds
   // no 64-hex-digit run: the secret's shape (the job id's random part has 16).

@@ -5,9 +5,11 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "run/config_report.h"
 #include "run/launcher.h"
 
 extern char** environ;  // NOLINT: POSIX
@@ -19,7 +21,7 @@ constexpr int kUsageExitCode = 2;
 
 constexpr const char* kDescription =
     "tutti-run: start N ranks of a program on this host and supervise them.\n"
-    "Usage: tutti-run -n N [options] program [args...]\n"
+    "Usage: tutti-run -n N [options] program [args...]   or   tutti-run --config\n"
     "Options end at the program name (or at --); everything after it goes to the program.";
 
 constexpr const char* kFooter =
@@ -63,9 +65,12 @@ int main(int argc, char** argv) {
 
   CLI::App app{kDescription, "tutti-run"};
   app.footer(kFooter);
-  app.add_option("-n,--np", options.numRanks, "number of ranks to start")
-      ->required()
-      ->check(CLI::Range(1, tutti::run::kMaxRanks));
+  CLI::Option* np = app.add_option("-n,--np", options.numRanks, "number of ranks to start")
+                        ->check(CLI::Range(1, tutti::run::kMaxRanks));
+  bool showConfig = false;
+  app.add_flag("--config", showConfig,
+               "print every TUTTI_* variable tutti reads: its default, the value this "
+               "environment sets, what it does; then exit");
   app.add_option("--timeout", options.timeoutSeconds,
                  "bound on the whole job in seconds: then the ranks still running are "
                  "named and stopped, and tutti-run exits 124 (0 = no bound)")
@@ -102,6 +107,16 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : kUsageExitCode;
   }
 
+  if (showConfig) {
+    std::map<std::string, std::string> env;
+    for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+      std::pair<std::string, std::string> kv;
+      if (splitAssignment(*e, &kv)) env.insert(std::move(kv));
+    }
+    std::fputs(tutti::run::describeConfig(env).c_str(), stdout);
+    return 0;
+  }
+  if (np->count() == 0) return usageError("-n/--np is required");
   options.command = app.remaining();
   if (!options.command.empty() && options.command.front() == "--") {
     options.command.erase(options.command.begin());

@@ -1,0 +1,37 @@
+// `tutti-run --config`'s table (describeConfig): every variable of the registry, its
+// default, the environment's value, and never the job secret.
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "base/config.h"
+#include "run/config_report.h"
+
+namespace tutti::run {
+namespace {
+
+TEST(ConfigReport, EveryVariableAppearsWithItsDefaultAndDoc) {
+  const std::string out = describeConfig({});
+  for (const ConfigVarInfo& var : configRegistry()) {
+    EXPECT_NE(out.find(std::string(var.name) + " (default "), std::string::npos) << var.name;
+    EXPECT_NE(out.find(std::string("    ") + var.doc + "\n"), std::string::npos) << var.name;
+  }
+  EXPECT_NE(out.find("TUTTI_TIMEOUT (default 300)\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("TUTTI_ASYNC_PROGRESS (default auto)\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("TUTTI_LOG_FILE (default unset)\n"), std::string::npos) << out;
+}
+
+TEST(ConfigReport, ValuesTheEnvironmentSetsAreShownButNotTheSecret) {
+  const std::map<std::string, std::string> env = {
+      {"TUTTI_TIMEOUT", "12"}, {"TUTTI_SECRET", "a-secret-value-of-twenty-bytes"}, {"HOME", "/x"}};
+  const std::string out = describeConfig(env);
+  EXPECT_NE(out.find("TUTTI_TIMEOUT=12 (set; default 300)\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("TUTTI_SECRET (set, not shown; default unset)\n"), std::string::npos) << out;
+  EXPECT_EQ(out.find("a-secret-value"), std::string::npos) << out;
+  EXPECT_EQ(out.find("HOME"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace tutti::run
