@@ -18,7 +18,8 @@ namespace tutti {
 struct AlgorithmInfo {
   const char* name;
   Collective kind;
-  /// One line for tutti-info and error messages.
+  /// One line on what the algorithm does (nothing prints it yet: a listing of the
+  /// algorithms, for choosing TUTTI_ALGO, would).
   const char* summary;
   /// Empty when the algorithm applies to `spec`; otherwise why not.
   std::string (*unsupportedReason)(const CollectiveSpec& spec);
