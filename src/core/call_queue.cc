@@ -152,7 +152,10 @@ void CommImpl::waitForDueCall(std::unique_lock<std::mutex>& lock) {
       // Nothing issued for a while: sleep until submit() wakes this thread (an idle rank
       // burns nothing), then give the call that woke it the usual grace.
       workerAsleep_ = true;
-      queueCv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      // Through the timed wait the naps use: a first call of another waiting function
+      // here, long after the last call, could fault its code page in while a later call
+      // runs (tests/multiproc/steady_test.cc counts the process's faults).
+      while (!stopping_ && queue_.empty()) queueCv_.wait_for(lock, std::chrono::seconds(10));
       workerAsleep_ = false;
       napNs_ = kNapMinNs;
       quietNs = 0;
