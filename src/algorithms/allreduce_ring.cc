@@ -73,7 +73,10 @@ Schedule buildAllreduceRing(const CollectiveSpec& spec) {
       std::uint64_t c = chunkOf(t);
       if (in(c).count == 0) continue;
       last[c] = b.recvReduceSend(prev, next, in(c), out(c));
+      // Before the last step out(c) is only the partial sum on its way to the next rank (the
+      // all-gather overwrites it): it need not be stored.
       if (t == n - 1) b.setFinalize(last[c]);
+      else b.setForwardOnly(last[c]);
     }
     // All-gather.
     for (int t = n; t <= 2 * n - 2; ++t) {

@@ -127,7 +127,9 @@ Schedule buildReducescatterRing(const CollectiveSpec& spec) {
       const Region src = input(ring::reduceScatterChunk(r, n, t));
       if (src.count == 0) continue;
       const Region tmp = slots.next(src.count);
-      slots.take(b, b.recvReduceSend(prev, next, src, tmp));
+      const StepId step = b.recvReduceSend(prev, next, src, tmp);
+      b.setForwardOnly(step);  // tmp only carries the partial sum on to the next rank
+      slots.take(b, step);
     }
     const Region mine = input(r);
     if (mine.count > 0) {

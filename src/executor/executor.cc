@@ -32,6 +32,12 @@ class CombineSink final : public PieceSink {
     // The whole message's size picks the stores, whatever the size of the piece.
     reduce::combine(dst_ + offset, src_ + offset, piece, bytes / elemSize_, dtype_, op_, bytes_);
   }
+  void takeInto(std::size_t offset, const char* piece, std::size_t bytes,
+                char* into) const override {
+    TUTTI_ASSERT(offset % elemSize_ == 0 && bytes % elemSize_ == 0);
+    // Into a link's buffer that its reader takes soon: stores that keep it in the caches.
+    reduce::combine(into, src_ + offset, piece, bytes / elemSize_, dtype_, op_);
+  }
 
  private:
   char* dst_ = nullptr;
@@ -110,6 +116,9 @@ class Run {
   // Sets up `steps` steps' bookkeeping in the pool (reused across runs).
   void prepare(std::size_t steps);
   void start(Slot& slot, StepId id);
+  // For a step that receives and sends what it received (or reduced): posts the send now,
+  // fed by the receive as its pieces land (TransferRequest::feeds), where the links can.
+  void postFedSend(Slot& slot, const Step& step);
   // Whether the send step `id` can carry the copy step after it (the same source, read
   // once by the link: TransferRequest::mirror); if so, that step is taken now.
   bool fuseCopy(Slot& slot, StepId id);
@@ -179,6 +188,10 @@ void Run::start(Slot& slot, StepId id) {
   slot.fused = false;
   slot.send.mirror = nullptr;
   slot.send.mirrored = false;
+  slot.send.fed = false;
+  slot.recv.feeds = nullptr;
+  slot.recv.feedsOnly = false;
+  if (opReceives(step.op) && opSends(step.op)) postFedSend(slot, step);
   switch (step.op) {
     case OpCode::kSend:
       slot.receiving = false;
@@ -230,6 +243,23 @@ void Run::computeAfterReceive(const Step& step, const Slot& slot) {
   // Only the average has a finalization (reduce::finalize does nothing for the others).
   if (step.finalize && params_.op == ReduceOp::kAvg)
     reduce::finalize(address(step.dst), step.dst.count, params_.dtype, params_.op, params_.worldSize);
+}
+
+void Run::postFedSend(Slot& slot, const Step& step) {
+  // The average divides once the whole message is in: its pieces are not final before.
+  if (step.finalize && params_.op == ReduceOp::kAvg) return;
+  const std::size_t bytes = step.dst.count * elemSize_;
+  const Tag tag = tagFor(step.sendIndex);
+  Link& to = transport_.link(step.sendPeer);
+  if (bytes == 0 ||
+      !transport_.link(step.recvPeer).canFeed(to, tag, address(step.dst), bytes, params_.preferCopy))
+    return;
+  // Posted before its receive, so that the receive finds it when the first piece lands.
+  slot.send.fed = true;
+  slot.send.fedBytes = 0;
+  slot.recv.feeds = &slot.send;
+  slot.recv.feedsOnly = step.forwardOnly;
+  to.postSend(&slot.send, tag, address(step.dst), bytes);
 }
 
 bool Run::fuseCopy(Slot& slot, StepId id) {
@@ -289,8 +319,11 @@ bool Run::advance(Slot& slot, bool* progressed, Status* failure) {
       return true;
     }
     slot.receiving = false;
-    transport_.link(step.sendPeer).postSend(&slot.send, tagFor(step.sendIndex), address(step.dst),
-                                            step.dst.count * elemSize_);
+    const std::size_t bytes = step.dst.count * elemSize_;
+    if (!slot.send.fed)
+      transport_.link(step.sendPeer).postSend(&slot.send, tagFor(step.sendIndex), address(step.dst), bytes);
+    else if (slot.send.fedBytes < bytes)  // the link did not hand the pieces on as they came
+      transport_.link(step.sendPeer).feed(&slot.send, bytes);
   }
   if (!slot.send.done()) return true;
   if (!slot.send.status().ok()) {
@@ -318,7 +351,9 @@ void Run::cancelAll() {
     if (!slot.busy) continue;
     const Step& step = schedule_.steps[slot.step];
     if (slot.receiving && opReceives(step.op)) transport_.link(step.recvPeer).cancel(&slot.recv);
-    if (opSends(step.op) && !slot.receiving) transport_.link(step.sendPeer).cancel(&slot.send);
+    // A fed send is pending from the step's start, before its receive is done.
+    if (opSends(step.op) && (!slot.receiving || slot.send.fed))
+      transport_.link(step.sendPeer).cancel(&slot.send);
     slot.busy = false;
   }
   active_ = 0;

@@ -48,6 +48,7 @@ std::string Schedule::toString() const {
     if (s.op != OpCode::kRecv && s.op != OpCode::kRecvCopySend) out += " src=" + regionText(s.src);
     if (s.op != OpCode::kSend) out += " dst=" + regionText(s.dst);
     if (s.finalize) out += " finalize";
+    if (s.forwardOnly) out += " forward-only";
     if (s.depCount > 0) {
       out += " after";
       for (std::uint32_t d = 0; d < s.depCount; ++d) out += strFormat(" %u", deps[s.depBegin + d]);
@@ -92,6 +93,12 @@ void ScheduleBuilder::addDependency(StepId step, StepId on) {
 void ScheduleBuilder::setFinalize(StepId step) {
   TUTTI_ASSERT_CMP(step, <, schedule_.steps.size());
   schedule_.steps[step].finalize = true;
+}
+
+void ScheduleBuilder::setForwardOnly(StepId step) {
+  TUTTI_ASSERT_CMP(step, <, schedule_.steps.size());
+  TUTTI_ASSERT(schedule_.steps[step].op == OpCode::kRecvReduceSend);
+  schedule_.steps[step].forwardOnly = true;
 }
 
 void ScheduleBuilder::reserveScratch(std::uint64_t count) {

@@ -60,6 +60,11 @@ using StepId = std::uint32_t;
 struct Step {
   OpCode op = OpCode::kCopy;
   bool finalize = false;     // apply the operator's final step (kAvg: divide) to dst
+  /// recvReduceSend only: dst is needed only to send the result on, so its contents after
+  /// the step are unspecified (an executor may send each reduced piece straight from where
+  /// it computed it and never store it in dst). No later step may read dst before writing
+  /// it; the verifier holds dst as unwritten once the send has been delivered.
+  bool forwardOnly = false;
   std::int32_t recvPeer = -1;
   std::int32_t sendPeer = -1;
   std::uint32_t recvIndex = 0;  // message index of the receive (see file comment)
@@ -101,6 +106,8 @@ class ScheduleBuilder {
   void addDependency(StepId step, StepId on);
   /// Marks a step as applying the operator's finalization to its destination.
   void setFinalize(StepId step);
+  /// Marks a recvReduceSend whose dst is only the send's source (Step::forwardOnly).
+  void setForwardOnly(StepId step);
   void reserveScratch(std::uint64_t count);
 
   int rank() const { return schedule_.rank; }

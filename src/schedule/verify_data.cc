@@ -226,6 +226,11 @@ Status SymbolicRun::onTransfer(int sender, StepId sendStep, int receiver, StepId
   const Step& from = schedules_[static_cast<std::size_t>(sender)].steps[sendStep];
   const Step& to = schedules_[static_cast<std::size_t>(receiver)].steps[recvStep];
   read(sender, sentRegion(from), &b_);
+  if (from.forwardOnly) {
+    // Its result went out with the message; what the sender's dst holds now is unspecified.
+    c_.assign(1, Piece{0, from.dst.count, 0, kUninitialised, false});
+    if (from.dst.count > 0) write(sender, from.dst, c_);
+  }
   if (to.op == OpCode::kRecvReduce || to.op == OpCode::kRecvReduceSend) {
     read(receiver, to.src, &a_);
     TUTTI_RETURN_IF_ERROR(reduceInto(receiver, recvStep, a_, "source", b_, "received data"));

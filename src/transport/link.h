@@ -65,6 +65,7 @@ inline bool stampsConflict(const CallStamp& a, const CallStamp& b) {
 }
 
 class TransferRequest;
+class Link;
 
 /// Fails `request` (a receive) because `peer` sent a message of another call, stamped
 /// `remote`: records it in request->peerStamp and returns the kMismatch to complete the
@@ -83,6 +84,10 @@ class PieceSink {
   /// Consumes bytes [offset, offset + bytes) of the message. Called on the thread that makes
   /// progress, while the receive is pending; pieces may come in any order, each once.
   virtual void take(std::size_t offset, const char* piece, std::size_t bytes) const = 0;
+  /// As take(), but writes the result for bytes [offset, offset + bytes) at `into` instead
+  /// of the destination (TransferRequest::feedsOnly: straight into a send's buffers).
+  virtual void takeInto(std::size_t offset, const char* piece, std::size_t bytes,
+                        char* into) const = 0;
 };
 
 class TransferRequest {
@@ -127,6 +132,23 @@ class TransferRequest {
   /// Cleared by the poster; set by a link that wrote the whole message to `mirror`. Valid
   /// once done().
   bool mirrored = false;
+  /// Set by the poster of a receive (null otherwise) where Link::canFeed said yes: a send
+  /// already posted on another link of the same transport whose source is where this
+  /// receive's bytes end up (`data`, or the combine sink's destination). The link raises
+  /// feeds->fedBytes as whole pieces land there and lets the send copy them at once, while
+  /// they are in cache, instead of after the whole message.
+  TransferRequest* feeds = nullptr;
+  /// Set with `feeds` where the destination is wanted only as the send's source (a
+  /// schedule's forward-only step): the link may write a piece's result straight into the
+  /// send's buffers (PieceSink::takeInto) and never into the destination.
+  bool feedsOnly = false;
+  /// Set by the poster of a send (false otherwise): its source fills in while the send is
+  /// pending, through a receive (`feeds`) or Link::feed; only bytes [0, fedBytes) may be
+  /// read. Such a send that has not started does not hold up the sends queued behind it.
+  bool fed = false;
+  std::size_t fedBytes = 0;
+  /// Set by a link that feeds sends (postSend): the link the send was posted on.
+  Link* postedOn = nullptr;
   TransferRequest* next = nullptr;  // intrusive queue link
 };
 
@@ -149,6 +171,18 @@ class Link {
                           bool /*preferCopy*/) const {
     return false;
   }
+
+  /// Whether a receive on this link may feed (TransferRequest::feeds) a send of `bytes` at
+  /// `data` under `tag` posted on `to`: both links move bytes under one lock and the send
+  /// would be copied through its link's buffers (copiesSend). False by default.
+  virtual bool canFeed(const Link& /*to*/, Tag /*tag*/, const void* /*data*/,
+                       std::size_t /*bytes*/, bool /*preferCopy*/) const {
+    return false;
+  }
+
+  /// Bytes [0, bytes) of the fed send `request`, pending on this link, are in its source
+  /// now (its poster computed them): the link may copy them. Any thread.
+  virtual void feed(TransferRequest* /*request*/, std::size_t /*bytes*/) {}
 
   /// Starts receiving a message with `tag` of exactly `bytes` bytes into `data`. Never blocks.
   virtual void postRecv(TransferRequest* request, Tag tag, void* data, std::size_t bytes) = 0;

@@ -56,6 +56,7 @@ void ShmLink::postSend(TransferRequest* request, Tag tag, const void* data, std:
     request->data = const_cast<char*>(static_cast<const char*>(data));
     request->bytes = bytes;
     request->progress = 0;
+    request->postedOn = this;
     request->state.store(TransferRequest::kPending, std::memory_order_relaxed);
     if (owner_->failed_) {
       completeLocked(request, owner_->health_, done);
@@ -116,18 +117,24 @@ std::size_t ShmLink::pieceBytes(std::uint64_t msgBytes) const {
   return piece;
 }
 
+SlotHeader* ShmLink::pieceHeaderLocked(const TransferRequest* request, std::size_t chunk) {
+  SlotHeader* h = out_.header(outHead_);
+  h->tag = request->tag;
+  h->msgBytes = request->bytes;
+  h->chunkBytes = static_cast<std::uint32_t>(chunk);
+  h->kind = SlotKind::kData;
+  if (request->progress == 0) h->stamp = request->stamp;
+  return h;
+}
+
 // Returns true once the whole message is in the ring.
 bool ShmLink::sendEagerLocked(TransferRequest* request) {
   while (true) {
     if (!roomLocked()) return false;
     const std::size_t chunk =
         std::min<std::size_t>(pieceBytes(request->bytes), request->bytes - request->progress);
-    SlotHeader* h = out_.header(outHead_);
-    h->tag = request->tag;
-    h->msgBytes = request->bytes;
-    h->chunkBytes = static_cast<std::uint32_t>(chunk);
-    h->kind = SlotKind::kData;
-    if (request->progress == 0) h->stamp = request->stamp;
+    if (request->fed && request->progress + chunk > request->fedBytes) return false;
+    SlotHeader* h = pieceHeaderLocked(request, chunk);
     if (request->bytes <= kInlineBytes) {
       // The whole message in the header's first line: the second is left alone.
       if (chunk > 0) std::memcpy(h->inlineData, request->data, chunk);
@@ -168,10 +175,40 @@ bool ShmLink::copiesSend(Tag tag, const void* data, std::size_t bytes, bool pref
   return !byRendezvous(tag, data, bytes, preferCopy, &buffer);
 }
 
+bool ShmLink::firstPieceFedLocked(const TransferRequest* request) const {
+  return !request->fed ||
+         request->fedBytes >= std::min<std::size_t>(pieceBytes(request->bytes), request->bytes);
+}
+
+void ShmLink::finishSendLocked(TransferRequest* request, DoneList& done) {
+  auto it = std::find(sendQueue_.begin(), sendQueue_.end(), request);
+  TUTTI_ASSERT(it != sendQueue_.end());
+  sendQueue_.erase(it);
+  completeLocked(request, Status::Ok(), done);
+}
+
 bool ShmLink::pumpSendsLocked(DoneList& done) {
   bool moved = false;
-  while (!sendQueue_.empty()) {
-    TransferRequest* request = sendQueue_.front();
+  // A message's pieces follow each other in the ring: one that is half-way goes on first.
+  if (outStream_ != nullptr) {
+    TransferRequest* request = outStream_;
+    const std::size_t before = request->progress;
+    const bool whole = sendEagerLocked(request);
+    moved = request->progress != before;
+    if (whole) {
+      outStream_ = nullptr;
+      finishSendLocked(request, done);  // the bytes are in the ring
+    }
+  }
+  std::size_t i = 0;
+  while (outStream_ == nullptr && i < sendQueue_.size()) {
+    TransferRequest* request = sendQueue_[i];
+    // A fed send waits for its first piece without holding up the sends behind it: they
+    // may be what the peers need to produce it.
+    if (!firstPieceFedLocked(request)) {
+      ++i;
+      continue;
+    }
     // A user's point-to-point send must complete without its receive (it may be queued
     // behind that send on the peer, as in a ring of send-then-receive): those are always
     // copied. A collective's schedule is verified to progress with no buffering at all,
@@ -180,26 +217,92 @@ bool ShmLink::pumpSendsLocked(DoneList& done) {
     // A send from a memAlloc buffer goes by rendezvous from mappedBytes (lower than cmaBytes)
     // and even when it prefers a copy (its receiver reduces it): the receiver reads or
     // reduces it straight from its mapping, one pass over the data where the ring takes two.
+    // A fed send is never sent by rendezvous (canFeed).
     BufferRef buffer;
-    const bool rendezvous = request->progress == 0 &&
+    const bool rendezvous = !request->fed &&
                             byRendezvous(request->tag, request->data, request->bytes,
                                          request->preferCopy, &buffer);
     if (rendezvous) {
       if (!sendRendezvousLocked(request, buffer)) break;
-      sendQueue_.pop_front();
+      sendQueue_.erase(RingQueue<TransferRequest*>::const_iterator(&sendQueue_, i));
       moved = true;
       continue;
     }
-    const std::size_t before = request->progress;
     const std::uint64_t headBefore = outHead_;
     const bool whole = sendEagerLocked(request);
-    moved = moved || request->progress != before || outHead_ != headBefore;
-    if (!whole) break;
-    sendQueue_.pop_front();
-    completeLocked(request, Status::Ok(), done);  // the bytes are in the ring
+    moved = moved || outHead_ != headBefore;
+    if (!whole) {
+      if (request->progress > 0) outStream_ = request;
+      break;
+    }
+    finishSendLocked(request, done);  // the bytes are in the ring
   }
   if (moved) peerSegment_->wakeIfSleeping();  // its spin watches the slots
   return moved;
+}
+
+bool ShmLink::canFeed(const Link& to, Tag tag, const void* data, std::size_t bytes,
+                      bool preferCopy) const {
+  const auto* link = dynamic_cast<const ShmLink*>(&to);
+  return link != nullptr && link->owner_ == owner_ && !isP2pTag(tag) &&
+         link->copiesSend(tag, data, bytes, preferCopy);
+}
+
+void ShmLink::feed(TransferRequest* request, std::size_t bytes) {
+  DoneList done;
+  {
+    std::lock_guard<SpinLock> lock(owner_->mutex_);
+    if (!request->done() && bytes > request->fedBytes) {
+      request->fedBytes = bytes;
+      pumpSendsLocked(done);
+    }
+  }
+  owner_->finish(done);
+}
+
+bool ShmLink::forwardLocked(const SlotView& h, const char* src, DoneList& done) {
+  TransferRequest* send = streamTo_->feeds;
+  if (send == nullptr || !streamTo_->feedsOnly || !streamCombine_) return false;
+  auto* to = static_cast<ShmLink*>(send->postedOn);
+  char* into = to->forwardSlotLocked(send, h.offset, h.chunkBytes);
+  if (into == nullptr) return false;
+  streamTo_->combine->takeInto(h.offset, src, h.chunkBytes, into);
+  to->publishForwardLocked(send, h.chunkBytes, done);
+  return true;
+}
+
+char* ShmLink::forwardSlotLocked(TransferRequest* send, std::size_t offset, std::size_t chunk) {
+  // The piece must be the send's next, cut as the send would cut it, with nothing else
+  // half-way through the ring and a slot free.
+  if (send->done() || send->progress != offset || send->bytes <= kInlineBytes ||
+      (outStream_ != send && outStream_ != nullptr) ||
+      chunk != std::min<std::size_t>(pieceBytes(send->bytes), send->bytes - send->progress) ||
+      !roomLocked())
+    return nullptr;
+  pieceHeaderLocked(send, chunk)->offset = send->progress;
+  return out_.payload(outHead_);
+}
+
+void ShmLink::publishForwardLocked(TransferRequest* send, std::size_t chunk, DoneList& done) {
+  SlotHeader* h = out_.header(outHead_);
+  h->seq.store(++outHead_, std::memory_order_seq_cst);  // publishes; see wakeIfSleeping
+  prefetchForWrite(out_.header(outHead_));
+  send->progress += chunk;
+  send->fedBytes = send->progress;  // what was forwarded counts as fed
+  if (send->progress >= send->bytes) {
+    if (outStream_ == send) outStream_ = nullptr;
+    finishSendLocked(send, done);
+  } else {
+    outStream_ = send;
+  }
+  peerSegment_->wakeIfSleeping();
+}
+
+void ShmLink::fedLocked(TransferRequest* receive, std::size_t bytes, DoneList& done) {
+  TransferRequest* send = receive->feeds;
+  if (send->done() || bytes <= send->fedBytes) return;
+  send->fedBytes = bytes;
+  static_cast<ShmLink*>(send->postedOn)->pumpSendsLocked(done);
 }
 
 bool ShmLink::checkAcksLocked(DoneList& done) {
@@ -427,11 +530,17 @@ bool ShmLink::drainLocked(DoneList& done) {
         break;
       }
       const char* src = h.data;
-      if (streamTo_ != nullptr && h.chunkBytes > 0) {
+      if (streamTo_ != nullptr && h.chunkBytes > 0 && forwardLocked(h, src, done)) {
+        // Reduced straight into the fed send's slot.
+      } else if (streamTo_ != nullptr && h.chunkBytes > 0) {
         if (streamCombine_)
           streamTo_->combine->take(h.offset, src, h.chunkBytes);
         else
           owner_->options_.copy(streamTo_->data + h.offset, src, h.chunkBytes, h.msgBytes);
+        // Where the piece landed where its fed send reads (not a staging buffer), the send
+        // copies it on while it is in cache.
+        if (streamTo_->feeds != nullptr && (streamCombine_ || streamTo_->combine == nullptr))
+          fedLocked(streamTo_, h.offset + h.chunkBytes, done);
       } else if (streamUnexpected_ != nullptr && h.chunkBytes > 0) {
         std::memcpy(streamUnexpected_->data.data() + h.offset, src, h.chunkBytes);
       }
@@ -491,6 +600,7 @@ void ShmLink::cancel(TransferRequest* request) {
     for (auto& u : unexpected_) {
       if (u->claimedBy == request) u->claimedBy = nullptr;
     }
+    if (outStream_ == request) outStream_ = nullptr;
     auto queued = std::find(sendQueue_.begin(), sendQueue_.end(), request);
     if (queued != sendQueue_.end()) {
       const bool begun = request->progress > 0;
@@ -530,6 +640,7 @@ bool ShmLink::sendsPendingLocked() const {
 void ShmLink::failAllLocked(const Status& status, DoneList& done) {
   for (TransferRequest* r : sendQueue_) completeLocked(r, status, done);
   sendQueue_.clear();
+  outStream_ = nullptr;
   for (TransferRequest*& r : rndvInflight_) {
     if (r != nullptr) completeLocked(r, status, done);
     r = nullptr;

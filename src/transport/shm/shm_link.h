@@ -32,6 +32,10 @@ class ShmLink final : public Link {
   bool copiesSend(Tag tag, const void* data, std::size_t bytes, bool preferCopy) const override;
   void postRecv(TransferRequest* request, Tag tag, void* data, std::size_t bytes) override;
   void cancel(TransferRequest* request) override;
+  /// True when `to` is a link of the same transport that copies the send (copiesSend).
+  bool canFeed(const Link& to, Tag tag, const void* data, std::size_t bytes,
+               bool preferCopy) const override;
+  void feed(TransferRequest* request, std::size_t bytes) override;
 
   /// Copies queued sends into the peer's ring while it has room. True when anything moved.
   bool pumpSendsLocked(DoneList& done);
@@ -140,6 +144,25 @@ class ShmLink final : public Link {
   void recycleLocked(RingQueue<std::unique_ptr<Unexpected>>::iterator it);
   /// True when the outbound ring has a free slot.
   bool roomLocked();
+  /// The header of the next outbound slot, written for the next piece (`chunk` bytes) of
+  /// `request`, all but its offset and payload.
+  SlotHeader* pieceHeaderLocked(const TransferRequest* request, std::size_t chunk);
+  /// False for a fed send whose first piece is not in its source yet.
+  bool firstPieceFedLocked(const TransferRequest* request) const;
+  /// Takes a finished send off the queue and completes it.
+  void finishSendLocked(TransferRequest* request, DoneList& done);
+  /// Called after a piece of a receive landed where its fed send reads it: raises the
+  /// send's fedBytes to `bytes` and copies what its ring has room for.
+  void fedLocked(TransferRequest* receive, std::size_t bytes, DoneList& done);
+  /// Reduces the arriving piece `h` of streamTo_ (bytes at `src`) straight into a slot of
+  /// its fed send's ring (TransferRequest::feedsOnly), where that send can take it as its
+  /// next piece now. False: the piece must land in the receive's destination.
+  bool forwardLocked(const SlotView& h, const char* src, DoneList& done);
+  /// Send side of forwardLocked: the payload of the free slot that piece `offset` of
+  /// `send` (`chunk` bytes) would fill next, its header written; null if it cannot now.
+  char* forwardSlotLocked(TransferRequest* send, std::size_t offset, std::size_t chunk);
+  /// Publishes the slot forwardSlotLocked gave out, filled, as `send`'s next piece.
+  void publishForwardLocked(TransferRequest* send, std::size_t chunk, DoneList& done);
   /// `buffer`: the memAlloc buffer holding the message, if any.
   bool sendRendezvousLocked(TransferRequest* request, const BufferRef& buffer);
   bool sendEagerLocked(TransferRequest* request);
@@ -164,6 +187,9 @@ class ShmLink final : public Link {
   std::uint32_t slotBytes_ = 0;
   // send side
   RingQueue<TransferRequest*> sendQueue_;
+  // The send whose pieces are in the ring up to its progress, not yet all: nothing else
+  // goes into the ring before its last piece (null: none is half-way).
+  TransferRequest* outStream_ = nullptr;
   std::uint64_t outHead_ = 0;
   std::uint64_t outTail_ = 0;  // the ring's tail as last read (it only grows)
   std::array<TransferRequest*, kRndvSlots> rndvInflight_{};

@@ -293,6 +293,21 @@ TEST(VerifyErrors, LostContribution) {
                                  "in_0..3[j], finalized: missing ranks 2"});
 }
 
+TEST(VerifyErrors, ForwardOnlyDestinationHoldsNothingOnceSent) {
+  // The ring's intermediate reduce-scatter steps leave out[c] unspecified (the all-gather
+  // overwrites it); the step that completes rank 1's chunk must not: its out[c] is the
+  // result, read by nothing that rewrites it.
+  auto specs = makeSpecs(Collective::kAllReduce, 4, 8);
+  auto all = buildAll(buildAllreduceRing, specs);
+  ASSERT_TRUE(verifySchedules(specs, all).ok());
+  int forwardOnly = 0;
+  for (const Step& st : all[1].steps) forwardOnly += st.forwardOnly ? 1 : 0;
+  EXPECT_EQ(forwardOnly, 2) << "steps t = 1 .. n-2\n" << all[1].toString();
+  for (Step& st : all[1].steps)
+    if (st.op == OpCode::kRecvReduceSend && st.finalize) st.forwardOnly = true;
+  expectRejected(verifySchedules(specs, all), {"rank 1 out[", "never written"});
+}
+
 TEST(VerifyErrors, MissingFinalize) {
   auto specs = makeSpecs(Collective::kAllReduce, 5, 11);
   auto all = buildAll(buildAllreduceRing, specs);

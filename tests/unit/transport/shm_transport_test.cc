@@ -103,6 +103,14 @@ class AddingSink final : public PieceSink {
       ++taken_[offset + i];
     }
   }
+  void takeInto(std::size_t offset, const char* piece, std::size_t bytes,
+                char* into) const override {
+    ASSERT_LE(offset + bytes, dst_.size());
+    for (std::size_t i = 0; i < bytes; ++i) {
+      into[i] = static_cast<char>(src_[offset + i] + static_cast<std::uint8_t>(piece[i]));
+      ++taken_[offset + i];
+    }
+  }
   std::vector<std::uint8_t>& dst() const { return dst_; }
   std::vector<int>& taken() const { return taken_; }
 

@@ -300,6 +300,11 @@ class AddingSink final : public PieceSink {
     for (std::size_t i = 0; i < bytes; ++i)
       dst_[offset + i] = static_cast<std::uint8_t>(dst_[offset + i] + static_cast<std::uint8_t>(piece[i]));
   }
+  void takeInto(std::size_t offset, const char* piece, std::size_t bytes,
+                char* into) const override {
+    for (std::size_t i = 0; i < bytes; ++i)
+      into[i] = static_cast<char>(dst_[offset + i] + static_cast<std::uint8_t>(piece[i]));
+  }
 
  private:
   std::vector<std::uint8_t>& dst_;
