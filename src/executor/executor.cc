@@ -143,6 +143,7 @@ class Run {
   ExecReport* const report_;  // null: nobody asks where a failed run stood
   const std::size_t elemSize_;
   std::size_t slotCount_ = 0;
+  std::size_t outputBytes_ = 0;  // the output the schedule writes: its last byte's end
   std::size_t active_ = 0;
   std::size_t completed_ = 0;
   std::size_t steps_ = 0;
@@ -191,6 +192,7 @@ void Run::start(Slot& slot, StepId id) {
   slot.send.fed = false;
   slot.recv.feeds = nullptr;
   slot.recv.feedsOnly = false;
+  slot.recv.destinationBytes = step.dst.buffer == BufferKind::kOutput ? outputBytes_ : 0;
   if (opReceives(step.op) && opSends(step.op)) postFedSend(slot, step);
   switch (step.op) {
     case OpCode::kSend:
@@ -379,10 +381,13 @@ std::string Run::waitingOn(int* onlyPeer) const {
 
 void Run::prepare(std::size_t steps) {
   std::size_t staging = 0;
+  std::uint64_t outputEnd = 0;
   for (const Step& s : schedule_.steps) {
     if (s.op == OpCode::kRecvReduce || s.op == OpCode::kRecvReduceSend)
       staging = std::max<std::size_t>(staging, s.src.count * elemSize_);
+    if (s.dst.buffer == BufferKind::kOutput) outputEnd = std::max(outputEnd, s.dst.offset + s.dst.count);
   }
+  outputBytes_ = outputEnd * elemSize_;
   slotCount_ = std::max<std::size_t>(1, std::min(params_.maxInflight, steps));
   pool_.reserve(slotCount_, staging);
   pool_.stepState().assign(steps, kNotStarted);

@@ -142,6 +142,10 @@ class TransferRequest {
   /// schedule's forward-only step): the link may write a piece's result straight into the
   /// send's buffers (PieceSink::takeInto) and never into the destination.
   bool feedsOnly = false;
+  /// Set by the poster of a receive: the size of the whole buffer the message's destination
+  /// is a part of (a schedule step's region of the call's output); 0: the message alone. A
+  /// link that picks how to store bytes (past the caches, non-temporal) may count it.
+  std::size_t destinationBytes = 0;
   /// Set by the poster of a send (false otherwise): its source fills in while the send is
   /// pending, through a receive (`feeds`) or Link::feed; only bytes [0, fedBytes) may be
   /// read. Such a send that has not started does not hold up the sends queued behind it.

@@ -262,11 +262,24 @@ void ShmLink::feed(TransferRequest* request, std::size_t bytes) {
 
 bool ShmLink::forwardLocked(const SlotView& h, const char* src, DoneList& done) {
   TransferRequest* send = streamTo_->feeds;
-  if (send == nullptr || !streamTo_->feedsOnly || !streamCombine_) return false;
+  // A reduction is forwarded only where its result need not be stored (the sink alone
+  // knows where it would go); a copy is written to both.
+  const bool reduces = streamTo_->combine != nullptr;
+  if (send == nullptr || (reduces && (!streamTo_->feedsOnly || !streamCombine_))) return false;
   auto* to = static_cast<ShmLink*>(send->postedOn);
   char* into = to->forwardSlotLocked(send, h.offset, h.chunkBytes);
   if (into == nullptr) return false;
-  streamTo_->combine->takeInto(h.offset, src, h.chunkBytes, into);
+  if (reduces) {
+    streamTo_->combine->takeInto(h.offset, src, h.chunkBytes, into);
+  } else {
+    std::memcpy(into, src, h.chunkBytes);
+    // Nothing here reads the destination again (the send went from the ring): where the
+    // outputs of every rank on the host together pass the caches, it is written past them
+    // (the copy's non-temporal threshold counts them all).
+    const std::size_t ranks = owner_->localPeers() + 1;
+    owner_->options_.copy(streamTo_->data + h.offset, src, h.chunkBytes,
+                          std::max<std::size_t>(h.msgBytes, streamTo_->destinationBytes * ranks));
+  }
   to->publishForwardLocked(send, h.chunkBytes, done);
   return true;
 }
