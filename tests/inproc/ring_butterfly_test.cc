@@ -1,5 +1,6 @@
-// The ring and butterfly algorithms forced by name and run for real over TCP, ranks as
-// threads, worlds 1, 2, 3, 4, 5, 7 and 8, with messages large enough that the rings cut
+// The ring and butterfly algorithms forced by name and run for real over TCP (and the rings
+// over shared memory too), ranks as threads, worlds 1, 2, 3, 4, 5, 7 and 8, with messages
+// large enough that the rings cut
 // their chunks into several segments (the default segment is 512 KiB; collectives_test.cc
 // covers every registered algorithm at small counts) and the butterflies move halves of
 // megabytes. Every element is checked against an independent expectation
@@ -27,6 +28,7 @@ constexpr Entry kEntries[] = {
     {"ring", Collective::kAllGatherV},
     {"ring", Collective::kReduceScatter},
     {"ring", Collective::kReduceScatterV},
+    {"ring", Collective::kAllReduce},
     {"rs_ag", Collective::kAllReduce},
     {"direct_rs_ag", Collective::kAllReduce},
     {"recursive_doubling", Collective::kAllReduce},
@@ -42,12 +44,17 @@ constexpr Entry kEntries[] = {
 // its ring chunks are that long too.
 constexpr std::size_t kBlock = 140001;
 
-class RingButterflyRealRun : public ::testing::TestWithParam<int> {};
+class RingButterflyRealRun : public ::testing::TestWithParam<std::tuple<int, std::string>> {};
 
 TEST_P(RingButterflyRealRun, LargeMessagesMatchTheDefinition) {
-  const int n = GetParam();
+  const auto [n, transport] = GetParam();
+  // Over shared memory the rings' steps hand each piece on as it lands and reduce the
+  // intermediate partial sums straight into the next rank's ring (forward-only steps),
+  // falling back to a staging buffer where that ring is full.
+  const bool ringsOnly = transport == "shm";
   std::vector<CollectiveCase> cases;
   for (const Entry& e : kEntries) {
+    if (ringsOnly && std::string(e.algorithm) != "ring") continue;
     for (bool inPlace : {false, true}) {
       const bool reduces = e.kind == Collective::kAllReduce ||
                            e.kind == Collective::kReduceScatter ||
@@ -65,6 +72,8 @@ TEST_P(RingButterflyRealRun, LargeMessagesMatchTheDefinition) {
       cases.push_back(c);
     }
   }
+  CommOptions options;
+  options.transport = transport;
   auto failures = runRanks(n, [&](int rank, Communicator& comm) -> std::string {
     std::string out;
     for (const CollectiveCase& c : cases) {
@@ -73,11 +82,16 @@ TEST_P(RingButterflyRealRun, LargeMessagesMatchTheDefinition) {
       if (out.size() > 4000) return out + "... (stopping)\n";
     }
     return out;
-  });
+  }, options);
   EXPECT_EQ(joinFailures(failures), "");
 }
 
-INSTANTIATE_TEST_SUITE_P(Worlds, RingButterflyRealRun, ::testing::Values(1, 2, 3, 4, 5, 7, 8));
+INSTANTIATE_TEST_SUITE_P(Worlds, RingButterflyRealRun,
+                         ::testing::Combine(::testing::Values(1, 2, 3, 4, 5, 7, 8),
+                                            ::testing::Values(std::string("tcp"))));
+INSTANTIATE_TEST_SUITE_P(SharedMemory, RingButterflyRealRun,
+                         ::testing::Combine(::testing::Values(3, 5, 8),
+                                            ::testing::Values(std::string("shm"))));
 
 }  // namespace
 }  // namespace tutti::test
