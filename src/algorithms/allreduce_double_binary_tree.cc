@@ -70,6 +70,8 @@ StepId reduceUp(ScheduleBuilder& b, const TreeLinks& tree, Segment seg) {
     const bool forward = i == tree.childCount - 1 && tree.parent >= 0;
     StepId step = forward ? b.recvReduceSend(tree.children[i], tree.parent, src, out)
                           : b.recvReduce(tree.children[i], src, out);
+    // The partial sum goes up only: the way down overwrites out with the finished segment.
+    if (forward) b.setForwardOnly(step);
     if (i > 0) b.addDependency(step, last);
     last = step;
     src = out;

@@ -69,8 +69,10 @@ Schedule buildReduceBinomial(const CollectiveSpec& spec) {
     for (int i = children - 1; i >= 0; --i) {
       const int child = binomialChild(r, root, n, i);
       const bool first = i == children - 1;
-      StepId step = (i == 0 && !isRoot) ? b.recvReduceSend(child, parent, src, dst)
-                                        : b.recvReduce(child, src, dst);
+      const bool forward = i == 0 && !isRoot;
+      StepId step = forward ? b.recvReduceSend(child, parent, src, dst)
+                            : b.recvReduce(child, src, dst);
+      if (forward) b.setForwardOnly(step);  // a non-root's sum only goes to its parent
       if (!first) b.addDependency(step, last);
       last = step;
       src = dst;
