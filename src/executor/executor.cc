@@ -119,9 +119,6 @@ class Run {
   // For a step that receives and sends what it received (or reduced): posts the send now,
   // fed by the receive as its pieces land (TransferRequest::feeds), where the links can.
   void postFedSend(Slot& slot, const Step& step);
-  // Where a receive-and-reduce step puts its result: dst, or its staging buffer (a fed
-  // forward-only step's).
-  char* resultAddress(const Step& step, Slot& slot) const;
   // Whether the send step `id` can carry the copy step after it (the same source, read
   // once by the link: TransferRequest::mirror); if so, that step is taken now.
   bool fuseCopy(Slot& slot, StepId id);
@@ -129,7 +126,7 @@ class Run {
   void finishFusedCopy(Slot& slot);
   // Moves `slot` on if its transfer completed. False, with *failure set, when it failed.
   bool advance(Slot& slot, bool* progressed, Status* failure);
-  void computeAfterReceive(const Step& step, Slot& slot);
+  void computeAfterReceive(const Step& step, const Slot& slot);
   void finishStep(Slot& slot);
   void cancelAll();
   // The error for a receive refused because the peer runs another call: both calls named.
@@ -217,8 +214,8 @@ void Run::start(Slot& slot, StepId id) {
       // The link may reduce the message into dst as it arrives (src and dst are stable
       // from here to the step's end: the schedule declares every hazard on them); if it
       // cannot, the message lands in staging and is reduced on completion.
-      slot.sink.set(resultAddress(step, slot), address(step.src), dstBytes, elemSize_,
-                    params_.dtype, params_.op);
+      slot.sink.set(address(step.dst), address(step.src), dstBytes, elemSize_, params_.dtype,
+                    params_.op);
       slot.recv.combine = &slot.sink;
       slot.recv.combined = false;
       transport_.link(step.recvPeer).postRecv(&slot.recv, tagFor(step.recvIndex), slot.staging.data(), srcBytes);
@@ -239,11 +236,11 @@ void Run::start(Slot& slot, StepId id) {
   finishStep(slot);
 }
 
-void Run::computeAfterReceive(const Step& step, Slot& slot) {
+void Run::computeAfterReceive(const Step& step, const Slot& slot) {
   if ((step.op == OpCode::kRecvReduce || step.op == OpCode::kRecvReduceSend) &&
       !slot.recv.combined) {
-    reduce::combine(resultAddress(step, slot), address(step.src), slot.staging.data(),
-                    step.dst.count, params_.dtype, params_.op);
+    reduce::combine(address(step.dst), address(step.src), slot.staging.data(), step.dst.count,
+                    params_.dtype, params_.op);
   }
   // Only the average has a finalization (reduce::finalize does nothing for the others).
   if (step.finalize && params_.op == ReduceOp::kAvg)
@@ -264,17 +261,7 @@ void Run::postFedSend(Slot& slot, const Step& step) {
   slot.send.fedBytes = 0;
   slot.recv.feeds = &slot.send;
   slot.recv.feedsOnly = step.forwardOnly;
-  to.postSend(&slot.send, tag, resultAddress(step, slot), bytes);
-}
-
-char* Run::resultAddress(const Step& step, Slot& slot) const {
-  // A forward-only step's result is wanted only by its send (Step::forwardOnly): where the
-  // send is fed, the pieces that cannot go straight into its link's buffers wait in the
-  // step's staging buffer, reused call after call, rather than in dst, which may be a
-  // user's buffer far out of the caches. The receive's own bytes land there too when the
-  // link cannot reduce them as they come; reduced on completion, in place.
-  if (step.forwardOnly && slot.send.fed) return slot.staging.data();
-  return address(step.dst);
+  to.postSend(&slot.send, tag, address(step.dst), bytes);
 }
 
 bool Run::fuseCopy(Slot& slot, StepId id) {
