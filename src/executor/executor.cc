@@ -38,6 +38,7 @@ class CombineSink final : public PieceSink {
     // Into a link's buffer that its reader takes soon: stores that keep it in the caches.
     reduce::combine(into, src_ + offset, piece, bytes / elemSize_, dtype_, op_);
   }
+  char* destination() const override { return dst_; }
 
  private:
   char* dst_ = nullptr;

@@ -88,6 +88,10 @@ class PieceSink {
   /// of the destination (TransferRequest::feedsOnly: straight into a send's buffers).
   virtual void takeInto(std::size_t offset, const char* piece, std::size_t bytes,
                         char* into) const = 0;
+  /// Where take() puts the result for byte 0 of the message: a link that computed a piece
+  /// with takeInto for a send (TransferRequest::feeds) copies it from there to here, at
+  /// the piece's offset, when the receive wants the result stored too (not feedsOnly).
+  virtual char* destination() const = 0;
 };
 
 class TransferRequest {

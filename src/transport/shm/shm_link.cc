@@ -262,22 +262,28 @@ void ShmLink::feed(TransferRequest* request, std::size_t bytes) {
 
 bool ShmLink::forwardLocked(const SlotView& h, const char* src, DoneList& done) {
   TransferRequest* send = streamTo_->feeds;
-  // A reduction is forwarded only where its result need not be stored (the sink alone
-  // knows where it would go); a copy is written to both.
+  // A piece goes into the send's next slot first, reduced or copied, and then, unless the
+  // step wants it only for the send (feedsOnly), from there into the destination.
   const bool reduces = streamTo_->combine != nullptr;
-  if (send == nullptr || (reduces && (!streamTo_->feedsOnly || !streamCombine_))) return false;
+  if (send == nullptr || (reduces && !streamCombine_)) return false;
   auto* to = static_cast<ShmLink*>(send->postedOn);
   char* into = to->forwardSlotLocked(send, h.offset, h.chunkBytes);
   if (into == nullptr) return false;
+  char* dst = nullptr;
   if (reduces) {
     streamTo_->combine->takeInto(h.offset, src, h.chunkBytes, into);
+    if (!streamTo_->feedsOnly) dst = streamTo_->combine->destination() + h.offset;
+    src = into;
   } else {
     std::memcpy(into, src, h.chunkBytes);
-    // Nothing here reads the destination again (the send went from the ring): where the
-    // outputs of every rank on the host together pass the caches, it is written past them
-    // (the copy's non-temporal threshold counts them all).
+    dst = streamTo_->data + h.offset;
+  }
+  if (dst != nullptr) {
+    // The send went from the ring, not from here: where the outputs of every rank on the
+    // host together pass the caches, the destination is written past them (the copy's
+    // non-temporal threshold counts them all).
     const std::size_t ranks = owner_->localPeers() + 1;
-    owner_->options_.copy(streamTo_->data + h.offset, src, h.chunkBytes,
+    owner_->options_.copy(dst, src, h.chunkBytes,
                           std::max<std::size_t>(h.msgBytes, streamTo_->destinationBytes * ranks));
   }
   to->publishForwardLocked(send, h.chunkBytes, done);

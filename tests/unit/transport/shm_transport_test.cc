@@ -111,6 +111,7 @@ class AddingSink final : public PieceSink {
       ++taken_[offset + i];
     }
   }
+  char* destination() const override { return reinterpret_cast<char*>(dst_.data()); }
   std::vector<std::uint8_t>& dst() const { return dst_; }
   std::vector<int>& taken() const { return taken_; }
 

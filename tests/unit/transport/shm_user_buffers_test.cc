@@ -305,6 +305,7 @@ class AddingSink final : public PieceSink {
     for (std::size_t i = 0; i < bytes; ++i)
       into[i] = static_cast<char>(dst_[offset + i] + static_cast<std::uint8_t>(piece[i]));
   }
+  char* destination() const override { return reinterpret_cast<char*>(dst_.data()); }
 
  private:
   std::vector<std::uint8_t>& dst_;
