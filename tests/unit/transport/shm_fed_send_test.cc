@@ -217,8 +217,10 @@ TEST(ShmFedSendQueue, AnUnfedSendDoesNotHoldUpTheSendsBehindIt) {
   ts[0]->link(1).postSend(&plainSend, tagB, b.data(), b.size());
   ts[1]->link(0).postRecv(&recvB, tagB, inB.data(), inB.size());
   std::thread receiver([&] { EXPECT_TRUE(waitFor(*ts[1], recvB).ok()); });
-  ASSERT_TRUE(waitFor(*ts[0], plainSend).ok()) << "held up behind a send not fed yet";
+  // Joined before any assertion returns: a failure ends the test, not the program.
+  const bool sent = waitFor(*ts[0], plainSend).ok();
   receiver.join();
+  ASSERT_TRUE(sent) << "held up behind a send not fed yet";
   EXPECT_EQ(inB, b);
   EXPECT_FALSE(fedSend.done());
   // Fed now, from a source filled meanwhile: it goes, with what the source holds now.
@@ -226,8 +228,9 @@ TEST(ShmFedSendQueue, AnUnfedSendDoesNotHoldUpTheSendsBehindIt) {
   ts[0]->link(1).feed(&fedSend, source.size());
   ts[1]->link(0).postRecv(&recvA, tagA, inA.data(), inA.size());
   std::thread receiverA([&] { EXPECT_TRUE(waitFor(*ts[1], recvA).ok()); });
-  ASSERT_TRUE(waitFor(*ts[0], fedSend).ok());
+  const bool fedSent = waitFor(*ts[0], fedSend).ok();
   receiverA.join();
+  ASSERT_TRUE(fedSent);
   EXPECT_EQ(inA, a);
 }
 
