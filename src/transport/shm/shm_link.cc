@@ -279,15 +279,20 @@ bool ShmLink::forwardLocked(const SlotView& h, const char* src, DoneList& done) 
     dst = streamTo_->data + h.offset;
   }
   if (dst != nullptr) {
-    // The send went from the ring, not from here: where the outputs of every rank on the
-    // host together pass the caches, the destination is written past them (the copy's
-    // non-temporal threshold counts them all).
-    const std::size_t ranks = owner_->localPeers() + 1;
-    owner_->options_.copy(dst, src, h.chunkBytes,
-                          std::max<std::size_t>(h.msgBytes, streamTo_->destinationBytes * ranks));
+    // The send went from the ring, not from here: nothing reads the destination next.
+    owner_->options_.copy(dst, src, h.chunkBytes, copyExtent(h, false));
   }
   to->publishForwardLocked(send, h.chunkBytes, done);
   return true;
+}
+
+std::size_t ShmLink::copyExtent(const SlotView& h, bool readBack) const {
+  // A destination that a fed send reads next counts as the message alone; any other, the
+  // outputs of every rank on the host (TransferRequest::destinationBytes): where together
+  // they pass the caches, the copy's non-temporal threshold writes them past.
+  if (readBack) return h.msgBytes;
+  const std::size_t ranks = owner_->localPeers() + 1;
+  return std::max<std::size_t>(h.msgBytes, streamTo_->destinationBytes * ranks);
 }
 
 char* ShmLink::forwardSlotLocked(TransferRequest* send, std::size_t offset, std::size_t chunk) {
@@ -555,7 +560,8 @@ bool ShmLink::drainLocked(DoneList& done) {
         if (streamCombine_)
           streamTo_->combine->take(h.offset, src, h.chunkBytes);
         else
-          owner_->options_.copy(streamTo_->data + h.offset, src, h.chunkBytes, h.msgBytes);
+          owner_->options_.copy(streamTo_->data + h.offset, src, h.chunkBytes,
+                                copyExtent(h, streamTo_->feeds != nullptr));
         // Where the piece landed where its fed send reads (not a staging buffer), the send
         // copies it on while it is in cache.
         if (streamTo_->feeds != nullptr && (streamCombine_ || streamTo_->combine == nullptr))

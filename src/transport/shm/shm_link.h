@@ -158,6 +158,9 @@ class ShmLink final : public Link {
   /// its fed send's ring (TransferRequest::feedsOnly), where that send can take it as its
   /// next piece now. False: the piece must land in the receive's destination.
   bool forwardLocked(const SlotView& h, const char* src, DoneList& done);
+  /// The extent that picks the stores of piece h's copy into the receive's destination
+  /// (the copy's outputBytes): the message, or the host's outputs unless `readBack`.
+  std::size_t copyExtent(const SlotView& h, bool readBack) const;
   /// Send side of forwardLocked: the payload of the free slot that piece `offset` of
   /// `send` (`chunk` bytes) would fill next, its header written; null if it cannot now.
   char* forwardSlotLocked(TransferRequest* send, std::size_t offset, std::size_t chunk);

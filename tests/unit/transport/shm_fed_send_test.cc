@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -249,6 +251,83 @@ TEST(ShmFedSendQueue, OnlyLinksOfOneSharedMemoryTransportFeedEachOther) {
   auto cma = connectAll(3, setup);
   EXPECT_FALSE(cma[1]->link(0).canFeed(cma[1]->link(2), tag, buffer.data(), buffer.size(), false));
   EXPECT_TRUE(cma[1]->link(0).canFeed(cma[1]->link(2), tag, buffer.data(), 1000, false));
+}
+
+// The extents (the last argument) the copy hook, ShmTransport::Options::copy, was given.
+std::mutex extentsMutex;
+std::vector<std::size_t> extents;
+void recordingCopy(void* dst, const void* src, std::size_t bytes, std::size_t extent) {
+  {
+    std::lock_guard<std::mutex> lock(extentsMutex);
+    extents.push_back(extent);
+  }
+  std::memcpy(dst, src, bytes);
+}
+std::vector<std::size_t> takeExtents() {
+  std::lock_guard<std::mutex> lock(extentsMutex);
+  return std::exchange(extents, {});
+}
+
+// A piece copied out of the ring into a receive's destination picks its stores by the
+// outputs of every rank on the host (destinationBytes times the ranks), so that outputs
+// that together pass the caches are written past them; where a fed send reads the piece
+// back from the destination (it found the next ring full), by the message alone.
+TEST(ShmFedSendQueue, CopiesIntoADestinationCountTheHostsOutputsUnlessReadBack) {
+  ShmSetup setup;
+  setup.cmaBytes = 0;
+  setup.copy = &recordingCopy;
+  auto ts = connectAll(3, setup);
+  const std::size_t bytes = 1 << 20, output = 8u << 20, host = 3 * output;
+  const auto payload = pattern(bytes, 11);
+  takeExtents();
+  {  // A receive that nothing reads back.
+    const Tag tag = collectiveTagBase(0, 5);
+    std::vector<std::uint8_t> in(bytes, 0);
+    TransferRequest send, recv;
+    recv.destinationBytes = output;
+    ts[1]->link(0).postRecv(&recv, tag, in.data(), bytes);
+    std::thread sender([&] {
+      ts[0]->link(1).postSend(&send, tag, payload.data(), bytes);
+      EXPECT_TRUE(waitFor(*ts[0], send).ok());
+    });
+    EXPECT_TRUE(waitFor(*ts[1], recv).ok());
+    sender.join();
+    EXPECT_EQ(in, payload);
+    const auto got = takeExtents();
+    EXPECT_FALSE(got.empty());
+    EXPECT_EQ(std::count(got.begin(), got.end(), host), static_cast<long>(got.size()));
+  }
+  {  // A copy forwarded to rank 2, which takes it late: the ring to it (16 slots of 4 KiB)
+     // holds the first pieces, the others wait in the destination for room.
+    const Tag inTag = collectiveTagBase(0, 6), outTag = collectiveTagBase(0, 6) + 1;
+    std::vector<std::uint8_t> mid(bytes, 0), last(bytes, 0);
+    TransferRequest send0, recv1, send1, recv2;
+    send1.fed = true;
+    send1.fedBytes = 0;
+    recv1.feeds = &send1;
+    recv1.destinationBytes = output;
+    ts[1]->link(2).postSend(&send1, outTag, mid.data(), bytes);
+    ts[1]->link(0).postRecv(&recv1, inTag, mid.data(), bytes);
+    std::thread sender([&] {
+      ts[0]->link(1).postSend(&send0, inTag, payload.data(), bytes);
+      EXPECT_TRUE(waitFor(*ts[0], send0).ok());
+    });
+    EXPECT_TRUE(waitFor(*ts[1], recv1).ok());
+    sender.join();
+    const auto got = takeExtents();
+    const auto wide = std::count(got.begin(), got.end(), host);
+    const auto narrow = std::count(got.begin(), got.end(), bytes);
+    EXPECT_GE(wide, 1) << "no piece was forwarded";
+    EXPECT_GE(narrow, 1) << "a piece the send reads back was written past the caches";
+    EXPECT_EQ(wide + narrow, static_cast<long>(got.size()));
+    EXPECT_EQ(mid, payload);
+    ts[2]->link(1).postRecv(&recv2, outTag, last.data(), bytes);
+    std::thread end([&] { EXPECT_TRUE(waitFor(*ts[2], recv2).ok()); });
+    const bool sent = waitFor(*ts[1], send1).ok();
+    end.join();
+    EXPECT_TRUE(sent);
+    EXPECT_EQ(last, payload);
+  }
 }
 
 }  // namespace
