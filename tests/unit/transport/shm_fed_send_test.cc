@@ -268,6 +268,17 @@ std::vector<std::size_t> takeExtents() {
   return std::exchange(extents, {});
 }
 
+// Rank 0 sends `payload` on its own thread while rank 1 waits for `recv`, already posted.
+void receiveFromRank0(const std::vector<std::unique_ptr<ShmTransport>>& ts, TransferRequest* send,
+                      Tag tag, const std::vector<std::uint8_t>& payload, TransferRequest* recv) {
+  std::thread sender([&] {
+    ts[0]->link(1).postSend(send, tag, payload.data(), payload.size());
+    EXPECT_TRUE(waitFor(*ts[0], *send).ok());
+  });
+  EXPECT_TRUE(waitFor(*ts[1], *recv).ok());
+  sender.join();
+}
+
 // A piece copied out of the ring into a receive's destination picks its stores by the
 // outputs of every rank on the host (destinationBytes times the ranks), so that outputs
 // that together pass the caches are written past them; where a fed send reads the piece
@@ -286,12 +297,7 @@ TEST(ShmFedSendQueue, CopiesIntoADestinationCountTheHostsOutputsUnlessReadBack) 
     TransferRequest send, recv;
     recv.destinationBytes = output;
     ts[1]->link(0).postRecv(&recv, tag, in.data(), bytes);
-    std::thread sender([&] {
-      ts[0]->link(1).postSend(&send, tag, payload.data(), bytes);
-      EXPECT_TRUE(waitFor(*ts[0], send).ok());
-    });
-    EXPECT_TRUE(waitFor(*ts[1], recv).ok());
-    sender.join();
+    receiveFromRank0(ts, &send, tag, payload, &recv);
     EXPECT_EQ(in, payload);
     const auto got = takeExtents();
     EXPECT_FALSE(got.empty());
@@ -308,12 +314,7 @@ TEST(ShmFedSendQueue, CopiesIntoADestinationCountTheHostsOutputsUnlessReadBack) 
     recv1.destinationBytes = output;
     ts[1]->link(2).postSend(&send1, outTag, mid.data(), bytes);
     ts[1]->link(0).postRecv(&recv1, inTag, mid.data(), bytes);
-    std::thread sender([&] {
-      ts[0]->link(1).postSend(&send0, inTag, payload.data(), bytes);
-      EXPECT_TRUE(waitFor(*ts[0], send0).ok());
-    });
-    EXPECT_TRUE(waitFor(*ts[1], recv1).ok());
-    sender.join();
+    receiveFromRank0(ts, &send0, inTag, payload, &recv1);
     const auto got = takeExtents();
     const auto wide = std::count(got.begin(), got.end(), host);
     const auto narrow = std::count(got.begin(), got.end(), bytes);
