@@ -17,9 +17,11 @@
 # passes those arguments to that build's tutti-run (build/bin@--cpu-bind=block). The word
 # `ompi` in place of a BINDIR runs Open MPI's benchmark instead (build/peers/mpi_bench_openmpi,
 # bench/peers/setup.sh; the same collective and size, vader shared memory); `ompi-nocma` the
-# same without the kernel's single copy (btl_vader_single_copy_mechanism none). As root the ranks run
-# SCHED_FIFO (chrt -f 10), so that a compile elsewhere on the machine does not preempt them
-# in the middle of a run; the runs are short and bounded by `timeout`. -s keeps the normal
+# same without the kernel's single copy (btl_vader_single_copy_mechanism none); `ompi-tuned`,
+# `mpich` and `mpich-tuned` as compare.sh runs them (tuned: glibc keeps large buffers
+# mapped). As root the ranks run SCHED_FIFO (chrt -f 10), so that a compile elsewhere on
+# the machine does not preempt them in the middle of a run; the runs are short and bounded
+# by `timeout`. -s keeps the normal
 # scheduler instead, as compare.sh and users run: what depends on how the kernel shares
 # cores between oversubscribed ranks (binding them, yielding, sleeping) can change sign
 # under SCHED_FIFO, so measure such changes with -s.
@@ -51,15 +53,25 @@ for round in $(seq 1 "$rounds"); do
     bin=${build%%@*}
     runargs=()
     [ "$bin" = "$build" ] || IFS=, read -r -a runargs <<< "${build#*@}"
-    if [ "$build" = ompi ] || [ "$build" = ompi-nocma ]; then
-      mca=()
-      [ "$build" = ompi-nocma ] &&
-        mca=(--mca btl vader,self --mca btl_vader_single_copy_mechanism none)
+    case "$build" in ompi|ompi-nocma|ompi-tuned|mpich|mpich-tuned) peer=true ;; *) peer=false ;; esac
+    if $peer; then
+      tuned=(MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=17179869184)
+      case "$build" in
+        ompi*)
+          cmd=(mpirun.openmpi --allow-run-as-root --oversubscribe -np "$ranks"
+               --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo)
+          [ "$build" = ompi-nocma ] &&
+            cmd+=(--mca btl vader,self --mca btl_vader_single_copy_mechanism none)
+          [ "$build" = ompi-tuned ] && cmd+=(-x "${tuned[0]}" -x "${tuned[1]}")
+          cmd+=(build/peers/mpi_bench_openmpi) ;;
+        *)
+          cmd=(env UCX_NET_DEVICES=lo)
+          [ "$build" = mpich-tuned ] && cmd+=("${tuned[@]}")
+          cmd+=(mpirun.mpich -launcher fork -iface lo -np "$ranks" build/peers/mpi_bench_mpich) ;;
+      esac
       # Its RESULT line: label collective ranks bytes time_us ...
-      t=$(timeout 120 "${prio[@]}" mpirun.openmpi --allow-run-as-root --oversubscribe -np "$ranks" \
-            --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo "${mca[@]}" \
-            build/peers/mpi_bench_openmpi "$coll" -s "$bytes" -w "$warmup" -n "$iters" 2>/dev/null |
-          awk '$1 == "RESULT" {print $6; exit}')
+      t=$(timeout 120 "${prio[@]}" "${cmd[@]}" "$coll" -s "$bytes" -w "$warmup" -n "$iters" \
+            2>/dev/null | awk '$1 == "RESULT" {print $6; exit}')
     else
       # Out-of-place (-p: in-place) time, in microseconds, of the one size measured, from the JSON rows
       # (nine digits; the table rounds to hundredths, too coarse for a call of 0.15 us).
