@@ -240,11 +240,15 @@ Status CommImpl::connect(const InitParams& params, const Config& config, const s
       // Half the ring, alternating runs against 512 KiB (scripts/ab_latency.sh -r 7..9,
       // time against the default's): all-reduce 16 MiB 3 ranks 0.94, 4 ranks 0.87 and 0.95,
       // 8 ranks 0.93; 64 MiB 4 and 8 ranks 0.92, 0.94; 4 MiB 1.02, 1.05; all-gather 16 MiB
-      // 1.00, 0.95, 64 MiB 4 ranks 0.99; reduce-scatter 16 MiB 1.01, 0.98. Between 2 ranks
-      // (4 MiB rings) the segment stays as it is.
+      // 1.00, 0.95, 64 MiB 4 ranks 0.99; reduce-scatter 16 MiB 1.01, 0.98 (AMD EPYC). On an
+      // Intel Xeon (2 MiB L2 per core, 105 MiB L3) an eighth of the ring, 64 KiB, measured
+      // faster again against half (ab_latency.sh -s, 7-11 rounds): all-reduce 4 ranks 4 / 16
+      // / 64 MiB 0.84 / 0.90 / 0.94, 8 ranks 16 MiB 0.95; all-gather 4 ranks 16 MiB 0.98.
+      // Between 2 ranks (4 MiB rings) the segment stays as it is.
       if (!config.isSet("TUTTI_SEGMENT_BYTES"))
         setSegmentBytes(std::min<std::uint64_t>(
-            config_.segmentBytes, std::max<std::uint64_t>((*shm)->ringBytes() / 2, 4096)));
+            config_.segmentBytes,
+            std::max<std::uint64_t>((*shm)->ringBytes() / oneHostRingShare(), 4096)));
       transport_ = std::move(shm).value();
       sharedMemory_ = true;
       TUTTI_INFO(kInit, "communicator '%s': rank %d of %d ready, peers reached over shared memory",
