@@ -21,10 +21,9 @@
 # `mpich` and `mpich-tuned` as compare.sh runs them (tuned: glibc keeps large buffers
 # mapped). As root the ranks run SCHED_FIFO (chrt -f 10), so that a compile elsewhere on
 # the machine does not preempt them in the middle of a run; the runs are short and bounded
-# by `timeout`. -s keeps the normal
-# scheduler instead, as compare.sh and users run: what depends on how the kernel shares
-# cores between oversubscribed ranks (binding them, yielding, sleeping) can change sign
-# under SCHED_FIFO, so measure such changes with -s.
+# by `timeout`. -s keeps the normal scheduler instead, as compare.sh and users run: what
+# depends on how the kernel shares cores between oversubscribed ranks (binding them,
+# yielding, sleeping) can change sign under SCHED_FIFO, so measure such changes with -s.
 set -euo pipefail
 
 rounds=60 ranks=2 bytes=8 coll=allreduce transport=shm iters=50000 warmup=5000 benchargs=""

@@ -279,7 +279,7 @@ bool ShmLink::forwardLocked(const SlotView& h, const char* src, DoneList& done) 
     dst = streamTo_->data + h.offset;
   }
   if (dst != nullptr) {
-    // The send went from the ring, not from here: nothing reads the destination next.
+    // The send went from the ring, not from here: this step does not read it back.
     owner_->options_.copy(dst, src, h.chunkBytes, copyExtent(h, false));
   }
   to->publishForwardLocked(send, h.chunkBytes, done);
