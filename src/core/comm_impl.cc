@@ -224,6 +224,7 @@ Status CommImpl::connect(const InitParams& params, const Config& config, const s
                     static_cast<unsigned long long>(config.shmSlotBytes));
     sopts.slotBytes = static_cast<std::uint32_t>(config.shmSlotBytes);
     sopts.copy = &reduce::copy;
+    sopts.copyTwo = &reduce::copyTwo;
     sopts.maxUnexpectedBytes = config.tcpMaxUnexpected;
     sopts.runAheadBytes = config.shmRunAheadBytes;
     TUTTI_CHECK_ARG(config.shmRunAheadMessages >= 0,

@@ -25,6 +25,11 @@ using AverageFn = void (*)(void* buf, std::size_t count, int worldSize);
 /// dst (the portable kernel is memcpy). Never fails, never blocks.
 using CopyFn = void (*)(void* dst, const void* src, std::size_t bytes);
 
+/// cached = src and dst = src over `bytes` in one pass over src, none of the three
+/// overlapping: cached with normal stores, the whole lines of dst with non-temporal ones
+/// (the portable kernel is two memcpys). Never fails, never blocks.
+using CopyTwoFn = void (*)(void* cached, void* dst, const void* src, std::size_t bytes);
+
 /// Instruction sets that have their own kernels, in increasing order: a CPU that supports
 /// one usually supports every one before it, and bestIsa() picks the last supported one.
 /// kGeneric is portable C++ compiled for the baseline target and auto-vectorised; kAvxF16c
@@ -61,6 +66,9 @@ AverageFn averageKernel(DataType dtype, Isa isa);
 /// portable one). `isa` must be supported.
 CopyFn streamCopyKernel(Isa isa);
 
+/// The streaming copy into two destinations of `isa` (the same sets as streamCopyKernel).
+CopyTwoFn streamCopyTwoKernel(Isa isa);
+
 // Per-instruction-set tables, each defined in its own file. They return nullptr for the
 // pairs they do not implement; callers go through combineKernel() / averageKernel().
 CombineFn genericCombineKernel(DataType dtype, ReduceOp op);
@@ -72,6 +80,8 @@ CombineFn avx512CombineKernel(DataType dtype, ReduceOp op);
 AverageFn avx512AverageKernel(DataType dtype);
 CopyFn avx2StreamCopyKernel();
 CopyFn avx512StreamCopyKernel();
+CopyTwoFn avx2StreamCopyTwoKernel();
+CopyTwoFn avx512StreamCopyTwoKernel();
 // bfloat16 only: every other dtype is served by the kAvx512 tables.
 CombineFn avx512Bf16CombineKernel(DataType dtype, ReduceOp op);
 AverageFn avx512Bf16AverageKernel(DataType dtype);

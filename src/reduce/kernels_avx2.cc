@@ -262,6 +262,8 @@ AverageFn avx2AverageKernel(DataType dtype) { return pickAverage<Formats>(dtype)
 
 CopyFn avx2StreamCopyKernel() { return &streamCopy<IntLanes>; }
 
+CopyTwoFn avx2StreamCopyTwoKernel() { return &streamCopyTwo<IntLanes>; }
+
 }  // namespace tutti::reduce::detail
 
 #else  // not x86: no AVX2 kernels; isaSupported(kAvx2) is false there.
@@ -270,6 +272,7 @@ namespace tutti::reduce::detail {
 CombineFn avx2CombineKernel(DataType, ReduceOp) { return nullptr; }
 AverageFn avx2AverageKernel(DataType) { return nullptr; }
 CopyFn avx2StreamCopyKernel() { return nullptr; }
+CopyTwoFn avx2StreamCopyTwoKernel() { return nullptr; }
 }  // namespace tutti::reduce::detail
 
 #endif

@@ -20,6 +20,8 @@ AverageFn avx512AverageKernel(DataType dtype) { return pickAverage<Formats>(dtyp
 
 CopyFn avx512StreamCopyKernel() { return &streamCopy<IntLanes>; }
 
+CopyTwoFn avx512StreamCopyTwoKernel() { return &streamCopyTwo<IntLanes>; }
+
 }  // namespace tutti::reduce::detail
 
 #else  // not x86: no AVX-512 kernels; isaSupported(kAvx512) is false there.
@@ -28,6 +30,7 @@ namespace tutti::reduce::detail {
 CombineFn avx512CombineKernel(DataType, ReduceOp) { return nullptr; }
 AverageFn avx512AverageKernel(DataType) { return nullptr; }
 CopyFn avx512StreamCopyKernel() { return nullptr; }
+CopyTwoFn avx512StreamCopyTwoKernel() { return nullptr; }
 }  // namespace tutti::reduce::detail
 
 #endif

@@ -224,28 +224,44 @@ CombineFn pickOp(ReduceOp op) {
 }
 
 // dst = src, `bytes` of them, the body written with non-temporal stores (the caller has
-// decided the output is large, see reduce::copy). L is the instruction set's integer lane
-// type (load, stream); the bytes before dst's first cache line and after its last whole
-// one are copied with memcpy. Four lines per iteration keep the write-combining buffers
-// full.
-template <typename L>
-void streamCopy(void* dst, const void* src, std::size_t bytes) {
+// decided the output is large, see reduce::copy); with kCached, cached = src as well, in
+// the same pass over src and with normal stores (its next reader finds it in the caches;
+// the three ranges do not overlap). L is the instruction set's integer lane type (load,
+// store, stream); the bytes before dst's first cache line and after its last whole one are
+// copied with memcpy. Four lines per iteration keep the write-combining buffers full.
+template <typename L, bool kCached>
+void streamCopyLines(char* c, char* d, const char* s, std::size_t bytes) {
   constexpr std::size_t kLine = 64;
   constexpr std::size_t kStep = sizeof(typename L::V);
-  auto* d = static_cast<char*>(dst);
-  const auto* s = static_cast<const char*>(src);
   std::size_t head = (kLine - reinterpret_cast<std::uintptr_t>(d) % kLine) % kLine;
   if (head > bytes) head = bytes;
+  if constexpr (kCached) std::memcpy(c, s, head);
   std::memcpy(d, s, head);
   std::size_t i = head;
   for (; i + 4 * kLine <= bytes; i += 4 * kLine) {
     typename L::V v[4 * kLine / kStep];
     for (std::size_t k = 0; k < 4 * kLine / kStep; ++k) v[k] = L::load(s + i + k * kStep);
+    if constexpr (kCached) {
+      for (std::size_t k = 0; k < 4 * kLine / kStep; ++k) L::store(c + i + k * kStep, v[k]);
+    }
     for (std::size_t k = 0; k < 4 * kLine / kStep; ++k) L::stream(d + i + k * kStep, v[k]);
   }
   // Non-temporal stores are weakly ordered: visible before any later store (a flag).
   _mm_sfence();
+  if constexpr (kCached) std::memcpy(c + i, s + i, bytes - i);
   std::memcpy(d + i, s + i, bytes - i);
+}
+
+template <typename L>
+void streamCopy(void* dst, const void* src, std::size_t bytes) {
+  streamCopyLines<L, false>(nullptr, static_cast<char*>(dst), static_cast<const char*>(src),
+                            bytes);
+}
+
+template <typename L>
+void streamCopyTwo(void* cached, void* dst, const void* src, std::size_t bytes) {
+  streamCopyLines<L, true>(static_cast<char*>(cached), static_cast<char*>(dst),
+                           static_cast<const char*>(src), bytes);
 }
 
 // `Formats` names each dtype's format: Formats::Int8, Formats::Uint8, ..., Formats::Float64.

@@ -139,6 +139,27 @@ CopyFn streamCopyKernel(Isa isa) {
   };
 }
 
+CopyTwoFn streamCopyTwoKernel(Isa isa) {
+  TUTTI_DASSERT(isaSupported(isa));
+  CopyTwoFn fn = nullptr;
+  switch (isa) {
+    case Isa::kAvx512Bf16:
+    case Isa::kAvx512:
+      fn = avx512StreamCopyTwoKernel();
+      break;
+    case Isa::kAvx2:
+      fn = avx2StreamCopyTwoKernel();
+      break;
+    case Isa::kAvxF16c:
+    case Isa::kGeneric:
+      break;
+  }
+  return fn != nullptr ? fn : [](void* cached, void* dst, const void* src, std::size_t bytes) {
+    std::memcpy(cached, src, bytes);
+    std::memcpy(dst, src, bytes);
+  };
+}
+
 }  // namespace detail
 
 namespace {
@@ -149,6 +170,10 @@ bool overlapsPartially(const void* p, const void* q, std::size_t bytes) {
   const auto x = reinterpret_cast<std::uintptr_t>(p);
   const auto y = reinterpret_cast<std::uintptr_t>(q);
   return x != y && x < y + bytes && y < x + bytes;
+}
+
+bool overlaps(const void* p, const void* q, std::size_t bytes) {
+  return p == q || overlapsPartially(p, q, bytes);
 }
 
 }  // namespace
@@ -177,6 +202,20 @@ void copy(void* dst, const void* src, std::size_t bytes, std::size_t outputBytes
   }
   static const detail::CopyFn stream = detail::streamCopyKernel(detail::bestIsa());
   stream(dst, src, bytes);
+}
+
+void copyTwo(void* cached, void* dst, const void* src, std::size_t bytes,
+             std::size_t outputBytes) {
+  if (bytes == 0) return;
+  TUTTI_ASSERT(cached != nullptr && dst != nullptr && src != nullptr);
+  TUTTI_ASSERT(!overlaps(cached, src, bytes) && !overlaps(cached, dst, bytes));
+  if (std::max(bytes, outputBytes) < kCopyStreamingBytes || overlaps(dst, src, bytes)) {
+    std::memcpy(cached, src, bytes);
+    copy(dst, src, bytes, outputBytes);
+    return;
+  }
+  static const detail::CopyTwoFn stream = detail::streamCopyTwoKernel(detail::bestIsa());
+  stream(cached, dst, src, bytes);
 }
 
 void finalize(void* buf, std::size_t count, DataType dtype, ReduceOp op, int worldSize) {

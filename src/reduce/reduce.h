@@ -47,6 +47,13 @@ inline constexpr std::size_t kCopyStreamingBytes = std::size_t{32} << 20;
 /// change with the size of the pieces.
 void copy(void* dst, const void* src, std::size_t bytes, std::size_t outputBytes = 0);
 
+/// cached = src and dst = src over `bytes`, reading src once: a piece that goes on to its
+/// next reader through `cached` (normal stores: it stays in the caches) and out to `dst`,
+/// written as copy(dst, src, bytes, outputBytes) would write it. cached overlaps neither
+/// src nor dst; where dst overlaps src, the two copies are made one after the other.
+void copyTwo(void* cached, void* dst, const void* src, std::size_t bytes,
+             std::size_t outputBytes = 0);
+
 /// Applies the operator's final step in place: for kAvg divides every element by
 /// `worldSize` (integer division for integer types; float32 division for float16, bfloat16
 /// and float32; float64 for float64). A no-op for the other operators.

@@ -156,8 +156,9 @@ class ShmLink final : public Link {
   void fedLocked(TransferRequest* receive, std::size_t bytes, DoneList& done);
   /// Reduces or copies the arriving piece `h` of streamTo_ (bytes at `src`) straight into a
   /// slot of its fed send's ring, where that send can take it as its next piece now, and
-  /// from there into the receive's destination unless only the send wants it
-  /// (TransferRequest::feedsOnly). False: the piece must land in the destination first.
+  /// into the receive's destination unless only the send wants it
+  /// (TransferRequest::feedsOnly): a reduced piece from the slot, a copied one in the same
+  /// pass (Options::copyTwo). False: the piece must land in the destination first.
   bool forwardLocked(const SlotView& h, const char* src, DoneList& done);
   /// The extent that picks the stores of piece h's copy into the receive's destination
   /// (the copy's outputBytes): the message, or the host's outputs unless `readBack`.

@@ -62,6 +62,11 @@ class ShmTransport final : public Transport, public ProgressHook {
   static void plainCopy(void* dst, const void* src, std::size_t bytes, std::size_t) {
     std::memcpy(dst, src, bytes);
   }
+  static void plainCopyTwo(void* cached, void* dst, const void* src, std::size_t bytes,
+                           std::size_t) {
+    std::memcpy(cached, src, bytes);
+    std::memcpy(dst, src, bytes);
+  }
 
   struct Options {
     int rank = 0;
@@ -102,6 +107,12 @@ class ShmTransport final : public Transport, public ProgressHook {
     /// which writes large messages with non-temporal stores; memcpy by default.
     void (*copy)(void* dst, const void* src, std::size_t bytes, std::size_t messageBytes) =
         &plainCopy;
+    /// The same for a piece that also goes on into the next ring (a forwarded copy,
+    /// ShmLink::forwardLocked): cached = src, the next ring's slot, and dst = src, the
+    /// receiver's buffer, written as `copy` would write it. The layers above pass
+    /// reduce::copyTwo, which reads the piece once; two memcpys by default.
+    void (*copyTwo)(void* cached, void* dst, const void* src, std::size_t bytes,
+                    std::size_t messageBytes) = &plainCopyTwo;
     /// Bytes of unexpected messages buffered per peer before the ring stops being drained;
     /// each message counts its entry as well as its payload (ShmLink::kEntryBytes).
     std::uint64_t maxUnexpectedBytes = 64u << 20;

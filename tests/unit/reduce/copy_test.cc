@@ -1,9 +1,10 @@
-// reduce::copy and the streaming copy kernels: every length and alignment on every kernel
-// set this CPU supports, large copies that take the non-temporal path, pieces of a large
-// output, and overlapping ranges (memmove's semantics).
+// reduce::copy, reduce::copyTwo and the streaming copy kernels: every length and alignment
+// on every kernel set this CPU supports, large copies that take the non-temporal path,
+// pieces of a large output, and overlapping ranges (memmove's semantics).
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -58,9 +59,13 @@ class StreamCopyKernelTest : public ::testing::TestWithParam<detail::Isa> {
 // Every length up to past four cache lines (the kernels' unrolled step) at every
 // destination alignment within a line and two source alignments, then a few lengths of
 // many steps: the bytes are the source's and nothing outside the destination is written.
+// The kernel that copies into two destinations as well: both hold the source, nothing
+// around either is written (the cached one's alignment moves with the streamed one's).
 TEST_P(StreamCopyKernelTest, EveryLengthAndAlignmentCopiesExactly) {
   const detail::CopyFn fn = detail::streamCopyKernel(GetParam());
+  const detail::CopyTwoFn two = detail::streamCopyTwoKernel(GetParam());
   ASSERT_NE(fn, nullptr);
+  ASSERT_NE(two, nullptr);
   const Bytes src = randomBytes(8192 + 64, 7);
   std::vector<std::size_t> lengths;
   for (std::size_t n = 0; n <= 300; ++n) lengths.push_back(n);
@@ -70,15 +75,24 @@ TEST_P(StreamCopyKernelTest, EveryLengthAndAlignmentCopiesExactly) {
       for (std::size_t srcAt : {0, 13}) {
         // 64-byte aligned storage for the destination, so dstAt is its line offset.
         Bytes buf(kGuard + 64 + n + kGuard + 64, kSentinel);
+        Bytes other = buf, cache = buf;
         auto base = reinterpret_cast<std::uintptr_t>(buf.data() + kGuard);
-        const std::size_t align = (64 - base % 64) % 64;
-        const std::size_t begin = kGuard + align + dstAt;
+        const std::size_t begin = kGuard + (64 - base % 64) % 64 + dstAt;
+        const auto otherBase = reinterpret_cast<std::uintptr_t>(other.data() + kGuard);
+        const std::size_t otherBegin = kGuard + (64 - otherBase % 64) % 64 + dstAt;
+        const std::size_t cachedAt = kGuard + (dstAt * 5) % 64;
         fn(buf.data() + begin, src.data() + srcAt, n);
-        ASSERT_EQ(firstDifference(buf.data() + begin, src.data() + srcAt, n), -1)
-            << detail::isaName(GetParam()) << ": length " << n << ", dst offset " << dstAt
-            << ", src offset " << srcAt;
-        ASSERT_TRUE(guardsIntact(buf, begin, begin + n))
-            << detail::isaName(GetParam()) << ": wrote outside the destination, length " << n;
+        two(cache.data() + cachedAt, other.data() + otherBegin, src.data() + srcAt, n);
+        const std::string where = std::string(detail::isaName(GetParam())) + ": length " +
+                                  std::to_string(n) + ", dst offset " + std::to_string(dstAt) +
+                                  ", src offset " + std::to_string(srcAt);
+        ASSERT_EQ(firstDifference(buf.data() + begin, src.data() + srcAt, n), -1) << where;
+        ASSERT_TRUE(guardsIntact(buf, begin, begin + n)) << where << ": outside dst";
+        ASSERT_EQ(firstDifference(other.data() + otherBegin, src.data() + srcAt, n), -1)
+            << where << ", two destinations";
+        ASSERT_EQ(firstDifference(cache.data() + cachedAt, src.data() + srcAt, n), -1) << where;
+        ASSERT_TRUE(guardsIntact(other, otherBegin, otherBegin + n)) << where << ": outside dst";
+        ASSERT_TRUE(guardsIntact(cache, cachedAt, cachedAt + n)) << where << ": outside cached";
       }
     }
   }
@@ -132,6 +146,41 @@ TEST(Copy, OverlappingRangesBehaveAsMemmove) {
       ASSERT_EQ(firstDifference(got.data(), want.data(), got.size()), -1)
           << "length " << n << ", shift " << shift;
     }
+  }
+}
+
+// copyTwo: pieces of a large output (the streaming kernel), a small one (two plain copies)
+// and a destination that overlaps the source (memmove's result there): both outputs are
+// the source's bytes.
+TEST(CopyTwo, BothDestinationsHoldTheSource) {
+  const std::size_t n = (std::size_t{1} << 20) + 5;
+  const std::size_t piece = (std::size_t{64} << 10) + 3;
+  const Bytes src = randomBytes(n, 19);
+  Bytes dst(n + 2 * kGuard, kSentinel);
+  Bytes cached(piece + 2 * kGuard, kSentinel);
+  for (std::size_t at = 0; at < n; at += piece) {
+    const std::size_t bytes = std::min(piece, n - at);
+    copyTwo(cached.data() + kGuard, dst.data() + kGuard + at, src.data() + at, bytes,
+            std::size_t{64} << 20);
+    ASSERT_EQ(firstDifference(cached.data() + kGuard, src.data() + at, bytes), -1) << at;
+    ASSERT_TRUE(guardsIntact(cached, kGuard, kGuard + piece));  // the last piece is short
+  }
+  EXPECT_EQ(firstDifference(dst.data() + kGuard, src.data(), n), -1);
+  EXPECT_TRUE(guardsIntact(dst, kGuard, kGuard + n));
+
+  Bytes small(1000 + 2 * kGuard, kSentinel), smallCached(1000, 0);
+  copyTwo(smallCached.data(), small.data() + kGuard, src.data(), 1000);
+  EXPECT_EQ(firstDifference(small.data() + kGuard, src.data(), 1000), -1);
+  EXPECT_EQ(firstDifference(smallCached.data(), src.data(), 1000), -1);
+  EXPECT_TRUE(guardsIntact(small, kGuard, kGuard + 1000));
+
+  for (const std::size_t bytes : {std::size_t{1000}, kCopyStreamingBytes + 64}) {
+    const Bytes original = randomBytes(bytes + 200, 23);
+    Bytes got = original, want = original, into(bytes, 0);
+    copyTwo(into.data(), got.data() + 150, got.data() + 100, bytes);
+    std::memmove(want.data() + 150, want.data() + 100, bytes);
+    EXPECT_EQ(firstDifference(into.data(), original.data() + 100, bytes), -1) << bytes;
+    EXPECT_EQ(firstDifference(got.data(), want.data(), got.size()), -1) << bytes;
   }
 }
 

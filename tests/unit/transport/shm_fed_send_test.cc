@@ -264,6 +264,18 @@ void recordingCopy(void* dst, const void* src, std::size_t bytes, std::size_t ex
   }
   std::memcpy(dst, src, bytes);
 }
+// Forwarded copies come through Options::copyTwo: their extents go to the same list and
+// are counted apart as well.
+int copiesTwo = 0;
+void recordingCopyTwo(void* cached, void* dst, const void* src, std::size_t bytes,
+                      std::size_t extent) {
+  {
+    std::lock_guard<std::mutex> lock(extentsMutex);
+    ++copiesTwo;
+  }
+  std::memcpy(cached, src, bytes);
+  recordingCopy(dst, src, bytes, extent);
+}
 std::vector<std::size_t> takeExtents() {
   std::lock_guard<std::mutex> lock(extentsMutex);
   return std::exchange(extents, {});
@@ -283,11 +295,13 @@ void receiveFromRank0(const std::vector<std::unique_ptr<ShmTransport>>& ts, Tran
 // A piece copied out of the ring into a receive's destination picks its stores by the
 // outputs of every rank on the host (destinationBytes times the ranks), so that outputs
 // that together pass the caches are written past them; where a fed send reads the piece
-// back from the destination (it found the next ring full), by the message alone.
+// back from the destination (it found the next ring full), by the message alone. A piece
+// forwarded as it arrives is copied into the next ring and the destination in one pass.
 TEST(ShmFedSendQueue, CopiesIntoADestinationCountTheHostsOutputsUnlessReadBack) {
   ShmSetup setup;
   setup.cmaBytes = 0;
   setup.copy = &recordingCopy;
+  setup.copyTwo = &recordingCopyTwo;
   auto ts = connectAll(3, setup);
   const std::size_t bytes = 1 << 20, output = 8u << 20, host = 3 * output;
   const auto payload = pattern(bytes, 11);
@@ -320,6 +334,10 @@ TEST(ShmFedSendQueue, CopiesIntoADestinationCountTheHostsOutputsUnlessReadBack) 
     const auto wide = std::count(got.begin(), got.end(), host);
     const auto narrow = std::count(got.begin(), got.end(), bytes);
     EXPECT_GE(wide, 1) << "no piece was forwarded";
+    {
+      std::lock_guard<std::mutex> lock(extentsMutex);
+      EXPECT_EQ(copiesTwo, wide) << "a forwarded piece was not copied in one pass";
+    }
     EXPECT_GE(narrow, 1) << "a piece the send reads back was written past the caches";
     EXPECT_EQ(wide + narrow, static_cast<long>(got.size()));
     EXPECT_EQ(mid, payload);

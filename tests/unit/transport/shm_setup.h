@@ -25,6 +25,7 @@ struct ShmSetup {
   bool cmaAuto = false;  // the host's automatic threshold instead of cmaBytes
   std::optional<std::uint64_t> exchangeMaxBytes;  // unset: the transport's automatic limit
   decltype(ShmTransport::Options::copy) copy = &ShmTransport::plainCopy;
+  decltype(ShmTransport::Options::copyTwo) copyTwo = &ShmTransport::plainCopyTwo;
   std::uint32_t slotBytes = 4096;  // small slots: messages span many of them, the ring wraps
 };
 
@@ -45,6 +46,7 @@ inline std::vector<std::unique_ptr<ShmTransport>> connectAll(int size, const Shm
       o.cmaAuto = setup.cmaAuto;
       o.exchangeMaxBytes = setup.exchangeMaxBytes;
       o.copy = setup.copy;
+      o.copyTwo = setup.copyTwo;
       o.slotBytes = setup.slotBytes;
       o.maxUnexpectedBytes = setup.maxUnexpected;
       o.runAheadBytes = setup.runAhead;
