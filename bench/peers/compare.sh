@@ -270,10 +270,19 @@ run_peer() {  # round coll world peer: every size in one launch (Gloo: one per a
 membw_start=$(timeout 120 "$peer_bin/membw" 2>&1 || echo "MEMBW failed")
 echo "$membw_start (start)" | tee -a "$out/header.txt"
 
+# Time the hypervisor took from this VM's CPUs (the steal column of /proc/stat, in ticks):
+# on a shared host a round with much of it reads several times slower (4x was seen for 8
+# ranks on 2 vCPUs), whichever side it hits, so each round's share is recorded.
+steal_ticks() { awk '/^cpu / {print $9}' /proc/stat; }
+ticks_per_s=$(getconf CLK_TCK 2>/dev/null || echo 100)
+steal_log=""
+
 for coll in $collectives; do
   for world in $worlds; do
+    steal_rounds=""
     for ((round = 1; round <= rounds; round++)); do
       echo "round $round/$rounds: $coll, $world ranks" >&2
+      steal_before=$(steal_ticks)
       # Alternate who goes first, so neither side always runs on a warmer machine.
       if ((round % 2 == 1)); then
         for s in $sizes; do for t in $tuttis; do run_tutti "$round" "$coll" "$world" "$s" "$t"; done; done
@@ -282,13 +291,17 @@ for coll in $collectives; do
         for p in $peers; do run_peer "$round" "$coll" "$world" "$p"; done
         for s in $sizes; do for t in $tuttis; do run_tutti "$round" "$coll" "$world" "$s" "$t"; done; done
       fi
+      steal_rounds="$steal_rounds $(awk -v t=$(($(steal_ticks) - steal_before)) -v hz="$ticks_per_s" \
+                                      'BEGIN {printf "%.2f", t / hz}')"
     done
+    steal_log="$steal_log# time stolen per round (s, all CPUs), $coll $world ranks:$steal_rounds"$'\n'
   done
 done
 
 membw_end=$(timeout 120 "$peer_bin/membw" 2>&1 || echo "MEMBW failed")
 echo "$membw_end (end)" | tee -a "$out/header.txt"
 echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/header.txt"
+printf '%s' "$steal_log" | tee -a "$out/header.txt"
 
 # ---- the table. Per (collective, world, size): each implementation's median over rounds
 # (busbw in GB/s; time in us below 4 KiB, where latency is the point), then the best peer
