@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Alternates builds of tutti on one small-message measurement and prints, per build, the
 # median latency and the median of its per-round ratio to the first build. Runs alternate
-# (round 1: A B C, round 2: A B C, ...) because this machine's speed drifts between runs;
-# the per-round ratio cancels the drift that a comparison of two separate series keeps.
+# (round 1: A B C, round 2: C B A, round 3: A B C, ...) because this machine's speed drifts
+# between runs: the per-round ratio cancels the drift that a comparison of two separate
+# series keeps, and the order turning each round keeps any build from always going first.
 #
 #   scripts/ab_latency.sh [-r ROUNDS] [-n RANKS] [-b BYTES] [-c COLLECTIVE] [-t TRANSPORT]
 #                         [-i ITERS] [-w WARMUP] [-a "BENCH ARGS"] [-p] [-s] BINDIR...
@@ -46,9 +47,13 @@ if $realtime && [ "$(id -u)" = 0 ] && command -v chrt >/dev/null; then prio=(chr
 out=$(mktemp)
 json=$(mktemp)
 trap 'rm -f "$out" "$json"' EXIT
+builds=("$@")
 for round in $(seq 1 "$rounds"); do
-  i=0
-  for build in "$@"; do
+  # Odd rounds run the builds in the order given, even rounds in reverse: a build is not
+  # always the first (or last) of its round while the machine's speed drifts.
+  if ((round % 2 == 1)); then order=$(seq 0 $(($# - 1))); else order=$(seq $(($# - 1)) -1 0); fi
+  for i in $order; do
+    build=${builds[$i]}
     bin=${build%%@*}
     runargs=()
     [ "$bin" = "$build" ] || IFS=, read -r -a runargs <<< "${build#*@}"
@@ -82,7 +87,6 @@ for round in $(seq 1 "$rounds"); do
     fi
     [ -n "$t" ] || { echo "$0: $bin gave no result in round $round" >&2; exit 1; }
     echo "$round $i $t" >> "$out"
-    i=$((i + 1))
   done
 done
 

@@ -2,7 +2,6 @@
 // whether its senders ask the transport to copy rather than let the receiver read in place.
 
 #include "core/comm_impl.h"
-#include "reduce/reduce.h"
 
 namespace tutti::detail {
 
@@ -18,10 +17,15 @@ namespace tutti::detail {
 // all-reduce on 2 ranks keeps rendezvous: both ranks are busy reducing anyway, and half of
 // its messages are copied rather than reduced (through the ring it took 1.03-1.06 as long),
 // until its halves are large enough for the receiver to stream them out of the ring
-// (reduce::kCopyStreamingBytes): then the ring took 0.85 (64 MiB) and 0.92-0.93 (128 and
-// 256 MiB) of rendezvous' time, 1.00 at 32 MiB and 1.06 at 16 MiB.
+// (kStreamedBlockBytes): then the ring took 0.85 (64 MiB) and 0.92-0.93 (128 and 256 MiB)
+// of rendezvous' time, 1.00 at 32 MiB and 1.06 at 16 MiB.
 // The shm transport ignores the preference for a send from a memAlloc buffer, which the
 // receiver reduces straight from its mapping (reduce-scatter 64 MiB on 2 ranks: 0.58).
+// Blocks from this size go through the rings where the rendezvous would be the kernel's
+// copy. Measured when the copies streamed from 32 MiB (reduce::kCopyStreamingBytes, now
+// 8 MiB): the choice was not re-measured with the lower threshold, so it keeps its size.
+constexpr std::uint64_t kStreamedBlockBytes = std::uint64_t{32} << 20;
+
 bool prefersCopy(const CollectiveSpec& spec) {
   switch (spec.kind) {
     case Collective::kReduce:
@@ -30,14 +34,14 @@ bool prefersCopy(const CollectiveSpec& spec) {
       return true;
     case Collective::kAllReduce:
       return spec.size > 2 || spec.count * dataTypeSize(spec.dtype) <= (4u << 20) ||
-             spec.count * dataTypeSize(spec.dtype) / 2 >= reduce::kCopyStreamingBytes;
+             spec.count * dataTypeSize(spec.dtype) / 2 >= kStreamedBlockBytes;
     case Collective::kAllGather:
     case Collective::kAllToAll:
-      // Every rank sends and receives at once, so both cores copy anyway. A block large
-      // enough for streaming stores (reduce::kCopyStreamingBytes) moves faster through
-      // the rings, copied into cache by its sender and streamed out by its receiver, than
-      // by the kernel's copy from memory to memory.
-      return spec.count * dataTypeSize(spec.dtype) >= reduce::kCopyStreamingBytes;
+      // Every rank sends and receives at once, so both cores copy anyway. A block of
+      // kStreamedBlockBytes moves faster through the rings, copied into cache by its
+      // sender and streamed out by its receiver, than by the kernel's copy from memory to
+      // memory.
+      return spec.count * dataTypeSize(spec.dtype) >= kStreamedBlockBytes;
     default:
       return false;
   }

@@ -110,9 +110,14 @@ std::size_t alignmentHead(const void* dst, std::size_t count) {
 // machine (48 MiB shared L3): about 1.35x faster out of place, but about 10% slower in
 // place (dst == a, whose line is already in cache), hence only out of place. They also
 // take the result out of the caches, which costs the next reader a trip to memory when
-// the result would have fit there, hence the threshold: well above the last-level cache
-// of most machines (three buffers of 32 MiB).
-inline constexpr std::size_t kStreamingBytes = std::size_t{32} << 20;
+// the result would have fit there, hence a threshold. It was 32 MiB (three such buffers
+// above most last-level caches); on the Intel VM with 2 vCPUs, whose 105 MiB L3 is shared
+// with the host's other guests, 8 MiB for these and the copies (reduce::kCopyStreamingBytes)
+// measured faster for the sizes between (scripts/ab_latency.sh -s, 11-15 rounds, time
+// against 32 MiB): all-reduce 4 ranks 2 / 4 MiB 0.90 / 0.84, 2 ranks 4 / 16 MiB 0.92 / 0.91,
+// 8 ranks 16 MiB 0.93; reduce-scatter 2 ranks 16 MiB 0.79; 4 ranks 16 MiB all-reduce and
+// all-gather level; one cell slower, the all-gather of 8 MiB on 2 ranks, 1.05-1.09.
+inline constexpr std::size_t kStreamingBytes = std::size_t{8} << 20;
 
 // True when the main loop of a combine should use streaming stores: a large output (of
 // which this call may write a piece) in its own buffer, starting at element `i` on a cache

@@ -34,12 +34,12 @@ void combine(void* dst, const void* a, const void* b, std::size_t count, DataTyp
 /// the development machine (2 cores, 260 MiB L3 reported), one thread: memcpy copies 64 MiB
 /// at 5.1 GB/s, the AVX-512 streaming copy at 8.3-9.7; from 2 to 32 MiB both run at 12-16
 /// GB/s (the copy stays in the caches), the streaming one never slower. The same threshold
-/// as the combines' (kernels_simd.h): a result that would fit the caches stays there for
-/// its next reader.
-inline constexpr std::size_t kCopyStreamingBytes = std::size_t{32} << 20;
+/// as the combines' (kernels_simd.h, where the move from 32 MiB to 8 MiB is measured): a
+/// result that would fit the caches stays there for its next reader.
+inline constexpr std::size_t kCopyStreamingBytes = std::size_t{8} << 20;
 
 /// dst = src over `bytes` (memmove's semantics: the ranges may overlap). A large output
-/// (max(bytes, outputBytes) >= 32 MiB, kCopyStreamingBytes) that does not overlap src is
+/// (max(bytes, outputBytes) >= 8 MiB, kCopyStreamingBytes) that does not overlap src is
 /// written with non-temporal stores where the CPU has them (AVX-512, AVX2): they skip
 /// reading each destination line before writing it, about 1.8x memcpy's speed from memory
 /// to memory here, and leave the copy out of the caches. `outputBytes` as for combine():
