@@ -73,6 +73,14 @@ constexpr Rule kRules[] = {
     // segments and both directions' staging no longer fit the L2 where Rabenseifner's one
     // exchange of each half is read and reduced once.
     {Collective::kAllReduce, 1 << 20, 2, "ring", 2, true},
+    // Between 1 and 4 MiB on 2 ranks, where the halves go through the rings (prefersCopy),
+    // the direct pair (each half sent whole and reduced by its owner, then sent back) beats
+    // Rabenseifner's segmented exchange of the same halves. Intel VM, alternating runs
+    // (scripts/ab_latency.sh -s -r 9, TUTTI_ALGO), time against Rabenseifner's: 1 MiB 0.95
+    // (the ring stays there), 1.5 MiB 0.87, 2 MiB 0.82, 3 MiB 0.80, 4 MiB 0.71-0.78;
+    // past it, by rendezvous, 6 MiB 0.93, 8 MiB 1.05, 16 MiB 0.97, 64 MiB 1.01. From
+    // memAlloc buffers level (2 MiB 1.00, 4 MiB 0.97). Not measured on AMD.
+    {Collective::kAllReduce, 4 << 20, 2, "direct_rs_ag", 2, true},
     {Collective::kAllReduce, kAny, 2, "rabenseifner", 2, true},
     // 8 ranks on 2 cores (AMD EPYC, time against reduce + broadcast's): recursive doubling
     // 16 KiB 0.74, 32 KiB 0.83; at 64 KiB reduce + broadcast is ahead again (1.11).

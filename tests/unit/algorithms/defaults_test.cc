@@ -50,13 +50,15 @@ std::string allreduceDefault(int size, std::uint64_t bytes, bool sharedMemory) {
   return defaultFor(Collective::kAllReduce, size, bytes, sharedMemory);
 }
 
-TEST(DefaultRules, TwoRanksTakeRabenseifnerAbove1MiBOnOneHostAnd4MiBOverANetwork) {
+TEST(DefaultRules, TwoRanksTakeRabenseifnerAbove4MiBAndOnOneHostTheDirectPairAbove1MiB) {
   EXPECT_EQ(allreduceDefault(2, 1 << 20, false), "ring");
   EXPECT_EQ(allreduceDefault(2, 4 << 20, false), "ring");
   EXPECT_EQ(allreduceDefault(2, (4 << 20) + 4, false), "rabenseifner");
   EXPECT_EQ(allreduceDefault(2, 64 << 20, false), "rabenseifner");
   EXPECT_EQ(allreduceDefault(2, 1 << 20, true), "ring");
-  EXPECT_EQ(allreduceDefault(2, (1 << 20) + 4, true), "rabenseifner");
+  EXPECT_EQ(allreduceDefault(2, (1 << 20) + 4, true), "direct_rs_ag");
+  EXPECT_EQ(allreduceDefault(2, 4 << 20, true), "direct_rs_ag");
+  EXPECT_EQ(allreduceDefault(2, (4 << 20) + 4, true), "rabenseifner");
   EXPECT_EQ(allreduceDefault(2, 64 << 20, true), "rabenseifner");
 }
 
