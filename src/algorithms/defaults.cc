@@ -78,8 +78,9 @@ constexpr Rule kRules[] = {
     // Rabenseifner's segmented exchange of the same halves. Intel VM, alternating runs
     // (scripts/ab_latency.sh -s -r 9, TUTTI_ALGO), time against Rabenseifner's: 1 MiB 0.95
     // (the ring stays there), 1.5 MiB 0.87, 2 MiB 0.82, 3 MiB 0.80, 4 MiB 0.71-0.78;
-    // past it, by rendezvous, 6 MiB 0.93, 8 MiB 1.05, 16 MiB 0.97, 64 MiB 1.01. From
-    // memAlloc buffers level (2 MiB 1.00, 4 MiB 0.97). Not measured on AMD.
+    // past it, by rendezvous, 5 MiB 1.09, 6 MiB 0.93 then 1.04 (11 rounds), 8 MiB 1.05,
+    // 16 MiB 0.97, 64 MiB 1.01. From memAlloc buffers level (2 MiB 1.00, 4 MiB 0.97). At
+    // 4 ranks no such window (1 MiB 1.01, 2 MiB 0.87, 4 MiB 1.48). Not measured on AMD.
     {Collective::kAllReduce, 4 << 20, 2, "direct_rs_ag", 2, true},
     {Collective::kAllReduce, kAny, 2, "rabenseifner", 2, true},
     // 8 ranks on 2 cores (AMD EPYC, time against reduce + broadcast's): recursive doubling
