@@ -5,6 +5,11 @@
 
 namespace tutti::detail {
 
+// Blocks from this size go through the rings where the rendezvous would be the kernel's
+// copy. Measured when the copies streamed from 32 MiB (reduce::kCopyStreamingBytes, now
+// 8 MiB): the choice was not re-measured with the lower threshold, so it keeps its size.
+constexpr std::uint64_t kStreamedBlockBytes = std::uint64_t{32} << 20;
+
 // Whether a call's messages go through the transport's buffers rather than being read in
 // place by their receiver (rendezvous, TransferRequest::preferCopy). Over shared memory a
 // receiver reduces a copied message piece by piece as it arrives, from cache, while its
@@ -21,11 +26,6 @@ namespace tutti::detail {
 // of rendezvous' time, 1.00 at 32 MiB and 1.06 at 16 MiB.
 // The shm transport ignores the preference for a send from a memAlloc buffer, which the
 // receiver reduces straight from its mapping (reduce-scatter 64 MiB on 2 ranks: 0.58).
-// Blocks from this size go through the rings where the rendezvous would be the kernel's
-// copy. Measured when the copies streamed from 32 MiB (reduce::kCopyStreamingBytes, now
-// 8 MiB): the choice was not re-measured with the lower threshold, so it keeps its size.
-constexpr std::uint64_t kStreamedBlockBytes = std::uint64_t{32} << 20;
-
 bool prefersCopy(const CollectiveSpec& spec) {
   switch (spec.kind) {
     case Collective::kReduce:

@@ -114,9 +114,10 @@ std::size_t alignmentHead(const void* dst, std::size_t count) {
 // above most last-level caches); on the Intel VM with 2 vCPUs, whose 105 MiB L3 is shared
 // with the host's other guests, 8 MiB for these and the copies (reduce::kCopyStreamingBytes)
 // measured faster for the sizes between (scripts/ab_latency.sh -s, 11-15 rounds, time
-// against 32 MiB): all-reduce 4 ranks 2 / 4 MiB 0.90 / 0.84, 2 ranks 4 / 16 MiB 0.92 / 0.91,
-// 8 ranks 16 MiB 0.93; reduce-scatter 2 ranks 16 MiB 0.79; 4 ranks 16 MiB all-reduce and
-// all-gather level; one cell slower, the all-gather of 8 MiB on 2 ranks, 1.05-1.09.
+// against 32 MiB): all-reduce 4 ranks 2 / 4 MiB 0.90 / 0.84, 2 ranks 4 / 16 MiB 0.92 / 0.91;
+// reduce-scatter 2 ranks 16 MiB 0.79; 4 and 8 ranks 16 MiB all-reduce and 4 ranks 16 MiB
+// all-gather level (their outputs lie past 32 MiB); one cell slower, the all-gather of
+// 8 MiB on 2 ranks, 1.05-1.09.
 inline constexpr std::size_t kStreamingBytes = std::size_t{8} << 20;
 
 // True when the main loop of a combine should use streaming stores: a large output (of
