@@ -25,16 +25,22 @@
 # by `timeout`. -s keeps the normal scheduler instead, as compare.sh and users run: what
 # depends on how the kernel shares cores between oversubscribed ranks (binding them,
 # yielding, sleeping) can change sign under SCHED_FIFO, so measure such changes with -s.
+#
+# -S TICKS also prints the summary twice more: over the rounds in which the hypervisor
+# took TICKS or more clock ticks from this guest (steal in /proc/stat, all CPUs, usually
+# 100 a second) and over the others. Each round's steal is printed as it ends. What a
+# build does when its vCPUs are taken away (waiting, sleeping, waking) shows only in the
+# first set; on a quiet host there is none.
 set -euo pipefail
 
 rounds=60 ranks=2 bytes=8 coll=allreduce transport=shm iters=50000 warmup=5000 benchargs=""
-inplace=false realtime=true
-while getopts "r:n:b:c:t:i:w:a:ps" opt; do
+inplace=false realtime=true steal_split=""
+while getopts "r:n:b:c:t:i:w:a:psS:" opt; do
   case $opt in
     r) rounds=$OPTARG ;; n) ranks=$OPTARG ;; b) bytes=$OPTARG ;; c) coll=$OPTARG ;;
     t) transport=$OPTARG ;; i) iters=$OPTARG ;; w) warmup=$OPTARG ;; a) benchargs=$OPTARG ;; p) inplace=true ;;
-    s) realtime=false ;;
-    *) echo "usage: $0 [-r rounds] [-n ranks] [-b bytes] [-c collective] [-t transport] [-i iters] [-w warmup] [-a bench-args] [-p] [-s] BINDIR..." >&2; exit 2 ;;
+    s) realtime=false ;; S) steal_split=$OPTARG ;;
+    *) echo "usage: $0 [-r rounds] [-n ranks] [-b bytes] [-c collective] [-t transport] [-i iters] [-w warmup] [-a bench-args] [-p] [-s] [-S steal-ticks] BINDIR..." >&2; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -46,12 +52,15 @@ if $realtime && [ "$(id -u)" = 0 ] && command -v chrt >/dev/null; then prio=(chr
 
 out=$(mktemp)
 json=$(mktemp)
-trap 'rm -f "$out" "$json"' EXIT
+steal=$(mktemp)
+trap 'rm -f "$out" "$json" "$steal"' EXIT
+steal_ticks() { awk '$1 == "cpu" {print $9}' /proc/stat; }
 builds=("$@")
 for round in $(seq 1 "$rounds"); do
   # Odd rounds run the builds in the order given, even rounds in reverse: a build is not
   # always the first (or last) of its round while the machine's speed drifts.
   if ((round % 2 == 1)); then order=$(seq 0 $(($# - 1))); else order=$(seq $(($# - 1)) -1 0); fi
+  steal_before=$(steal_ticks)
   for i in $order; do
     build=${builds[$i]}
     bin=${build%%@*}
@@ -88,16 +97,34 @@ for round in $(seq 1 "$rounds"); do
     [ -n "$t" ] || { echo "$0: $bin gave no result in round $round" >&2; exit 1; }
     echo "$round $i $t" >> "$out"
   done
+  round_steal=$(($(steal_ticks) - steal_before))
+  echo "$round $round_steal" >> "$steal"
+  [ -z "$steal_split" ] || echo "round $round: steal $round_steal ticks" >&2
 done
 
 median() { sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
-printf "%-40s %12s %18s\n" build median_us ratio_to_first
-i=0
-for bin in "$@"; do
-  med=$(awk -v i=$i '$2 == i {print $3}' "$out" | median)
-  ratio=$(awk -v i=$i '$2 == 0 {a[$1] = $3} $2 == i {b[$1] = $3}
-                       END {for (r in b) print b[r] / a[r]}' "$out" | median)
-  printf "%-40s %12s %18.4f\n" "$bin" "$med" "$ratio"
-  i=$((i + 1))
-done
+# summary LO HI: the table over the rounds whose steal lies in [LO, HI].
+summary() {
+  local lo=$1 hi=$2 i=0 med ratio
+  local picked
+  picked=$(awk -v lo="$lo" -v hi="$hi" 'NR == FNR {if ($2 >= lo && $2 <= hi) keep[$1] = 1; next}
+                                         ($1 in keep)' "$steal" "$out")
+  [ -n "$picked" ] || { echo "(no such rounds)"; return; }
+  printf "%-40s %12s %18s\n" build median_us ratio_to_first
+  for bin in "${builds[@]}"; do
+    med=$(awk -v i=$i '$2 == i {print $3}' <<< "$picked" | median)
+    ratio=$(awk -v i=$i '$2 == 0 {a[$1] = $3} $2 == i {b[$1] = $3}
+                         END {for (r in b) print b[r] / a[r]}' <<< "$picked" | median)
+    printf "%-40s %12s %18.4f\n" "$bin" "$med" "$ratio"
+    i=$((i + 1))
+  done
+}
+if [ -n "$steal_split" ]; then
+  echo "rounds with steal of $steal_split ticks or more ($(awk -v s="$steal_split" '$2 >= s' "$steal" | wc -l)):"
+  summary "$steal_split" 999999999
+  echo "rounds with less ($(awk -v s="$steal_split" '$2 < s' "$steal" | wc -l)):"
+  summary 0 $((steal_split - 1))
+  echo "all rounds:"
+fi
+summary 0 999999999
 echo "($rounds alternating rounds, $ranks ranks over $transport, $coll of $bytes bytes, $iters iterations each$($realtime && [ ${#prio[@]} -gt 0 ] && echo ", SCHED_FIFO"))"

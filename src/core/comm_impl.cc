@@ -223,6 +223,10 @@ Status CommImpl::connect(const InitParams& params, const Config& config, const s
                     "TUTTI_SHM_SLOT_BYTES must be 0 (automatic) or between 64 and 64M, got %llu",
                     static_cast<unsigned long long>(config.shmSlotBytes));
     sopts.slotBytes = static_cast<std::uint32_t>(config.shmSlotBytes);
+    TUTTI_CHECK_ARG(config.shmPollUs >= 0 && config.shmPollUs <= 10'000'000,
+                    "TUTTI_SHM_POLL_US must be between 0 and 10000000 microseconds, got %lld",
+                    static_cast<long long>(config.shmPollUs));
+    sopts.pollNs = config.shmPollUs * 1000;
     sopts.copy = &reduce::copy;
     sopts.copyTwo = &reduce::copyTwo;
     sopts.maxUnexpectedBytes = config.tcpMaxUnexpected;

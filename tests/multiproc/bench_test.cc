@@ -352,6 +352,41 @@ TEST(BenchProcs, ShmExchangeBytesIsAutoOrAByteCount) {
       << bad.err;
 }
 
+// TUTTI_SHM_POLL_US bounds how long a waiter yields the core before it sleeps: with 0 it
+// sleeps at once, with 200 ms it hardly ever does; 4 ranks (more than this machine's
+// cores) get every element right either way. A negative value or one past 10 s fails
+// creation on every rank, naming the variable and the value.
+TEST(BenchProcs, ShmPollUsIsABoundedTime) {
+  auto run = [](const std::string& value) {
+    return runProcess({binPath("tutti-run"), "-n", "4", "--timeout", "200", "-x",
+                       "TUTTI_TRANSPORT=shm", "-x", "TUTTI_SHM_POLL_US=" + value,
+                       binPath("tutti-bench"), "allreduce", "-b", "8", "-e", "256K", "-f", "32",
+                       "-c", "1", "-n", "3", "-w", "1"},
+                      kOuterBoundSeconds);
+  };
+  for (const std::string value : {"0", "200000"}) {
+    ProcessResult r = run(value);
+    ASSERT_FALSE(r.timedOut) << r.out << r.err;
+    EXPECT_EQ(r.exitCode(), 0) << value << "\n" << r.out << r.err;
+    const auto rows = tableRows(r.out)["allreduce"];
+    ASSERT_EQ(rows.size(), 4u) << r.out;  // 8 B, 256 B, 8 KiB, 256 KiB
+    for (const std::vector<std::string>& cells : rows) {
+      ASSERT_EQ(cells.size(), kCells) << r.out;
+      EXPECT_EQ(cells[8], "0") << value << "\n" << r.out;
+      EXPECT_EQ(cells[12], "0") << value << "\n" << r.out;
+    }
+  }
+  for (const std::string value : {"-1", "10000001"}) {
+    ProcessResult bad = run(value);
+    ASSERT_FALSE(bad.timedOut) << bad.out << bad.err;
+    EXPECT_NE(bad.exitCode(), 0);
+    EXPECT_NE(bad.err.find("TUTTI_SHM_POLL_US must be between 0 and 10000000 microseconds, got " +
+                           value),
+              std::string::npos)
+        << bad.err;
+  }
+}
+
 TEST(BenchProcs, SendRecvNeedsAPeer) {
   ProcessResult alone = runBench(1, {"sendrecv", "-b", "64", "-e", "64"});
   ASSERT_FALSE(alone.timedOut) << alone.out << alone.err;

@@ -37,9 +37,6 @@ constexpr std::size_t kBounceBytes = 128u << 10;
 constexpr std::int64_t kPeerCheckNs = 50'000'000;
 // How often a transport in use looks for mappings of peers' buffers that were freed.
 constexpr std::int64_t kFreedCheckNs = 1'000'000'000;
-// After the spin, how long and how many times a waiter yields the core before it sleeps.
-constexpr std::int64_t kYieldNs = 50'000;
-constexpr int kMaxYields = 64;
 // Progress passes between two reads of the clock (a pass without work is ~20 ns).
 constexpr std::uint64_t kPassesPerClockRead = 256;
 
@@ -524,10 +521,10 @@ bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::i
     clockStarted = true;
     const std::int64_t start = nowNs();
     spinUntil = spinNs > 0 ? start + spinNs : 0;
-    yieldUntil = start + std::max<std::int64_t>(spinNs, 0) + kYieldNs;
+    yieldUntil = start + std::max<std::int64_t>(spinNs, 0) + options_.pollNs;
   };
   std::uint64_t spins = 0;
-  int yields = 0;
+  std::uint64_t yields = 0;
   Control& c = own_.control();
   DoneList done;
   Marks marks;
@@ -559,14 +556,23 @@ bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::i
       continue;
     }
     startClock();
-    // Then a few yields: with more ranks than cores the rank this one waits for is often
-    // runnable on this very core, and yielding hands it the core at once, where a futex
-    // sleep costs two context switches and a wake-up. Bounded, so an idle rank still ends
-    // up asleep (when nothing else is runnable, sched_yield returns at once).
-    if (yields < kMaxYields && nowNs() < yieldUntil) {
-      ++yields;
-      sched_yield();
-      look = changed();
+    // Then the rank keeps its core for options_.pollNs: polling where every rank of the
+    // host has a core; else yielding, since the rank this one waits for is often runnable
+    // on this very core, and yielding hands it the core at once, where a futex sleep costs
+    // two context switches and a wake-up. A rank that polls is not preempted by other work
+    // when its message lands, and a vCPU that keeps running is not a halted one that the
+    // hypervisor must wake. Bounded, so an idle rank still ends up asleep (when nothing
+    // else is runnable, sched_yield returns at once). Every 64th turn passes (it finds
+    // dead peers) and looks at the deadline.
+    if (nowNs() < yieldUntil) {
+      if (coreEach_) cpuRelax();
+      else sched_yield();
+      if (++yields % 64 == 0) {
+        if (deadline.expired()) yieldUntil = 0;  // the sleep below reports it
+        look = true;
+      } else {
+        look = changed();
+      }
       continue;
     }
     look = true;

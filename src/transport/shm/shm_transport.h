@@ -16,12 +16,13 @@
 // process's mapping of it, made on first use (PeerBuffers), instead of the kernel's copy.
 //
 // There is no progress thread. Posting a request moves what it can at once; the thread
-// that waits (waitForProgress) moves the rest, polling for the spin budget and then
-// sleeping on its segment's doorbell. Peers ring the doorbell for acks, leaving and aborts
+// that waits (waitForProgress) moves the rest, polling for the spin budget, then keeping
+// its core for Options::pollNs (polling, or yielding it where ranks outnumber cores), and
+// then sleeping on its segment's doorbell. Peers ring the doorbell for acks, leaving and aborts
 // always, and for messages and freed slots only while the owner sleeps: a spinning owner
 // watches its rings' slots and tails itself, so a small message costs the receiver one
-// cache line. A rank blocked in a collective uses no CPU after the spin, and more ranks
-// than cores still progress.
+// cache line. A rank blocked in a collective uses no CPU after those few milliseconds, and
+// more ranks than cores still progress.
 //
 // Failures: the first failure (a timeout, a mismatch, a peer found dead through its pidfd,
 // a peer that left while still needed) is written into every peer's abort record and rings
@@ -133,6 +134,15 @@ class ShmTransport final : public Transport, public ProgressHook {
     /// -r 9: 0 / 64 / 256 messages 0.81 / 0.79 / 0.81 us). 16 measured level with 64.
     /// 0: no such limit.
     std::uint64_t runAheadMessages = 64;
+    /// After its spin, how long a waiter with nothing to do keeps its core before it sleeps
+    /// on its doorbell: polling where every rank of the host has a core, yielding it
+    /// (sched_yield: another runnable rank on this core gets it, else the call returns at
+    /// once) where ranks outnumber cores. A sleeper is woken late when other work holds its
+    /// core (the scheduler hands a yielder's core to anyone runnable, a poller keeps it),
+    /// and on a virtual machine a vCPU whose ranks all sleep halts and, when its host is
+    /// busy, waits for the hypervisor to run it again. Measurements (docs/performance.md,
+    /// "A waiter that keeps its core"): it was 50 us of yields after a 20 us spin.
+    std::int64_t pollNs = 5'000'000;
     Deadline deadline = Deadline::afterSeconds(60);
     /// This rank's host as far as shared memory goes; empty: hostKey(). Ranks with equal
     /// keys share segments.
