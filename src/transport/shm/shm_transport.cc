@@ -511,6 +511,15 @@ bool ShmTransport::markAndPass(Marks& marks, DoneList& done) {
 }
 
 bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::int64_t spinNs) {
+  // After the spin the rank keeps its core for options_.pollNs before it sleeps: where every
+  // rank of the host has a core the window simply extends the spin; else it yields, since
+  // the rank this one waits for is often runnable on this very core, and yielding hands it
+  // the core at once, where a futex sleep costs two context switches and a wake-up. A rank
+  // that polls is not preempted by other work when its message lands, and a vCPU that keeps
+  // running is not a halted one that the hypervisor must wake. Bounded, so an idle rank
+  // still ends up asleep (when nothing else is runnable, sched_yield returns at once).
+  const std::int64_t spinBudget = std::max<std::int64_t>(spinNs, 0) + (coreEach_ ? options_.pollNs : 0);
+  const std::int64_t yieldBudget = coreEach_ ? 0 : options_.pollNs;
   // The clock is first read once the wait has lasted a while (64 turns of the spin, or the
   // first yield): most waits for a small message end before that, and a read costs 20-100 ns
   // here. The budgets count from that first read.
@@ -519,9 +528,8 @@ bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::i
   auto startClock = [&] {
     if (clockStarted) return;
     clockStarted = true;
-    const std::int64_t start = nowNs();
-    spinUntil = spinNs > 0 ? start + spinNs : 0;
-    yieldUntil = start + std::max<std::int64_t>(spinNs, 0) + options_.pollNs;
+    spinUntil = nowNs() + spinBudget;
+    yieldUntil = spinUntil + yieldBudget;
   };
   std::uint64_t spins = 0;
   std::uint64_t yields = 0;
@@ -549,26 +557,24 @@ bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::i
         continue;
       }
     }
-    if (spinNs > 0 && ++spins % 64 == 0) startClock();
-    if (spinNs > 0 && (spins % 64 != 0 || nowNs() < spinUntil)) {
+    // Every 64th turn of the spin reads the clock, passes (it finds dead peers) and looks at
+    // the deadline (the sleep below reports it).
+    if (spinBudget > 0 && ++spins % 64 == 0) startClock();
+    if (spinBudget > 0 && (spins % 64 != 0 || nowNs() < spinUntil)) {
       cpuRelax();
-      look = spins % 64 == 0 || changed();  // every 64th turn passes (it finds dead peers)
+      if (spins % 64 == 0) {
+        look = true;
+        if (deadline.expired()) spinUntil = yieldUntil = 0;
+      } else {
+        look = changed();
+      }
       continue;
     }
     startClock();
-    // Then the rank keeps its core for options_.pollNs: polling where every rank of the
-    // host has a core; else yielding, since the rank this one waits for is often runnable
-    // on this very core, and yielding hands it the core at once, where a futex sleep costs
-    // two context switches and a wake-up. A rank that polls is not preempted by other work
-    // when its message lands, and a vCPU that keeps running is not a halted one that the
-    // hypervisor must wake. Bounded, so an idle rank still ends up asleep (when nothing
-    // else is runnable, sched_yield returns at once). Every 64th turn passes (it finds
-    // dead peers) and looks at the deadline.
-    if (nowNs() < yieldUntil) {
-      if (coreEach_) cpuRelax();
-      else sched_yield();
+    if (yieldBudget > 0 && nowNs() < yieldUntil) {
+      sched_yield();
       if (++yields % 64 == 0) {
-        if (deadline.expired()) yieldUntil = 0;  // the sleep below reports it
+        if (deadline.expired()) yieldUntil = 0;
         look = true;
       } else {
         look = changed();
