@@ -30,10 +30,21 @@
 // alltoallv's zero blocks, passes its gate on to the next.)
 //
 // In place (the input is the output): the block received in round k lands on block
-// (r - k), which is sent only in round n - k. For 2k <= n it is received into scratch and
-// copied home at the end, after that send; for 2k > n the send is already done, so it is
-// received in place, ordered after that send. Scratch: the blocks of rounds 1..n/2, about
-// half the buffer (the direct algorithm keeps n - 1 blocks).
+// (r - k), which is sent only in round n - k. For 2k <= n that block is first copied into
+// scratch (its send, in round n - k, reads it there) and the receive lands in place after
+// the copy; for 2k > n the send is already done, so it is received in place, ordered after
+// that send. Scratch: the blocks of rounds 1..n/2, about half the buffer (the direct
+// algorithm keeps n - 1 blocks). Stashing what is sent rather than receiving into scratch
+// and copying home afterwards copies the same bytes, but from this rank's own cache rather
+// than from lines another core has just written, and lets the message land in the output
+// itself, which a peer writes through its mapping when it is a memAlloc buffer. 2 ranks,
+// in place, against receiving into scratch: 64 KiB 0.78 and 1 MiB 0.72 of the time from the
+// heap, 0.84 and 0.51 from memAlloc (docs/performance.md).
+// In place the send goes first in its round: posted before the receive, its offer is out
+// when the peer matches, so each end writes its own half of the exchange at once; the
+// other order left one end idle until the other had written (2 ranks, 1 MiB: 1.5x the
+// time). Out of place the receive still goes first (not re-measured; there the own
+// block's copy follows the posts).
 
 #include <initializer_list>
 #include <vector>
@@ -81,16 +92,17 @@ class PairwiseBuilder {
         n_(spec.size),
         r_(spec.rank),
         gate_(at(n_)),
-        recvStep_(at(n_), kNoStep),
         sendStep_(at(n_), kNoStep),
-        slot_(at(n_), 0) {}
+        slot_(at(n_), 0),
+        stashed_(at(n_), 0),
+        stashStep_(at(n_), kNoStep) {}
 
-  // In place: scratch slots for the rounds whose block must wait (2k <= n).
+  // In place: scratch slots for the blocks that must wait for their send (rounds 2k <= n).
   void reserveScratch() {
     std::uint64_t total = 0;
     for (int k = 1; k < n_ && pairwise::inPlaceNeedsScratch(n_, k); ++k) {
       slot_[at(k)] = total;
-      total += blocks_.recv(pairwise::recvPeer(n_, r_, k)).count;
+      total += blocks_.send(pairwise::recvPeer(n_, r_, k)).count;
     }
     b_.reserveScratch(total);
   }
@@ -101,47 +113,67 @@ class PairwiseBuilder {
     const std::vector<StepId> after =
         k > kRoundsInFlight ? gate_[at(k - kRoundsInFlight)] : std::vector<StepId>{};
     std::vector<StepId>& mine = gate_[at(k)];
-    Region dst = blocks_.recv(from);
-    if (dst.count > 0) {
-      // In place, `from`'s block lands on the block this rank sends to `from` in round n-k.
-      const bool toScratch = spec_.inPlace && pairwise::inPlaceNeedsScratch(n_, k);
-      if (toScratch) dst = {BufferKind::kScratch, slot_[at(k)], dst.count};
-      StepId recv = b_.recv(from, dst);
-      for (StepId d : after) b_.addDependency(recv, d);
-      if (spec_.inPlace && !toScratch) addDependencies(b_, recv, {sendStep_[at(from)]});
-      recvStep_[at(k)] = recv;
-      mine.push_back(recv);
-    }
-    if (blocks_.send(to).count > 0) {
-      StepId send = b_.send(to, blocks_.send(to));
-      for (StepId d : after) b_.addDependency(send, d);
-      sendStep_[at(to)] = send;
-      mine.push_back(send);
+    if (!spec_.inPlace) {
+      receive(from, after, kNoStep, mine);
+      send(to, after, mine);
+    } else if (!pairwise::inPlaceNeedsScratch(n_, k)) {
+      // `from`'s block lands on the block sent to `from` in round n - k, already posted.
+      send(to, after, mine);
+      receive(from, after, sendStep_[at(from)], mine);
+    } else {
+      // `from`'s block lands on the block this rank sends to `from` in round n - k (this
+      // round when 2k = n): that block moves to scratch first, and is sent from there.
+      // The send first unless it is that block: it does not wait for the copy.
+      if (to != from) send(to, after, mine);
+      StepId stash = kNoStep;
+      const Region block = blocks_.send(from);
+      if (block.count > 0) {
+        stash = b_.copy(block, {BufferKind::kScratch, slot_[at(k)], block.count});
+        stashed_[at(from)] = k;
+        stashStep_[at(from)] = stash;
+      }
+      if (to == from) send(to, after, mine);
+      receive(from, after, stash, mine);
     }
     if (mine.empty()) mine = gate_[at(k - 1)];  // nothing moved: pass the gate on
   }
 
-  // In place: brings the blocks of rounds 2k <= n home, once their places have been sent.
-  void bringHome() {
-    for (int k = 1; k < n_ && pairwise::inPlaceNeedsScratch(n_, k); ++k) {
-      const int from = pairwise::recvPeer(n_, r_, k);
-      const Region home = blocks_.recv(from);
-      if (home.count == 0) continue;
-      StepId copy = b_.copy({BufferKind::kScratch, slot_[at(k)], home.count}, home);
-      addDependencies(b_, copy, {recvStep_[at(k)], sendStep_[at(from)]});
-    }
+ private:
+  // This round's send to `to`; a block stashed in an earlier round (or this one) goes from
+  // scratch.
+  void send(int to, const std::vector<StepId>& after, std::vector<StepId>& mine) {
+    Region src = blocks_.send(to);
+    if (src.count == 0) return;
+    const int stashedIn = stashed_[at(to)];
+    if (stashedIn > 0) src = {BufferKind::kScratch, slot_[at(stashedIn)], src.count};
+    StepId step = b_.send(to, src);
+    for (StepId d : after) b_.addDependency(step, d);
+    if (stashedIn > 0) b_.addDependency(step, stashStep_[at(to)]);
+    sendStep_[at(to)] = step;
+    mine.push_back(step);
   }
 
- private:
+  // This round's receive from `from` into its block of the output, after `waitFor` too.
+  void receive(int from, const std::vector<StepId>& after, StepId waitFor,
+               std::vector<StepId>& mine) {
+    const Region dst = blocks_.recv(from);
+    if (dst.count == 0) return;
+    StepId recv = b_.recv(from, dst);
+    for (StepId d : after) b_.addDependency(recv, d);
+    addDependencies(b_, recv, {waitFor});
+    mine.push_back(recv);
+  }
+
   const CollectiveSpec& spec_;
   ScheduleBuilder& b_;
   const AlltoallBlocks blocks_;
   const int n_;
   const int r_;
   std::vector<std::vector<StepId>> gate_;  // per round: the steps that have it behind them
-  std::vector<StepId> recvStep_;           // per round: its receive (kNoStep: none)
   std::vector<StepId> sendStep_;           // per block: the send of it (kNoStep: none)
   std::vector<std::uint64_t> slot_;        // per round, in place: scratch offset
+  std::vector<int> stashed_;               // per block, in place: the round that stashed it
+  std::vector<StepId> stashStep_;          // per block, in place: the copy that stashed it
 };
 
 }  // namespace
@@ -153,7 +185,6 @@ Schedule buildAlltoallPairwise(const CollectiveSpec& spec) {
   PairwiseBuilder rounds(spec, b);
   if (spec.inPlace) rounds.reserveScratch();
   for (int k = 1; k < spec.size; ++k) rounds.round(k);
-  if (spec.inPlace) rounds.bringHome();
   // Out of place, the own block last: no round touches it, and the copy then overlaps
   // with the exchanges instead of delaying the first of them.
   if (!spec.inPlace && own.count > 0)

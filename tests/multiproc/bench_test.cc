@@ -242,6 +242,27 @@ TEST(BenchProcs, AllReduceReadsPeersInPlaceOnlyWhenEveryRanksBuffersAreShared) {
   }
 }
 
+// 2 ranks, all-to-all in place: the block each sends is stashed in scratch first and the
+// peer's lands in place (alltoall_pairwise.cc), its send then leaving from scratch, the
+// heap, into a memAlloc output written through the sender's mapping even when it is one
+// piece. Sizes from the heap rendezvous threshold (16K blocks) to shared pieces, odd
+// counts, both buffer kinds, every element checked in and out of place.
+TEST(BenchProcs, TwoRankAlltoallInPlaceChecksCleanFromHeapAndMemAlloc) {
+  for (const char* shared : {"0", "1"}) {
+    ProcessResult r = runBench(2, {"alltoall", "-b", "32776", "-e", "2097664", "-f", "4", "-c",
+                                   "1", "-n", "3", "-w", "1", "-R", shared});
+    ASSERT_FALSE(r.timedOut) << r.out << r.err;
+    EXPECT_EQ(r.exitCode(), 0) << r.out << r.err;
+    const auto rows = tableRows(r.out)["alltoall"];
+    ASSERT_EQ(rows.size(), 4u) << r.out;
+    for (const auto& row : rows) {
+      ASSERT_EQ(row.size(), kCells) << r.out;
+      EXPECT_EQ(row[8], "0") << r.out;
+      EXPECT_EQ(row[12], "0") << r.out;
+    }
+  }
+}
+
 // All-gather and all-to-all blocks of 32 MiB or more from the heap cross the rings
 // (prefersCopy) and are written out with streaming stores (reduce::copy), as are the
 // own blocks' local copies and the halves of a 2-rank all-reduce; from memAlloc the mapped

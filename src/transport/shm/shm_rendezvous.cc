@@ -137,7 +137,13 @@ void ShmLink::readRendezvousLocked(TransferRequest* request, const Offer& offer,
   const std::uint64_t bytes = request->bytes;
   const std::uint64_t chunks = chunksOf(bytes);
   RndvShare& share = peerSegment_->share(owner_->rank(), rndvId);
-  const bool shared = chunks > 1;
+  // A message of one piece is read in one call, unless it is half of an exchange from a
+  // heap buffer into a memAlloc one: its sender then writes it through its mapping of the
+  // destination, a memcpy where this rank's read would be the kernel's copy (2 ranks,
+  // in-place 64 KiB all-to-all from memAlloc buffers, whose sends leave from scratch).
+  const BufferRef destBuffer = findUserBuffer(request->data, bytes);
+  const bool shared =
+      chunks > 1 || (!offer.buffer.valid() && destBuffer.valid() && exchangingLocked(bytes));
   if (!shared) {  // the whole message in one call
     const Status status =
         copyWithPeer(true, request->data, remoteAddr, bytes, bytes, offer.buffer);
@@ -158,7 +164,7 @@ void ShmLink::readRendezvousLocked(TransferRequest* request, const Offer& offer,
   share.claim.store(0, std::memory_order_relaxed);
   share.written.store(0, std::memory_order_relaxed);
   share.senderCopies.store(exchange ? 1 : 0, std::memory_order_relaxed);
-  share.destBuffer = findUserBuffer(request->data, bytes);
+  share.destBuffer = destBuffer;
   share.seq.store(rndvSeq, std::memory_order_release);
   peerSegment_->ring();  // the sender's waiter looks at its shares on its next pass
   // The id is the sender's and stays busy until the ack: no other message holds it.

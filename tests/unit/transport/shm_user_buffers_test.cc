@@ -285,6 +285,65 @@ TEST(UserBufferTransfer, PiecesGrowWithTheMessageUpToTheSlot) {
   }
 }
 
+// A two-way exchange of one-piece messages (past the heap rendezvous threshold, below one
+// shared piece) from heap buffers: into memAlloc buffers each sender writes its message
+// through its mapping of the destination (a memcpy where the receiver's read would be the
+// kernel's copy), into heap buffers each receiver reads it. Both offers are out before
+// either receive is posted, so each message finds its receiver sending too (an exchange,
+// where the host gives every rank a core: leavesExchangeToSender). Every byte checked.
+TEST(UserBufferTransfer, OnePieceExchangesFromTheHeapAreWrittenIntoMemAllocBuffers) {
+  ShmSetup setup;
+  setup.cmaBytes = 16 << 10;
+  auto ts = connectAll(2, setup);
+  ASSERT_EQ(ts.size(), 2u);
+  const std::size_t bytes = 20000;
+  std::vector<std::string> errors(2);
+  std::atomic<int> offered{0};
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      ShmTransport& t = *ts[static_cast<std::size_t>(r)];
+      const int peer = 1 - r;
+      int seed = 0, exchanges = 0;
+      for (int round = 0; round < 4 && errors[r].empty(); ++round) {
+        const bool intoShared = round % 2 == 0;
+        const std::vector<std::uint8_t> out = pattern(bytes, ++seed * 2 + r);
+        Buffer in(bytes, intoShared);
+        TransferRequest send, recv;
+        const std::uint64_t before = t.mappedBytes();
+        t.link(peer).postSend(&send, 11, out.data(), out.size());
+        const int target = 2 * ++exchanges;
+        offered.fetch_add(1);
+        while (offered.load() < target) std::this_thread::yield();
+        t.link(peer).postRecv(&recv, 11, in.data(), bytes);
+        Status s = waitFor(t, send);
+        if (s.ok()) s = waitFor(t, recv);
+        const std::string what = std::string(intoShared ? "into memAlloc" : "into the heap");
+        if (!s.ok()) {
+          errors[r] = what + ": " + s.toString();
+          break;
+        }
+        const std::vector<std::uint8_t> expect = pattern(bytes, seed * 2 + peer);
+        if (std::memcmp(in.data(), expect.data(), bytes) != 0) {
+          errors[r] = what + ": the bytes differ";
+          break;
+        }
+        const std::uint64_t mapped = t.mappedBytes() - before;
+        const bool exchange = ts[static_cast<std::size_t>(peer)]->leavesExchangeToSender(r, bytes);
+        const std::uint64_t want = intoShared && exchange ? bytes : 0;
+        if (mapped != want) {
+          errors[r] = what + ": this rank copied " + std::to_string(mapped) +
+                      " bytes through a mapping, expected " + std::to_string(want);
+          break;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(errors[0], "");
+  EXPECT_EQ(errors[1], "");
+}
+
 INSTANTIATE_TEST_SUITE_P(Share, UserBufferTransfer, ::testing::Values(true, false),
                          [](const auto& param) {
                            return param.param ? std::string("SenderHelps")
