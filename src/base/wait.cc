@@ -1,13 +1,19 @@
 #include "base/wait.h"
 
 #include <linux/futex.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <thread>
+#include <vector>
+
+#include "base/cpus.h"
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -18,7 +24,8 @@ namespace tutti {
 int usableCores() {
   cpu_set_t set;
   CPU_ZERO(&set);
-  return sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+  const int listed = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+  return std::min(listed, quotaCores());
 }
 
 bool cpuHasPrefetchW() {
@@ -74,6 +81,95 @@ void SpinLock::lockContended() {
 void futexWakeAll(std::atomic<std::uint32_t>* word) {
   syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAKE_PRIVATE, INT_MAX,
           nullptr, nullptr, 0);
+}
+
+namespace {
+
+std::int64_t steadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+std::int64_t measureWakeLatencyNs(int trials, int gapUs) {
+  // Two threads on two different cores of this process's mask, as a sleeping rank and the
+  // rank that wakes it would be: the sleeper waits on `ping`; the waker stamps the clock and
+  // wakes it, the sleeper stamps the clock when it runs again and answers on `pong`, where
+  // the waker sleeps in turn. Between trials the waker pauses (a timed sleep) so that the
+  // sleeper is back asleep in the kernel, and its core idle, when woken.
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  if (sched_getaffinity(0, sizeof(mask), &mask) != 0 || CPU_COUNT(&mask) < 2) return -1;
+  int cpus[2] = {-1, -1};
+  for (int cpu = 0, found = 0; cpu < CPU_SETSIZE && found < 2; ++cpu)
+    if (CPU_ISSET(cpu, &mask)) cpus[found++] = cpu;
+  auto pin = [](int cpu) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+  };
+  trials = std::max(trials, 1);
+  std::atomic<std::uint32_t> ping{0}, pong{0};
+  std::atomic<std::int64_t> wokeAt{0};
+  std::atomic<bool> quit{false};
+  const Deadline bound = Deadline::after(std::chrono::seconds(2));
+  std::thread sleeper([&] {
+    pin(cpus[1]);
+    for (std::uint32_t seen = 0;;) {
+      while (ping.load(std::memory_order_acquire) == seen && !quit.load(std::memory_order_acquire))
+        if (!futexWait(&ping, seen, bound)) break;
+      if (quit.load(std::memory_order_acquire) || ping.load(std::memory_order_acquire) == seen)
+        return;
+      wokeAt.store(steadyNs(), std::memory_order_relaxed);
+      seen = ping.load(std::memory_order_acquire);
+      pong.store(seen, std::memory_order_release);
+      futexWakeAll(&pong);
+    }
+  });
+  std::vector<std::int64_t> samples;
+  samples.reserve(static_cast<std::size_t>(trials));
+  std::thread waker([&] {
+    pin(cpus[0]);
+    for (std::uint32_t i = 1; i <= static_cast<std::uint32_t>(trials) && !bound.expired(); ++i) {
+      std::this_thread::sleep_for(std::chrono::microseconds(gapUs));
+      const std::int64_t start = steadyNs();
+      ping.store(i, std::memory_order_release);
+      futexWakeAll(&ping);
+      while (pong.load(std::memory_order_acquire) != i)
+        if (!futexWait(&pong, pong.load(std::memory_order_acquire), bound)) break;
+      if (pong.load(std::memory_order_acquire) != i) break;
+      samples.push_back(wokeAt.load(std::memory_order_relaxed) - start);
+    }
+    quit.store(true, std::memory_order_release);
+    ping.fetch_add(1, std::memory_order_release);
+    futexWakeAll(&ping);
+  });
+  waker.join();
+  sleeper.join();
+  if (samples.empty()) return -1;
+  std::nth_element(samples.begin(), samples.begin() + static_cast<std::ptrdiff_t>(samples.size() / 2),
+                   samples.end());
+  return samples[samples.size() / 2];
+}
+
+std::int64_t calibratedSpinNs() {
+  // Spinning for as long as blocking costs, and then blocking, never spends more than twice
+  // what the better of the two choices would have for that wait (the classic bound for
+  // spin-then-block). Blocking costs the waiter its wake-up, and more: the sleep's own
+  // system call, the waker's FUTEX_WAKE or write, the caches the sleep lost; twice the
+  // wake-up covers them. The measurement: two threads on two cores, as two ranks are
+  // (8-byte all-reduce over TCP, 2 ranks, on a VM whose wake-up reads 40-45 us: a 20 us
+  // spin 1.3x the time of 50, 100 and 1000 us, docs/performance.md). Bounded both ways:
+  // never under the fixed budget it replaces, never long enough to matter to an idle rank.
+  static const std::int64_t budget = [] {
+    const std::int64_t latency = measureWakeLatencyNs(15, 200);
+    if (latency <= 0) return kDefaultSpinNs;
+    return std::clamp<std::int64_t>(2 * latency, kMinSpinNs, kMaxSpinNs);
+  }();
+  return budget;
 }
 
 bool WaitSignal::waitChange(std::uint32_t observed, Deadline deadline, std::int64_t spinNs) {

@@ -24,9 +24,25 @@ inline void cpuRelax() {
 #endif
 }
 
-/// The cores this process may run on (its affinity mask); 1 if it cannot be read. Whether
+/// The cores this process may run on: its affinity mask, or fewer where its control group's
+/// CPU quota gives less time than that (cpus.h); 1 if the mask cannot be read. Whether
 /// every rank of a host has a core of its own decides spinning and who copies.
 int usableCores();
+
+/// The median time, over `trials` tries, from a FUTEX_WAKE to the woken thread running, with
+/// the sleeper and the waker on two different cores of this process's mask and `gapUs`
+/// between tries: what a rank that sleeps pays when its peer's message comes. Takes two
+/// threads and about `trials` times (gapUs + 50) us; -1 where the mask has one core or the
+/// threads did not answer (bounded at 2 s).
+std::int64_t measureWakeLatencyNs(int trials, int gapUs = 200);
+
+/// The spin budget a waiter with a core of its own uses before it sleeps: twice this host's
+/// wake-up latency (measureWakeLatencyNs, once per process on first use), within
+/// [kMinSpinNs, kMaxSpinNs]; kDefaultSpinNs where it could not be measured.
+std::int64_t calibratedSpinNs();
+inline constexpr std::int64_t kMinSpinNs = 20'000;
+inline constexpr std::int64_t kMaxSpinNs = 200'000;
+inline constexpr std::int64_t kDefaultSpinNs = 20'000;
 
 /// True where the processor has PREFETCHW (CPUID 0x80000001, ECX bit 8); read once.
 bool cpuHasPrefetchW();

@@ -58,10 +58,10 @@ Result<std::uint64_t> agreeOnUid(Store& store, const std::string& prefix, int ra
 // Polling while waiting pays off only when every rank of this host has a core; when ranks
 // outnumber cores, a spinning rank steals the core the rank it waits for needs (measured:
 // 4 ranks on 2 cores, 8-byte all-reduce over TCP is slower with a 20 us spin than with none).
-std::int64_t spinBudgetNs(std::int64_t configuredUs, int localSize) {
-  constexpr std::int64_t kDefaultSpinUs = 20;
+// With a core each, the budget is twice this host's measured wake-up latency (calibratedSpinNs).
+std::int64_t spinBudgetNs(std::int64_t configuredUs, bool coreEach) {
   if (configuredUs >= 0) return configuredUs * 1000;
-  return localSize > usableCores() ? 0 : kDefaultSpinUs * 1000;
+  return coreEach ? calibratedSpinNs() : 0;
 }
 
 // A call reads the clock once, for its issue time and deadline; steady_clock's read costs
@@ -133,12 +133,6 @@ Result<std::unique_ptr<CommImpl>> CommImpl::create(InitParams params) {
       new CommImpl(*config, params.rank, params.size, params.options.name));
   impl->timeout_ = params.options.timeout.value_or(std::chrono::milliseconds(
       static_cast<std::int64_t>(config->timeoutSec * 1000.0)));
-  impl->spinNs_ = spinBudgetNs(config->spinUs, params.localSize);
-  // A thread waiting on a Work waits for this process's worker thread, which needs a core
-  // of its own to make progress: polling pays only where every rank's two threads have
-  // one. Two ranks on 2 cores, an 8-byte all-reduce issued async and waited for at once
-  // (tutti-bench -z 1): 35.8 us per call polling 20 us, 6.2 with no polling.
-  impl->workSpinNs_ = spinBudgetNs(config->spinUs, 2 * params.localSize);
   const std::string& progress = params.options.asyncProgress.empty()
                                     ? config->asyncProgress
                                     : params.options.asyncProgress;
@@ -146,11 +140,6 @@ Result<std::unique_ptr<CommImpl>> CommImpl::create(InitParams params) {
                   "async progress (TUTTI_ASYNC_PROGRESS or CommOptions::asyncProgress) must be "
                   "auto, thread or wait, got '%s'", progress.c_str());
   impl->asyncProgress_ = progress;
-  // Where the worker has no core of its own, handing it a call and taking the result back
-  // costs two wake-ups: 2 ranks on 2 cores, an 8-byte all-reduce issued async and waited
-  // for at once took 2.05 us handed over, 0.45 run by the waiting thread (blocking: 0.19).
-  impl->deferToWaits_ =
-      progress == "wait" || (progress == "auto" && 2 * params.localSize > usableCores());
   impl->localSize_ = params.localSize;
   auto overrides = parseAlgorithmOverrides(config->algorithms);
   if (!overrides.ok()) return overrides.status().withContext("TUTTI_ALGO");
@@ -176,6 +165,23 @@ Result<std::unique_ptr<CommImpl>> CommImpl::create(InitParams params) {
                          agreeOnUid(*impl->store_, prefix, params.rank, deadline));
 
   TUTTI_RETURN_IF_ERROR(impl->connect(params, *config, prefix, uid, deadline));
+  // Whether this host's ranks have a core each, and two (one for the worker thread): where
+  // shared memory joined them, from every local rank's affinity mask (ShmTransport::
+  // coreEach); else from the launcher's ranks per host against this process's cores.
+  const bool coreEach = impl->hostCores_ ? impl->hostCores_->first
+                                         : params.localSize <= usableCores();
+  const bool twoCoresEach = impl->hostCores_ ? impl->hostCores_->second
+                                             : 2 * params.localSize <= usableCores();
+  impl->spinNs_ = spinBudgetNs(config->spinUs, coreEach);
+  // A thread waiting on a Work waits for this process's worker thread, which needs a core
+  // of its own to make progress: polling pays only where every rank's two threads have
+  // one. Two ranks on 2 cores, an 8-byte all-reduce issued async and waited for at once
+  // (tutti-bench -z 1): 35.8 us per call polling 20 us, 6.2 with no polling.
+  impl->workSpinNs_ = spinBudgetNs(config->spinUs, twoCoresEach);
+  // Where the worker has no core of its own, handing it a call and taking the result back
+  // costs two wake-ups: 2 ranks on 2 cores, an 8-byte all-reduce issued async and waited
+  // for at once took 2.05 us handed over, 0.45 run by the waiting thread (blocking: 0.19).
+  impl->deferToWaits_ = progress == "wait" || (progress == "auto" && !twoCoresEach);
   impl->checker_.setConcurrentArrivals(!impl->transport_->arrivalsOnCallingThreads());
   impl->transport_->setCallChecker(&impl->checker_);
   addLiveRecorder(&impl->recorder_, config->flightRecorderSignal);
@@ -239,6 +245,7 @@ Status CommImpl::connect(const InitParams& params, const Config& config, const s
     sopts.host = config.shmHost;
     sopts.requireAll = choice == "shm";
     auto shm = shm::ShmTransport::create(*store_, prefix, sopts);
+    if (shm.ok()) hostCores_ = std::make_pair((*shm)->coreEach(), (*shm)->twoCoresEach());
     if (shm.ok() && (*shm)->localPeers() + 1 == static_cast<std::size_t>(params.size)) {
       // A ring's segment is its message: where the rings hold less than two of them (more
       // than 2 ranks: 16 slots of 32 KiB), the next one waits for the first to drain.

@@ -253,6 +253,9 @@ class CommImpl final : public QueueRunner {
   std::string prefix_;  // this communicator's store keys: tutti/<name>/<generation>/
   std::chrono::milliseconds timeout_{0};
   std::int64_t spinNs_ = 0;  // how long waits poll before blocking (TUTTI_SPIN_US)
+  // Whether this host's ranks have a core each and two each, where shared memory joined
+  // them (ShmTransport::coreEach, twoCoresEach); nullopt without it.
+  std::optional<std::pair<bool, bool>> hostCores_;
   std::int64_t workSpinNs_ = 0;  // the same for waits on Work handles (create())
   std::string transportChoice_;  // "auto", "shm" or "tcp", as asked (children inherit it)
   std::string asyncProgress_;    // "auto", "thread" or "wait", as asked (children inherit it)

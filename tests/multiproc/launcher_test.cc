@@ -253,6 +253,51 @@ TEST(Launcher, CpuBindBlockBindsEachRankToItsBlocksCpu) {
   }
 }
 
+// Ranks bound one to a CPU each (as mpirun --bind-to core and srun --cpu-bind=cores bind
+// them) see one CPU in their masks; from every local rank's mask the shared-memory
+// transport still finds a core for each, where ranks bound two to a CPU have none. Read
+// from its INFO line; the job runs on (at most) the first two CPUs of this process's mask.
+TEST(Launcher, RanksBoundOneToACoreEachHaveACoreAndTwoToACoreDoNot) {
+  cpu_set_t saved;
+  CPU_ZERO(&saved);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(saved), &saved), 0);
+  if (CPU_COUNT(&saved) < 2) GTEST_SKIP() << "needs two CPUs in this process's mask";
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c = 0, found = 0; c < CPU_SETSIZE && found < 2; ++c) {
+    if (CPU_ISSET(c, &saved)) {
+      CPU_SET(c, &set);
+      ++found;
+    }
+  }
+  ASSERT_EQ(sched_setaffinity(0, sizeof(set), &set), 0);  // tutti-run inherits it
+  struct Restore {
+    cpu_set_t* set;
+    ~Restore() { sched_setaffinity(0, sizeof(*set), set); }
+  } restore{&saved};
+  struct Case {
+    std::vector<std::string> args;
+    int ranks;
+    const char* verdict;
+  };
+  for (const Case& c : {Case{{"--cpu-bind", "block"}, 2, "a core for each rank"},
+                        Case{{"--cpu-bind", "none"}, 2, "a core for each rank"},
+                        Case{{"--cpu-bind", "block"}, 4, "more ranks than cores"},
+                        Case{{"--cpu-bind", "none"}, 4, "more ranks than cores"}}) {
+    SCOPED_TRACE(c.args[1] + ", " + std::to_string(c.ranks) + " ranks");
+    std::vector<std::string> argv = {binPath("tutti-run"), "-n", std::to_string(c.ranks)};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    argv.insert(argv.end(), {"-x", "TUTTI_DEBUG=INFO", "-x", "TUTTI_DEBUG_SUBSYS=SHM",
+                             "-x", "TUTTI_TRANSPORT=shm", binPath("tutti-bench"), "allreduce",
+                             "-b", "64", "-e", "64", "-n", "2", "-w", "1"});
+    const ProcessResult r = runProcess(argv, kOuterBoundSeconds);
+    ASSERT_EQ(r.exitCode(), 0) << r.out << r.err;
+    const std::string both = r.out + r.err;
+    EXPECT_EQ(countLinesContaining(both, std::string(" bytes (0: never), ") + c.verdict), c.ranks)
+        << both;
+  }
+}
+
 TEST(Launcher, EveryLineIsWholeAndTaggedWithItsRank) {
   constexpr int kRanks = 4;
   constexpr int kLines = 300;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/assert.h"
+#include "base/cpus.h"
 #include "base/log.h"
 #include "base/macros.h"
 #include "base/strings.h"
@@ -54,26 +55,30 @@ std::string textOf(const std::vector<std::uint8_t>& bytes) {
   return std::string(bytes.begin(), bytes.end());
 }
 
-// What a rank publishes about its segment: "<hostKey> <pid> <fd> <address>".
+// What a rank publishes about its segment: "<hostKey> <pid> <fd> <address> <ratio> <cpus>".
 struct PeerInfo {
   std::string host;
   int pid = 0;
   int fd = -1;
   std::uint64_t address = 0;
   double kernelCopyRatio = 0;  // ShmTransport::kernelCopyRatio(); 0: not measured
+  std::vector<int> cpus;       // its affinity mask ("-": not known, empty)
 };
 
 Result<PeerInfo> parseInfo(const std::string& text, int rank) {
   const std::vector<std::string> parts = splitString(text, ' ');
   PeerInfo info;
-  if (parts.size() == 5) {
+  if (parts.size() == 6) {
     info.host = parts[0];
     char* end = nullptr;
     info.pid = static_cast<int>(std::strtol(parts[1].c_str(), &end, 10));
     info.fd = static_cast<int>(std::strtol(parts[2].c_str(), &end, 10));
     info.address = std::strtoull(parts[3].c_str(), &end, 10);
     info.kernelCopyRatio = static_cast<double>(std::strtoul(parts[4].c_str(), &end, 10)) / 100;
-    if (info.pid > 0 && info.fd >= 0) return info;
+    const std::optional<std::vector<int>> cpus =
+        parts[5] == "-" ? std::optional<std::vector<int>>(std::vector<int>()) : parseCpuList(parts[5]);
+    if (cpus) info.cpus = *cpus;
+    if (info.pid > 0 && info.fd >= 0 && cpus) return info;
   }
   return Status(ErrorCode::kProtocolError,
                 strFormat("rank %d published a malformed shared-memory address '%s'", rank,
@@ -119,20 +124,24 @@ Status ShmTransport::setUp(Store& store, const std::string& keyPrefix) {
   // can come out low while its neighbours copy at once), and all its ranks agree on it.
   const bool measure = options_.cmaAuto && options_.cmaBytes > 0;
   const auto ratio = static_cast<unsigned long>(measure ? kernelCopyRatio() * 100 : 0);
+  // The CPUs this rank may run on: its host's ranks decide together whether each has a core.
+  const std::vector<int> cpus = allowedCpuList();
   TUTTI_RETURN_IF_ERROR(store.set(
       keyPrefix + "shm/info/" + std::to_string(rank_),
-      bytesOf(strFormat("%s %d %d %llu %lu", host.c_str(), static_cast<int>(getpid()), own_.fd(),
+      bytesOf(strFormat("%s %d %d %llu %lu %s", host.c_str(), static_cast<int>(getpid()), own_.fd(),
                         static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(own_.base())),
-                        ratio))));
+                        ratio, cpus.empty() ? "-" : formatCpuList(cpus).c_str()))));
   // Every rank reads every rank's record, so each pair agrees on whether it is local.
   std::vector<PeerInfo> infos(n);
   int elsewhere = -1;
   isLocal_.assign(n, false);
+  std::vector<std::vector<int>> hostMasks;  // of this host's ranks, this one's included
   for (int r = 0; r < size_; ++r) {
     TUTTI_ASSIGN_OR_RETURN(std::vector<std::uint8_t> raw,
                            store.get(keyPrefix + "shm/info/" + std::to_string(r), options_.deadline));
     TUTTI_ASSIGN_OR_RETURN(infos[static_cast<std::size_t>(r)], parseInfo(textOf(raw), r));
     const bool local = infos[static_cast<std::size_t>(r)].host == host;
+    if (local) hostMasks.push_back(infos[static_cast<std::size_t>(r)].cpus);
     if (!local && elsewhere < 0) elsewhere = r;
     if (local)
       hostKernelCopyRatio_ =
@@ -193,7 +202,12 @@ Status ShmTransport::setUp(Store& store, const std::string& keyPrefix) {
   own_.closeFd();
   if (options_.cmaBytes > 0 || options_.mappedBytes > 0)
     bounce_.assign(kBounceBytes, 0);  // touched now, not in a call
-  coreEach_ = local_.size() + 1 <= static_cast<std::size_t>(usableCores());
+  // Ranks bound one to a core (mpirun --bind-to core, srun --cpu-bind=cores) each see a
+  // mask of one CPU; that is a core each, where counting one's own mask against the ranks
+  // would say the host is oversubscribed (2 ranks so bound: 8-byte all-reduce 2.1x the
+  // time over shared memory, 5x over TCP, before this was exchanged).
+  coreEach_ = eachRankHasCores(hostMasks, 1, quotaCores());
+  twoCoresEach_ = eachRankHasCores(hostMasks, 2, quotaCores());
   cmaFrom_ = options_.cmaBytes == 0 ? 0
              : options_.cmaAuto        ? autoCmaBytes(cpuIsAmd(), coreEach_, hostKernelCopyRatio_)
              : coreEach_               ? std::max<std::uint64_t>(1, options_.cmaBytesWithCores)
@@ -215,9 +229,13 @@ Status ShmTransport::setUp(Store& store, const std::string& keyPrefix) {
     links_[static_cast<std::size_t>(r)] =
         std::make_unique<ShmLink>(this, r, &own_, &peers_[static_cast<std::size_t>(r)]);
   }
+  const std::string coresText = twoCoresEach_ ? std::string("two cores for each rank")
+                                : coreEach_   ? std::string("a core for each rank")
+                                              : "more ranks than cores (CPUs " + formatCpuList(cpus) + " here)";
   TUTTI_INFO(kShm, "rank %d: shared memory with %zu peers, %u slots of %u bytes per ring, "
-             "heap rendezvous from %llu bytes (0: never)%s", rank_, local_.size(), slots,
+             "heap rendezvous from %llu bytes (0: never), %s%s", rank_, local_.size(), slots,
              layout_.slotBytes, static_cast<unsigned long long>(cmaFrom_),
+             coresText.c_str(),
              options_.cmaAuto && options_.cmaBytes > 0
                  ? strFormat("; the kernel's copy takes %.1f times memcpy's time here, %.1f on "
                              "the host", kernelCopyRatio(), hostKernelCopyRatio_).c_str()

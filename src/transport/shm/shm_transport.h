@@ -234,6 +234,12 @@ class ShmTransport final : public Transport, public ProgressHook {
   bool isLocal(int peer) const { return isLocal_[static_cast<std::size_t>(peer)]; }
   /// How many other ranks share this host.
   std::size_t localPeers() const { return local_.size(); }
+  /// Whether every rank of this host has a core of its own, and whether each has two (one
+  /// more for its worker thread): from every local rank's affinity mask, exchanged at set-up,
+  /// and this process's CPU quota (cpus.h). Decides polling against yielding here, and the
+  /// spin budgets of the communicator.
+  bool coreEach() const { return coreEach_; }
+  bool twoCoresEach() const { return twoCoresEach_; }
   /// Payload bytes one ring (one direction between two ranks) holds: slots times slot
   /// bytes, the same on every rank of the communicator.
   std::size_t ringBytes() const {
@@ -322,6 +328,7 @@ class ShmTransport final : public Transport, public ProgressHook {
   std::vector<Segment> peers_;         // indexed by rank; empty for self and remote ranks
   std::vector<int> local_;             // the other ranks on this host
   bool coreEach_ = false;              // every rank of this host has a core (setUp)
+  bool twoCoresEach_ = false;          // ... and one more for its worker thread (setUp)
   std::uint64_t cmaFrom_ = 0;          // the rendezvous threshold in force (0: none; setUp)
   double hostKernelCopyRatio_ = 0;     // the highest kernelCopyRatio() of this host's ranks
   // Exchanged messages up to a quarter of a core's L2 are each written by their sender:

@@ -1,6 +1,7 @@
 #include "base/wait.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -45,6 +46,23 @@ TEST(WaitSignal, ChangeBeforeWaitIsNotLost) {
   auto seen = signal.snapshot();
   signal.notify();
   EXPECT_TRUE(signal.waitChange(seen, Deadline::after(std::chrono::seconds(5)), 0));
+}
+
+TEST(SpinBudget, TheWakeUpLatencyIsMeasuredAndTheBudgetBounded) {
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(mask), &mask), 0);
+  const std::int64_t latency = measureWakeLatencyNs(5, 50);
+  if (CPU_COUNT(&mask) < 2) {
+    EXPECT_EQ(latency, -1);  // no second core to put the sleeper on
+  } else {
+    EXPECT_GT(latency, 0);  // threads that answered, a clock that moved
+    EXPECT_LT(latency, 2'000'000'000);
+  }
+  const std::int64_t budget = calibratedSpinNs();
+  EXPECT_GE(budget, kMinSpinNs);
+  EXPECT_LE(budget, kMaxSpinNs);
+  EXPECT_EQ(calibratedSpinNs(), budget);  // measured once
 }
 
 TEST(Deadline, Basics) {
