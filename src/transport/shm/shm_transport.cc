@@ -91,6 +91,14 @@ ShmTransport::ShmTransport(const Options& options)
     : rank_(options.rank), size_(options.size), options_(options) {}
 
 ShmTransport::~ShmTransport() {
+  if (!local_.empty()) {
+    const WaitTimes w = waitTimes();
+    TUTTI_INFO(kShm, "rank %d waited for its peers %.3f s polling (%llu waits), %.3f s "
+               "yielding its core (%llu), %.3f s asleep (%llu sleeps)", rank_,
+               static_cast<double>(w.polledNs) * 1e-9, static_cast<unsigned long long>(w.polls),
+               static_cast<double>(w.yieldedNs) * 1e-9, static_cast<unsigned long long>(w.yields),
+               static_cast<double>(w.sleptNs) * 1e-9, static_cast<unsigned long long>(w.sleeps));
+  }
   for (int fd : pidfds_) {
     if (fd >= 0) close(fd);
   }
@@ -528,6 +536,17 @@ bool ShmTransport::markAndPass(Marks& marks, DoneList& done) {
   return moved;
 }
 
+ShmTransport::WaitTimes ShmTransport::waitTimes() const {
+  WaitTimes w;
+  w.polls = waitsPolled_.load(std::memory_order_relaxed);
+  w.yields = waitsYielded_.load(std::memory_order_relaxed);
+  w.sleeps = waitSleeps_.load(std::memory_order_relaxed);
+  w.polledNs = waitPolledNs_.load(std::memory_order_relaxed);
+  w.yieldedNs = waitYieldedNs_.load(std::memory_order_relaxed);
+  w.sleptNs = waitSleptNs_.load(std::memory_order_relaxed);
+  return w;
+}
+
 bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::int64_t spinNs) {
   // After the spin the rank keeps its core for options_.pollNs before it sleeps: where every
   // rank of the host has a core the window simply extends the spin; else it yields, since
@@ -543,11 +562,33 @@ bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::i
   // here. The budgets count from that first read.
   std::int64_t spinUntil = 0, yieldUntil = 0;
   bool clockStarted = false;
+  // What the wait has done since the clock started, for waitTimes(): polling, then
+  // yielding, from phaseAt on. A wait that ends before the clock starts counts nothing.
+  enum class Phase { kNone, kPoll, kYield } phase = Phase::kNone;
+  std::int64_t phaseAt = 0;
+  auto closePhase = [&](std::int64_t now) {
+    if (phase == Phase::kPoll) waitPolledNs_.fetch_add(now - phaseAt, std::memory_order_relaxed);
+    if (phase == Phase::kYield) waitYieldedNs_.fetch_add(now - phaseAt, std::memory_order_relaxed);
+    phase = Phase::kNone;
+  };
+  auto enterPhase = [&](Phase next, std::int64_t now) {
+    if (phase == next) return;
+    closePhase(now);
+    phase = next;
+    phaseAt = now;
+    if (next == Phase::kPoll) waitsPolled_.fetch_add(1, std::memory_order_relaxed);
+    if (next == Phase::kYield) waitsYielded_.fetch_add(1, std::memory_order_relaxed);
+  };
   auto startClock = [&] {
     if (clockStarted) return;
     clockStarted = true;
-    spinUntil = nowNs() + spinBudget;
+    const std::int64_t now = nowNs();
+    spinUntil = now + spinBudget;
     yieldUntil = spinUntil + yieldBudget;
+    if (spinBudget > 0) enterPhase(Phase::kPoll, now);
+  };
+  auto endPhase = [&] {
+    if (phase != Phase::kNone) closePhase(nowNs());
   };
   std::uint64_t spins = 0;
   std::uint64_t yields = 0;
@@ -564,11 +605,15 @@ bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::i
   while (true) {
     if (look) {
       const bool moved = pass();
-      if (ended()) return true;
+      if (ended()) {
+        endPhase();
+        return true;
+      }
       if (moved) {
         // Bytes are flowing (a long message streams through the ring): the budgets count
         // time with nothing to do, so they start again. Sleeping now would cost the peer a
         // wake-up per batch of slots and this rank a scheduler round trip.
+        endPhase();
         clockStarted = false;
         spins = 0;
         yields = 0;
@@ -590,6 +635,7 @@ bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::i
     }
     startClock();
     if (yieldBudget > 0 && nowNs() < yieldUntil) {
+      if (phase != Phase::kYield) enterPhase(Phase::kYield, nowNs());
       sched_yield();
       if (++yields % 64 == 0) {
         if (deadline.expired()) yieldUntil = 0;
@@ -600,6 +646,7 @@ bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::i
       continue;
     }
     look = true;
+    endPhase();
     // Sleep on the doorbell. A peer publishes, then rings; reading the bell before the
     // last look means a ring after that look changes it and the wait returns at once.
     c.sleeping.store(1, std::memory_order_seq_cst);
@@ -616,7 +663,10 @@ bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::i
     const std::int64_t remaining =
         deadline.isNever() ? kPeerCheckNs
                            : std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.remaining()).count();
+    waitSleeps_.fetch_add(1, std::memory_order_relaxed);
+    const std::int64_t asleepAt = nowNs();
     sharedFutexWait(&c.doorbell, marks.bell, std::clamp<std::int64_t>(remaining, 0, kPeerCheckNs));
+    waitSleptNs_.fetch_add(nowNs() - asleepAt, std::memory_order_relaxed);
     c.sleeping.store(0, std::memory_order_relaxed);
     {
       std::lock_guard<SpinLock> lock(mutex_);

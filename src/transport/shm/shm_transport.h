@@ -253,6 +253,18 @@ class ShmTransport final : public Transport, public ProgressHook {
   /// Bytes of its rendezvous sends this rank wrote into receivers' buffers itself
   /// (RndvShare: the pieces it claimed), for tests and diagnostics.
   std::uint64_t writtenBytes() const { return writtenBytes_.load(std::memory_order_relaxed); }
+  /// Where this rank's waits for its peers went since the transport was made: polling
+  /// (the spin and the poll window), yielding its core, asleep on the futex; a wait that
+  /// ends within its first 64 turns is not counted. Logged at INFO when the transport goes.
+  struct WaitTimes {
+    std::uint64_t polls = 0;   // waits that polled past their first turns
+    std::uint64_t yields = 0;  // waits that went on to yield the core
+    std::uint64_t sleeps = 0;  // sleeps on the futex (one wait may sleep several times)
+    std::int64_t polledNs = 0;
+    std::int64_t yieldedNs = 0;
+    std::int64_t sleptNs = 0;
+  };
+  WaitTimes waitTimes() const;
   /// Bytes of unexpected messages buffered now, over every link (tests, diagnostics).
   std::uint64_t unexpectedBytes() const;
   /// Unexpected messages buffered now, over every link (tests, diagnostics).
@@ -350,6 +362,9 @@ class ShmTransport final : public Transport, public ProgressHook {
   mutable PeerBuffers peerBuffers_;
   mutable std::atomic<std::uint64_t> mappedBytes_{0};
   std::atomic<std::uint64_t> writtenBytes_{0};
+  // waitTimes(): counted by waitForProgress outside its fast path.
+  std::atomic<std::uint64_t> waitsPolled_{0}, waitsYielded_{0}, waitSleeps_{0};
+  std::atomic<std::int64_t> waitPolledNs_{0}, waitYieldedNs_{0}, waitSleptNs_{0};
   // Taken by the thread driving calls for each post and pass; other threads only to fail
   // the transport or shut it down (SpinLock: no critical section blocks).
   mutable SpinLock mutex_;

@@ -27,6 +27,7 @@ struct ShmSetup {
   decltype(ShmTransport::Options::copy) copy = &ShmTransport::plainCopy;
   decltype(ShmTransport::Options::copyTwo) copyTwo = &ShmTransport::plainCopyTwo;
   std::uint32_t slotBytes = 4096;  // small slots: messages span many of them, the ring wraps
+  std::int64_t pollNs = ShmTransport::Options{}.pollNs;
 };
 
 inline std::vector<std::unique_ptr<ShmTransport>> connectAll(int size, const ShmSetup& setup) {
@@ -51,6 +52,7 @@ inline std::vector<std::unique_ptr<ShmTransport>> connectAll(int size, const Shm
       o.maxUnexpectedBytes = setup.maxUnexpected;
       o.runAheadBytes = setup.runAhead;
       o.runAheadMessages = setup.runAheadMessages;
+      o.pollNs = setup.pollNs;
       o.deadline = Deadline::afterSeconds(30);
       auto t = ShmTransport::create(*store, "t/", o);
       if (t.ok()) out[static_cast<std::size_t>(r)] = std::move(t).value();

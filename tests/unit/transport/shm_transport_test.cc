@@ -37,6 +37,62 @@ class ShmTransportTest : public ::testing::TestWithParam<std::uint64_t> {
   }
 };
 
+// Rank 0 waits for a message that rank 1 sends only once rank 0's counters show the wait
+// under way (`started`), so what the wait did is known: its counters say so.
+ShmTransport::WaitTimes waitForALateMessage(std::int64_t pollNs,
+                                           bool (*started)(const ShmTransport::WaitTimes&),
+                                           bool* coreEach) {
+  ShmSetup setup;
+  setup.pollNs = pollNs;
+  auto ts = connectAll(2, setup);
+  EXPECT_EQ(ts.size(), 2u);
+  if (ts.size() != 2 || !ts[0] || !ts[1]) return {};
+  *coreEach = ts[0]->coreEach();
+  std::vector<std::uint8_t> in(64, 0);
+  const std::vector<std::uint8_t> out = pattern(64, 3);
+  std::thread sender([&] {
+    const Deadline bound = Deadline::afterSeconds(30);
+    while (!started(ts[0]->waitTimes()) && !bound.expired()) std::this_thread::yield();
+    TransferRequest send;
+    ts[1]->link(0).postSend(&send, 5, out.data(), out.size());
+    EXPECT_TRUE(waitFor(*ts[1], send).ok());
+  });
+  TransferRequest recv;
+  ts[0]->link(1).postRecv(&recv, 5, in.data(), in.size());
+  EXPECT_TRUE(waitFor(*ts[0], recv).ok());
+  sender.join();
+  EXPECT_EQ(in, out);
+  return ts[0]->waitTimes();
+}
+
+TEST(ShmWaitTimes, AWaiterWithoutAPollWindowSleepsAndCountsIt) {
+  bool coreEach = false;
+  const ShmTransport::WaitTimes w = waitForALateMessage(
+      0, [](const ShmTransport::WaitTimes& t) { return t.sleeps >= 1; }, &coreEach);
+  EXPECT_GE(w.sleeps, 1u);
+  EXPECT_GT(w.sleptNs, 0);
+  EXPECT_GE(w.polls, 1u);  // the test's 1 us spin came first
+  EXPECT_EQ(w.yields, 0u);
+  EXPECT_EQ(w.yieldedNs, 0);
+}
+
+TEST(ShmWaitTimes, AWaiterInsideItsPollWindowKeepsItsCoreAndNeverSleeps) {
+  bool coreEach = false;
+  const ShmTransport::WaitTimes w = waitForALateMessage(
+      60'000'000'000, [](const ShmTransport::WaitTimes& t) { return t.polls + t.yields >= 1; },
+      &coreEach);
+  EXPECT_EQ(w.sleeps, 0u);
+  EXPECT_EQ(w.sleptNs, 0);
+  EXPECT_GE(w.polls, 1u);
+  if (coreEach) {
+    // The window extends the spin: polling all along.
+    EXPECT_EQ(w.yields, 0u);
+  } else {
+    // More ranks than cores: the window hands the core over.
+    EXPECT_GE(w.yields, 1u);
+  }
+}
+
 TEST_P(ShmTransportTest, AllPairsExchangeMessagesOfManySizes) {
   auto ts = connectAll(4, setup());
   ASSERT_EQ(ts.size(), 4u);
