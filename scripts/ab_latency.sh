@@ -19,7 +19,7 @@
 # `ompi` in place of a BINDIR runs Open MPI's benchmark instead (build/peers/mpi_bench_openmpi,
 # bench/peers/setup.sh; the same collective and size, vader shared memory); `ompi-nocma` the
 # same without the kernel's single copy (btl_vader_single_copy_mechanism none); `ompi-tuned`,
-# `mpich` and `mpich-tuned` as compare.sh runs them (tuned: glibc keeps large buffers
+# `mpich`, `mpich-tuned` and `mpich-nocma` as compare.sh runs them (tuned: glibc keeps large buffers
 # mapped). As root the ranks run SCHED_FIFO (chrt -f 10), so that a compile elsewhere on
 # the machine does not preempt them in the middle of a run; the runs are short and bounded
 # by `timeout`. -s keeps the normal scheduler instead, as compare.sh and users run: what
@@ -66,7 +66,7 @@ for round in $(seq 1 "$rounds"); do
     bin=${build%%@*}
     runargs=()
     [ "$bin" = "$build" ] || IFS=, read -r -a runargs <<< "${build#*@}"
-    case "$build" in ompi|ompi-nocma|ompi-tuned|mpich|mpich-tuned) peer=true ;; *) peer=false ;; esac
+    case "$build" in ompi|ompi-nocma|ompi-tuned|mpich|mpich-tuned|mpich-nocma) peer=true ;; *) peer=false ;; esac
     if $peer; then
       tuned=(MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=17179869184)
       case "$build" in
@@ -80,6 +80,7 @@ for round in $(seq 1 "$rounds"); do
         *)
           cmd=(env UCX_NET_DEVICES=lo)
           [ "$build" = mpich-tuned ] && cmd+=("${tuned[@]}")
+          [ "$build" = mpich-nocma ] && cmd+=(UCX_TLS=self,posix,sysv)
           cmd+=(mpirun.mpich -launcher fork -iface lo -np "$ranks" build/peers/mpi_bench_mpich) ;;
       esac
       # Its RESULT line: label collective ranks bytes time_us ...
