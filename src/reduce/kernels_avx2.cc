@@ -6,8 +6,9 @@
 //
 // Results are bit-identical to kernels_generic.cc: integers wrap, float16/bfloat16 round
 // once to nearest-even with the same NaN quieting (reduce/half.h), and min/max follow the
-// same NaN and signed-zero rules. AVX2 has no masked loads for bytes and halves, so a tail
-// goes through zero-padded stack copies of its elements, computed by the same instructions
+// same NaN and signed-zero rules. A tail of 4- and 8-byte elements is loaded and stored
+// with lane masks (VPMASKMOV); AVX2 has no masked loads for bytes and halves, so their tails
+// go through zero-padded stack copies of their elements, computed by the same instructions
 // as the body.
 //
 // Three operations have no AVX2 instruction and are emulated: byte multiplication (two
@@ -181,12 +182,55 @@ struct StackTail {
   }
 };
 
-// Elements stored as they are computed: one 32-byte register per step.
+// Masks of the first n (< lanes) 32- or 64-bit lanes, for VPMASKMOV: a tail of 4- and 8-byte
+// elements is loaded and stored in place, where the stack copies cost two calls to memcpy
+// and a 32-byte load of what was just stored in pieces (a store-forwarding stall).
+template <std::size_t kBytes>
+__m256i laneMask(std::size_t n) {
+  if constexpr (kBytes == 4)
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)),
+                              _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  else
+    return _mm256_cmpgt_epi64(_mm256_set1_epi64x(static_cast<long long>(n)),
+                              _mm256_setr_epi64x(0, 1, 2, 3));
+}
+
+// The same 256 bits as another lane type (the second argument only picks the overload).
+inline __m256 asLanes(__m256i x, __m256) { return _mm256_castsi256_ps(x); }
+inline __m256d asLanes(__m256i x, __m256d) { return _mm256_castsi256_pd(x); }
+inline __m256i asLanes(__m256i x, __m256i) { return x; }
+inline __m256i asBits(__m256 v) { return _mm256_castps_si256(v); }
+inline __m256i asBits(__m256d v) { return _mm256_castpd_si256(v); }
+inline __m256i asBits(__m256i v) { return v; }
+
+// Elements stored as they are computed: one 32-byte register per step. Masked lanes are
+// neither read nor written (nor can they fault), and load as zero, as the stack tail's do.
 template <typename S, typename L>
 struct Native : StackTail<Native<S, L>, S, L, 32 / sizeof(S)> {
   static typename L::V load(const S* p) { return L::load(p); }
   static void store(S* p, typename L::V v) { L::store(p, v); }
   static void stream(S* p, typename L::V v) { L::stream(p, v); }
+  static typename L::V loadN(const S* p, std::size_t n) {
+    if constexpr (sizeof(S) == 4) {
+      return asLanes(_mm256_maskload_epi32(reinterpret_cast<const int*>(p), laneMask<4>(n)),
+                     typename L::V{});
+    } else if constexpr (sizeof(S) == 8) {
+      return asLanes(
+          _mm256_maskload_epi64(reinterpret_cast<const long long*>(p), laneMask<8>(n)),
+          typename L::V{});
+    } else {
+      return StackTail<Native<S, L>, S, L, 32 / sizeof(S)>::loadN(p, n);
+    }
+  }
+  static void storeN(S* p, typename L::V v, std::size_t n) {
+    if constexpr (sizeof(S) == 4) {
+      _mm256_maskstore_epi32(reinterpret_cast<int*>(p), laneMask<4>(n), asBits(v));
+    } else if constexpr (sizeof(S) == 8) {
+      _mm256_maskstore_epi64(reinterpret_cast<long long*>(p), laneMask<8>(n), asBits(v));
+    } else {
+      StackTail<Native<S, L>, S, L, 32 / sizeof(S)>::storeN(p, v, n);
+    }
+  }
 };
 
 // float16: 8 elements (16 bytes) widened exactly by VCVTPH2PS; VCVTPS2PH rounds to nearest
