@@ -3,6 +3,8 @@
 // doorbells and process_vm_readv are the real ones: a process can map its own memfds and
 // read its own memory), for the shm transport's tests.
 
+#include <atomic>
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -28,6 +30,26 @@ struct ShmSetup {
   decltype(ShmTransport::Options::copyTwo) copyTwo = &ShmTransport::plainCopyTwo;
   std::uint32_t slotBytes = 4096;  // small slots: messages span many of them, the ring wraps
   std::int64_t pollNs = ShmTransport::Options{}.pollNs;
+};
+
+// Two ranks' threads exchanging messages with both offers out before either receive is
+// posted (then each message finds its receiver sending too: an exchange). Each thread posts
+// its send of its k-th such exchange (k from 1), then calls sent(k), which returns once the
+// other thread's send of that exchange is out too; false after 30 s without it.
+class BothOffersOut {
+ public:
+  bool sent(int k) {
+    offered_.fetch_add(1);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (offered_.load() < 2 * k) {
+      if (std::chrono::steady_clock::now() > until) return false;
+      std::this_thread::yield();
+    }
+    return true;
+  }
+
+ private:
+  std::atomic<int> offered_{0};  // sends posted so far, both threads together
 };
 
 inline std::vector<std::unique_ptr<ShmTransport>> connectAll(int size, const ShmSetup& setup) {

@@ -648,7 +648,7 @@ TEST_P(ShmShareTest, ExchangedMessagesArriveWholeAndSmallOnesAreWrittenByTheirSe
   const std::vector<std::size_t> sizes = {(256u << 10) + 4093, 512u << 10, (1u << 20) + 13,
                                           (3u << 20) + 1};
   std::vector<std::string> errors(2);
-  std::atomic<int> offered{0};  // sends posted so far, both threads together
+  BothOffersOut bothOut;
   std::vector<std::thread> threads;
   for (int r = 0; r < 2; ++r) {
     threads.emplace_back([&, r] {
@@ -664,9 +664,10 @@ TEST_P(ShmShareTest, ExchangedMessagesArriveWholeAndSmallOnesAreWrittenByTheirSe
           const std::uint64_t before = t.writtenBytes();
           if (sendsFirst) {
             t.link(peer).postSend(&send, 9, out.data(), out.size());
-            const int target = 2 * ++exchanges;
-            offered.fetch_add(1);
-            while (offered.load() < target) std::this_thread::yield();
+            if (!bothOut.sent(++exchanges)) {
+              errors[r] = std::to_string(bytes) + " bytes: the peer's send never came";
+              break;
+            }
             t.link(peer).postRecv(&recv, 9, in.data(), in.size());
           } else {
             t.link(peer).postRecv(&recv, 9, in.data(), in.size());

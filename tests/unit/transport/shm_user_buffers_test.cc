@@ -298,7 +298,7 @@ TEST(UserBufferTransfer, OnePieceExchangesFromTheHeapAreWrittenIntoMemAllocBuffe
   ASSERT_EQ(ts.size(), 2u);
   const std::size_t bytes = 20000;
   std::vector<std::string> errors(2);
-  std::atomic<int> offered{0};
+  BothOffersOut bothOut;
   std::vector<std::thread> threads;
   for (int r = 0; r < 2; ++r) {
     threads.emplace_back([&, r] {
@@ -312,13 +312,14 @@ TEST(UserBufferTransfer, OnePieceExchangesFromTheHeapAreWrittenIntoMemAllocBuffe
         TransferRequest send, recv;
         const std::uint64_t before = t.mappedBytes();
         t.link(peer).postSend(&send, 11, out.data(), out.size());
-        const int target = 2 * ++exchanges;
-        offered.fetch_add(1);
-        while (offered.load() < target) std::this_thread::yield();
+        const std::string what = std::string(intoShared ? "into memAlloc" : "into the heap");
+        if (!bothOut.sent(++exchanges)) {
+          errors[r] = what + ": the peer's send never came";
+          break;
+        }
         t.link(peer).postRecv(&recv, 11, in.data(), bytes);
         Status s = waitFor(t, send);
         if (s.ok()) s = waitFor(t, recv);
-        const std::string what = std::string(intoShared ? "into memAlloc" : "into the heap");
         if (!s.ok()) {
           errors[r] = what + ": " + s.toString();
           break;
