@@ -99,12 +99,8 @@ std::int64_t measureWakeLatencyNs(int trials, int gapUs) {
   // wakes it, the sleeper stamps the clock when it runs again and answers on `pong`, where
   // the waker sleeps in turn. Between trials the waker pauses (a timed sleep) so that the
   // sleeper is back asleep in the kernel, and its core idle, when woken.
-  cpu_set_t mask;
-  CPU_ZERO(&mask);
-  if (sched_getaffinity(0, sizeof(mask), &mask) != 0 || CPU_COUNT(&mask) < 2) return -1;
-  int cpus[2] = {-1, -1};
-  for (int cpu = 0, found = 0; cpu < CPU_SETSIZE && found < 2; ++cpu)
-    if (CPU_ISSET(cpu, &mask)) cpus[found++] = cpu;
+  const std::vector<int> cpus = allowedCpuList();
+  if (cpus.size() < 2) return -1;
   auto pin = [](int cpu) {
     cpu_set_t one;
     CPU_ZERO(&one);

@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "base/assert.h"
+#include "base/cpus.h"
 #include "base/fd.h"
 #include "base/macros.h"
 #include "base/strings.h"
@@ -248,7 +249,7 @@ Status Job::spawnAll() {
   // The bound covers starting the ranks too (thousands of forks take seconds); it is
   // acted on once they are all started.
   if (options_.timeoutSeconds > 0) timeout_ = Deadline::afterSeconds(options_.timeoutSeconds);
-  std::vector<int> cpus = options_.cpuBind == "none" ? std::vector<int>() : allowedCpus();
+  std::vector<int> cpus = options_.cpuBind == "none" ? std::vector<int>() : allowedCpuList();
   if (options_.cpuBind == "auto" && !autoBinds(options_.numRanks, cpus.size())) cpus.clear();
   for (int r = 0; r < options_.numRanks; ++r) {
     ranks_.emplace_back(r, options_.tagOutput);

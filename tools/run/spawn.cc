@@ -162,17 +162,6 @@ Result<ExecPlan> planExec(const std::vector<std::string>& command, const std::st
   return plan;
 }
 
-std::vector<int> allowedCpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  std::vector<int> cpus;
-  if (::sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
-  }
-  return cpus;
-}
-
 bool autoBinds(int ranks, std::size_t cpus) {
   return cpus > 0 && ranks > 0 && static_cast<std::size_t>(ranks) > cpus &&
          static_cast<std::size_t>(ranks) % cpus == 0;

@@ -64,10 +64,6 @@ struct SpawnedRank {
   UniqueFd stderrRead;
 };
 
-/// The CPUs this process may run on (sched_getaffinity), in increasing order; empty when
-/// they cannot be read.
-std::vector<int> allowedCpus();
-
 /// The CPU `rank` of `ranks` is bound to with --cpu-bind block: the ranks split into
 /// consecutive blocks of (nearly) equal size, one block per CPU of `cpus`, so that
 /// neighbouring ranks share a core when ranks outnumber cores (ranks 0-1 on the first CPU,

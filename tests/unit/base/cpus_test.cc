@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -156,6 +157,17 @@ TEST(CgroupCpuLimit, UsableCoresIsNeverMoreThanTheAffinityMask) {
   ASSERT_EQ(::sched_getaffinity(0, sizeof(set), &set), 0);
   EXPECT_GE(usableCores(), 1);
   EXPECT_LE(usableCores(), CPU_COUNT(&set));
+}
+
+TEST(CpuList, AllowedCpusAreThisProcessesMaskInOrder) {
+  const std::vector<int> cpus = allowedCpuList();
+  ASSERT_FALSE(cpus.empty());
+  EXPECT_TRUE(std::is_sorted(cpus.begin(), cpus.end()));
+  EXPECT_GE(cpus.front(), 0);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(::sched_getaffinity(0, sizeof(set), &set), 0);
+  EXPECT_EQ(cpus.size(), static_cast<std::size_t>(CPU_COUNT(&set)));
 }
 
 TEST(CpuList, FormatsRangesAndReadsThemBack) {

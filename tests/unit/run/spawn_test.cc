@@ -154,12 +154,5 @@ TEST(AutoBinds, OnlyRanksThatOutnumberTheCpusAndSplitEvenly) {
   EXPECT_FALSE(autoBinds(0, 2));
 }
 
-TEST(AllowedCpus, ListsThisProcessesCpusInOrder) {
-  const std::vector<int> cpus = allowedCpus();
-  ASSERT_FALSE(cpus.empty());
-  EXPECT_TRUE(std::is_sorted(cpus.begin(), cpus.end()));
-  EXPECT_GE(cpus.front(), 0);
-}
-
 }  // namespace
 }  // namespace tutti::run
