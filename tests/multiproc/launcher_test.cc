@@ -280,21 +280,27 @@ TEST(Launcher, RanksBoundOneToACoreEachHaveACoreAndTwoToACoreDoNot) {
     int ranks;
     const char* verdict;
   };
-  for (const Case& c : {Case{{"--cpu-bind", "block"}, 2, "a core for each rank"},
-                        Case{{"--cpu-bind", "none"}, 2, "a core for each rank"},
-                        Case{{"--cpu-bind", "block"}, 4, "more ranks than cores"},
-                        Case{{"--cpu-bind", "none"}, 4, "more ranks than cores"}}) {
-    SCOPED_TRACE(c.args[1] + ", " + std::to_string(c.ranks) + " ranks");
-    std::vector<std::string> argv = {binPath("tutti-run"), "-n", std::to_string(c.ranks)};
-    argv.insert(argv.end(), c.args.begin(), c.args.end());
-    argv.insert(argv.end(), {"-x", "TUTTI_DEBUG=INFO", "-x", "TUTTI_DEBUG_SUBSYS=SHM",
-                             "-x", "TUTTI_TRANSPORT=shm", binPath("tutti-bench"), "allreduce",
-                             "-b", "64", "-e", "64", "-n", "2", "-w", "1"});
-    const ProcessResult r = runProcess(argv, kOuterBoundSeconds);
-    ASSERT_EQ(r.exitCode(), 0) << r.out << r.err;
-    const std::string both = r.out + r.err;
-    EXPECT_EQ(countLinesContaining(both, std::string(" bytes (0: never), ") + c.verdict), c.ranks)
-        << both;
+  // Over shared memory the transport's segments carry the masks; over TCP alone (no
+  // segments) the store does, and the verdict must be the same.
+  for (const std::string transport : {"shm", "tcp"}) {
+    for (const Case& c : {Case{{"--cpu-bind", "block"}, 2, "a core for each rank"},
+                          Case{{"--cpu-bind", "none"}, 2, "a core for each rank"},
+                          Case{{"--cpu-bind", "block"}, 4, "more ranks than cores"},
+                          Case{{"--cpu-bind", "none"}, 4, "more ranks than cores"}}) {
+      SCOPED_TRACE(transport + ", " + c.args[1] + ", " + std::to_string(c.ranks) + " ranks");
+      std::vector<std::string> argv = {binPath("tutti-run"), "-n", std::to_string(c.ranks)};
+      argv.insert(argv.end(), c.args.begin(), c.args.end());
+      argv.insert(argv.end(), {"-x", "TUTTI_DEBUG=INFO", "-x",
+                               transport == "shm" ? "TUTTI_DEBUG_SUBSYS=SHM" : "TUTTI_DEBUG_SUBSYS=INIT",
+                               "-x", "TUTTI_TRANSPORT=" + transport, binPath("tutti-bench"),
+                               "allreduce", "-b", "64", "-e", "64", "-n", "2", "-w", "1"});
+      const ProcessResult r = runProcess(argv, kOuterBoundSeconds);
+      ASSERT_EQ(r.exitCode(), 0) << r.out << r.err;
+      const std::string both = r.out + r.err;
+      const std::string line = transport == "shm" ? std::string(" bytes (0: never), ") + c.verdict
+                                                  : std::string(": TCP only, ") + c.verdict;
+      EXPECT_EQ(countLinesContaining(both, line), c.ranks) << both;
+    }
   }
 }
 
