@@ -64,7 +64,11 @@ TEST(HangPosition, RoundTripsThroughItsEncoding) {
 }
 
 TEST(HangPosition, LongTextsAreCutAndNewlinesCannotForgeFields) {
-  HangPosition p = at(1, std::string(1000, 'c') + "\nforged", std::string(1000, 'w'));
+  // Built by appending: GCC 12 at -O1 misreads string(n, c) + "..." as out of bounds
+  // (-Warray-bounds on the moved temporary; GCC bug 105651).
+  std::string call(1000, 'c');
+  call += "\nforged";
+  HangPosition p = at(1, call, std::string(1000, 'w'));
   auto back = decodeHangPosition(encodeHangPosition(p));
   ASSERT_TRUE(back.has_value());
   EXPECT_LT(back->call.size(), 300u);
