@@ -184,6 +184,16 @@ std::string formatCpuList(const std::vector<int>& cpus) {
   return text;
 }
 
+std::string formatMaskField(const std::vector<int>& cpus) {
+  return cpus.empty() ? std::string("-") : formatCpuList(cpus);
+}
+
+std::optional<std::vector<int>> parseMaskField(std::string_view text) {
+  if (text == "-") return std::vector<int>();
+  if (text.empty()) return std::nullopt;
+  return parseCpuList(text);
+}
+
 std::optional<std::vector<int>> parseCpuList(std::string_view text) {
   constexpr long kMaxCpu = 65535;
   std::vector<int> cpus;

@@ -40,6 +40,12 @@ std::vector<int> allowedCpuList();
 std::string formatCpuList(const std::vector<int>& cpus);
 std::optional<std::vector<int>> parseCpuList(std::string_view text);
 
+/// A mask as one space-free field of a record ranks publish to each other (shared memory's
+/// segment info, the TCP-only host record): formatCpuList, or "-" for an empty (unknown)
+/// mask; parseMaskField reads it back, nullopt for anything else.
+std::string formatMaskField(const std::vector<int>& cpus);
+std::optional<std::vector<int>> parseMaskField(std::string_view text);
+
 /// Whether ranks with these affinity masks can each have `perRank` CPUs to itself, no CPU
 /// given to two ranks, and all of them together no more than `quotaCores`: a matching of
 /// ranks to CPUs. Ranks bound one to a core (mpirun --bind-to core, srun --cpu-bind=cores)

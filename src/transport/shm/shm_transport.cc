@@ -75,8 +75,7 @@ Result<PeerInfo> parseInfo(const std::string& text, int rank) {
     info.fd = static_cast<int>(std::strtol(parts[2].c_str(), &end, 10));
     info.address = std::strtoull(parts[3].c_str(), &end, 10);
     info.kernelCopyRatio = static_cast<double>(std::strtoul(parts[4].c_str(), &end, 10)) / 100;
-    const std::optional<std::vector<int>> cpus =
-        parts[5] == "-" ? std::optional<std::vector<int>>(std::vector<int>()) : parseCpuList(parts[5]);
+    const std::optional<std::vector<int>> cpus = parseMaskField(parts[5]);
     if (cpus) info.cpus = *cpus;
     if (info.pid > 0 && info.fd >= 0 && cpus) return info;
   }
@@ -138,7 +137,7 @@ Status ShmTransport::setUp(Store& store, const std::string& keyPrefix) {
       keyPrefix + "shm/info/" + std::to_string(rank_),
       bytesOf(strFormat("%s %d %d %llu %lu %s", host.c_str(), static_cast<int>(getpid()), own_.fd(),
                         static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(own_.base())),
-                        ratio, cpus.empty() ? "-" : formatCpuList(cpus).c_str()))));
+                        ratio, formatMaskField(cpus).c_str()))));
   // Every rank reads every rank's record, so each pair agrees on whether it is local.
   std::vector<PeerInfo> infos(n);
   int elsewhere = -1;

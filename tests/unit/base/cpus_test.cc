@@ -170,6 +170,16 @@ TEST(CpuList, AllowedCpusAreThisProcessesMaskInOrder) {
   EXPECT_EQ(cpus.size(), static_cast<std::size_t>(CPU_COUNT(&set)));
 }
 
+TEST(CpuList, MaskFieldsCarryAnUnknownMaskAsADash) {
+  EXPECT_EQ(formatMaskField({}), "-");
+  EXPECT_EQ(formatMaskField({0, 1, 2, 5}), "0-2,5");
+  EXPECT_EQ(parseMaskField("-"), std::optional<std::vector<int>>(std::vector<int>()));
+  EXPECT_EQ(parseMaskField("0-2,5"), std::optional<std::vector<int>>({0, 1, 2, 5}));
+  EXPECT_EQ(parseMaskField(""), std::nullopt);  // a field that is missing is malformed
+  EXPECT_EQ(parseMaskField("--"), std::nullopt);
+  EXPECT_EQ(parseMaskField("3-1"), std::nullopt);
+}
+
 TEST(CpuList, FormatsRangesAndReadsThemBack) {
   EXPECT_EQ(formatCpuList({}), "");
   EXPECT_EQ(formatCpuList({3}), "3");
