@@ -3,6 +3,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <chrono>
 #include <optional>
 #include <random>
 
@@ -175,6 +176,11 @@ Result<std::unique_ptr<CommImpl>> CommImpl::create(InitParams params) {
                   "async progress (TUTTI_ASYNC_PROGRESS or CommOptions::asyncProgress) must be "
                   "auto, thread or wait, got '%s'", progress.c_str());
   impl->asyncProgress_ = progress;
+  const std::optional<MessagePath> path = parseMessagePath(config->messagePath);
+  TUTTI_CHECK_ARG(path.has_value(),
+                  "TUTTI_MESSAGE_PATH must be learn, rule, buffered or direct, got '%s'",
+                  config->messagePath.c_str());
+  impl->messagePath_ = *path;
   impl->localSize_ = params.localSize;
   auto overrides = parseAlgorithmOverrides(config->algorithms);
   if (!overrides.ok()) return overrides.status().withContext("TUTTI_ALGO");
@@ -480,7 +486,6 @@ ExecParams CommImpl::execParams(const OpRequest& r, const Plan& plan, const OpDe
   // The run registers the call for mismatch detection once its first messages are out.
   params.checker = &checker_;
   params.seq = r.seq;
-  params.preferCopy = prefersCopy(spec);
   return params;
 }
 
@@ -501,7 +506,9 @@ Status CommImpl::runPlan(const OpRequest& r, const AlgorithmInfo& algorithm, con
   if (flatBytes != kNotFlat) return runFlat(r, algorithm, plan.stamp, flatBytes, what, report);
   const CollectiveSpec& spec = r.spec;
   const Schedule& schedule = plan.schedule;
-  const ExecParams params = execParams(r, plan, what);
+  ExecParams params = execParams(r, plan, what);
+  std::optional<std::uint32_t> shape;
+  TUTTI_RETURN_IF_ERROR(choosePath(r, plan.stamp, what, &params.preferCopy, &shape, report));
   if (schedule.scratchCount > 0) {
     // Pooled: grows to the largest need once, then every call reuses it.
     std::size_t bytes = schedule.scratchCount * dataTypeSize(spec.dtype);
@@ -509,7 +516,12 @@ Status CommImpl::runPlan(const OpRequest& r, const AlgorithmInfo& algorithm, con
   }
   ExecBuffers buffers{r.input, r.output, scratch_.data()};
   TUTTI_TRACE(kColl, "%s starting: %zu steps", what.describe().c_str(), schedule.steps.size());
+  const auto start = shape ? std::chrono::steady_clock::now()
+                           : std::chrono::steady_clock::time_point{};
   Status status = tutti::execute(*transport_, schedule, buffers, params, pool_, report);
+  if (shape && status.ok())
+    paths_.record(*shape, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                              std::chrono::steady_clock::now() - start).count());
   if (status.ok()) return status;
   return status.withContext(strFormat("%s failed on rank %d", what.describe().c_str(), rank_));
 }

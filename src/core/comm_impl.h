@@ -27,6 +27,7 @@
 #include "bootstrap/auth.h"
 #include "core/call_checks.h"
 #include "core/flight_recorder.h"
+#include "core/path_learner.h"
 #include "core/work_state.h"
 #include "executor/executor.h"
 #include "transport/call_checker.h"
@@ -75,6 +76,16 @@ bool choiceNeedsBuffers(const CollectiveSpec& spec);
 /// Whether the call's sends ask links to copy rather than let the receiver read in place
 /// (TransferRequest::preferCopy); data_path.cc.
 bool prefersCopy(const CollectiveSpec& spec);
+
+/// TUTTI_MESSAGE_PATH: how a collective's large messages travel where the transport can move
+/// them directly (Transport::directFrom).
+enum class MessagePath {
+  kLearn,     // per shape, the faster way as timed (path_learner.h)
+  kRule,      // prefersCopy
+  kBuffered,  // through the transport's buffers
+  kDirect,    // read or written in place
+};
+std::optional<MessagePath> parseMessagePath(const std::string& text);
 
 class CommImpl final : public QueueRunner {
  public:
@@ -174,6 +185,15 @@ class CommImpl final : public QueueRunner {
                      ExecReport* report);
   /// The executor's parameters for `request` run with `plan`.
   ExecParams execParams(const OpRequest& request, const Plan& plan, const OpDescriber& what);
+  /// Sets *buffered to whether the call's sends prefer a copy (ExecParams::preferCopy), as
+  /// TUTTI_MESSAGE_PATH says; data_path.cc. Sets *shape where paths_ chose, for its
+  /// record() once the call ran. Fails where the ranks' agreement on a way failed (it then
+  /// failed the communicator, worded for the call `what`).
+  Status choosePath(const OpRequest& request, const CallStamp& stamp, const OpDescriber& what,
+                    bool* buffered, std::optional<std::uint32_t>* shape, ExecReport* report);
+  /// A decision of paths_ for `shape`: the ranks add up their estimates in a flat exchange.
+  Status agreePath(const OpRequest& request, const CallStamp& stamp, const OpDescriber& what,
+                   std::uint32_t shape, bool* buffered, ExecReport* report);
 
   // Point-to-point calls issued back to back run together (the executor's RunGroup), so
   // that an irecv followed by an isend completes on every rank of a ring; each ends as
@@ -259,6 +279,8 @@ class CommImpl final : public QueueRunner {
   std::int64_t workSpinNs_ = 0;  // the same for waits on Work handles (create())
   std::string transportChoice_;  // "auto", "shm" or "tcp", as asked (children inherit it)
   std::string asyncProgress_;    // "auto", "thread" or "wait", as asked (children inherit it)
+  MessagePath messagePath_ = MessagePath::kLearn;  // TUTTI_MESSAGE_PATH
+  PathLearner paths_;  // for kLearn; used by the thread running operations
   // Async calls wait a grace period for a thread waiting on them to run them before the
   // worker takes them, and submit() does not wake a napping worker (waitForDueCall).
   bool deferToWaits_ = false;

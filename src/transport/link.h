@@ -276,6 +276,11 @@ class Transport {
   /// only when the deadline has passed.
   virtual bool waitForProgress(std::uint32_t seen, Deadline deadline, std::int64_t spinNs) = 0;
 
+  /// The least bytes of a message this transport may move directly between the two
+  /// processes (read or written in place by one end) rather than through its buffers, unless
+  /// its send prefers a copy (TransferRequest::preferCopy); 0: it never does.
+  virtual std::uint64_t directFrom() const { return 0; }
+
   /// Bytes one rank may contribute to flatExchange(); 0 when this transport has no flat
   /// exchange (only shared memory with every rank on one host has one).
   virtual std::size_t flatBytes() const { return 0; }

@@ -62,6 +62,14 @@ INSTANTIATE_TEST_SUITE_P(WorldSizes, EveryCollectiveProcs,
                                             ::testing::ValuesIn(kTransports)),
                          transportName);
 
+// tutti-bench's result rows of rank 0 with 0 wrong out of place and in place.
+int rowsWithZeroWrong(const std::string& out) {
+  const std::regex row("\\[0\\] +[0-9]+ +[0-9]+ +[a-z0-9]+ +[a-z]+ +-?[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +0 +[0-9.]+ +[0-9.]+ +[0-9.]+ +0 +[a-z_]+");
+  int rows = 0;
+  for (const std::string& l : splitLines(out)) rows += std::regex_match(l, row) ? 1 : 0;
+  return rows;
+}
+
 // Large messages between two processes over shared memory: every collective, every element
 // checked, out of place and in place; with the host's automatic rendezvous threshold (on a
 // host whose kernel copy is slow, every heap message crosses the rings) and with 256K, where
@@ -76,12 +84,49 @@ TEST(CollectiveProcs, LargeMessagesOverSharedMemoryHaveZeroWrong) {
         kOuterBoundSeconds);
     ASSERT_FALSE(r.timedOut) << r.out << r.err;
     EXPECT_EQ(r.exitCode(), 0) << cma << "\n" << r.out << r.err;
-    std::regex row("\\[0\\] +[0-9]+ +[0-9]+ +[a-z0-9]+ +[a-z]+ +-?[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +0 +[0-9.]+ +[0-9.]+ +[0-9.]+ +0 +[a-z_]+");
-    int rows = 0;
-    for (const std::string& l : splitLines(r.out)) rows += std::regex_match(l, row) ? 1 : 0;
+    const int rows = rowsWithZeroWrong(r.out);
     // 8 collectives (sendrecv and barrier aside) x 2 sizes
     EXPECT_EQ(rows, 8 * 2) << cma << "\n" << r.out;
   }
+}
+
+// Both ways a large message can travel (TUTTI_MESSAGE_PATH), forced and learnt: every
+// collective of 1 MiB, twelve calls each, the last eight checked. Learning, a shape's calls
+// 4-6 go the other way than the rule's, and call 7 is the ranks' first decision
+// (path_learner.h), so the checked calls cover both ways and a decision, which every rank
+// logs for the all-gather. Any other value of TUTTI_MESSAGE_PATH is an error.
+TEST(CollectiveProcs, LargeMessagesHaveZeroWrongEitherWay) {
+  for (const std::string path : {"buffered", "direct", "learn"}) {
+    ProcessResult r = runProcess(
+        launch(2, "shm",
+               {"--timeout", "200", "-x", "TUTTI_SHM_CMA_BYTES=256K", "-x",
+                "TUTTI_MESSAGE_PATH=" + path, "-x", "TUTTI_DEBUG=DEBUG", "-x",
+                "TUTTI_DEBUG_SUBSYS=TUNE"},
+               {binPath("tutti-bench"), "all", "-b", "1M", "-e", "1M", "-n", "4", "-w", "0",
+                "-c", "8"}),
+        kOuterBoundSeconds);
+    ASSERT_FALSE(r.timedOut) << r.out << r.err;
+    EXPECT_EQ(r.exitCode(), 0) << path << "\n" << r.out << r.err;
+    const int rows = rowsWithZeroWrong(r.out);
+    EXPECT_EQ(rows, 8) << path << "\n" << r.out;  // 8 collectives (sendrecv and barrier aside)
+    const std::string all = r.out + r.err;
+    for (int rank = 0; rank < 2; ++rank) {
+      const std::regex kept("rank " + std::to_string(rank) +
+                            ": allgather of 524288 bytes now sends (through the buffers|directly)");
+      EXPECT_EQ(std::regex_search(all, kept), path == "learn") << path << "\n" << all;
+    }
+  }
+  // Any other value fails creation, naming the variable and the value.
+  ProcessResult bad = runProcess(
+      launch(2, "shm", {"--timeout", "200", "-x", "TUTTI_MESSAGE_PATH=sideways"},
+             {binPath("tutti-bench"), "allgather", "-b", "1M", "-e", "1M", "-n", "1"}),
+      kOuterBoundSeconds);
+  ASSERT_FALSE(bad.timedOut) << bad.out << bad.err;
+  EXPECT_NE(bad.exitCode(), 0);
+  EXPECT_NE((bad.out + bad.err)
+                .find("TUTTI_MESSAGE_PATH must be learn, rule, buffered or direct, got 'sideways'"),
+            std::string::npos)
+      << bad.out << bad.err;
 }
 
 class KilledRankProcs : public ::testing::TestWithParam<std::string> {};

@@ -174,6 +174,7 @@ class ShmTransport final : public Transport, public ProgressHook {
   /// Flat exchanges (flat.cc) where every rank is on this host: each rank writes its
   /// contribution into a slot of its own segment (FlatSlot), every other rank reads it there.
   std::size_t flatBytes() const override;
+  std::uint64_t directFrom() const override { return cmaFrom_; }
   Status flatExchange(const FlatCall& call, const char** views, FlatStop* stop) override;
   Status health() const override;
   void fail(const Status& status) override;

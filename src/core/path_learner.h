@@ -1,0 +1,94 @@
+#pragma once
+// Which way a call's large messages travel, learnt per call shape from the calls' own times.
+//
+// A large message between two processes on one host either goes through the transport's
+// buffers (its sender copies it in, its receiver copies it out, piece by piece, both at once)
+// or directly (read or written in place by one end: the kernel's copy, or a mapping). Which
+// is faster depends on the machine and the size, and on some virtual machines changes from
+// minute to minute (docs/performance.md, "Which way large messages go"). No rule fixed at
+// start-up is right for all of them, so each communicator times its calls and keeps the
+// faster way for each shape.
+//
+// The ranks decide together. Every rank makes the same calls in the same order, so a shape's
+// n-th call is the same call on every rank, and the learner's schedule depends on n alone:
+// the calls that try a way are the same on every rank, and at each decision the ranks add up
+// their estimates (one flat exchange of a few bytes, CommImpl::agreePath) and so keep the
+// same way. A rank that decided alone would see the other ranks' choices in its times.
+//
+// The calls go in cycles: a decision, calls the way kept, then three calls the other way.
+// The first call of a way after the other is not timed (it runs on caches and buffers the
+// other way left behind; a shape's very first call grows pools and faults pages in). A
+// decision compares the two calls before the other way's with its last two: calls next to
+// each other, because this machine's speed drifts (a shape's first hundreds of calls ran
+// three times as long as later ones on the AMD VM, with both ways), so that a way's older
+// times are not comparable. Each way's estimate is the faster of its two, as noise (a
+// preemption, a late peer) only adds time. The first cycle is kOpening calls, starting with
+// the rule's way; later cycles are kExplorePeriod calls where the other way took up to 1.25
+// times as long, kExploreFarPeriod up to 1.5 times, kExploreFarthestPeriod beyond: trying
+// the other way costs at most 2.3% of the time (3 calls in 32 that take 1.25 times as long),
+// and a change of the machine is followed within a cycle or two. The kept way changes only
+// for one 3% faster. Not thread-safe: the communicator runs one operation at a time.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <unordered_map>
+
+#include "tutti/types.h"
+
+namespace tutti::detail {
+
+class PathLearner {
+ public:
+  static constexpr std::uint32_t kSamples = 2;  // per way, the last ones
+  static constexpr std::uint64_t kOpening = 8;
+  static constexpr std::uint64_t kExplorePeriod = 32;
+  static constexpr std::uint64_t kExploreFarPeriod = 64;
+  static constexpr std::uint64_t kExploreFarthestPeriod = 256;
+
+  /// [0]: the direct way, [1]: through the buffers; in ns, -1 for none.
+  using Times = std::array<std::int64_t, 2>;
+
+  /// A call's shape: its collective, element type, and its bytes (count times the element's
+  /// size) by power of two; what every rank's call has alike (not whether it is in place,
+  /// which a rooted collective's root and other ranks may differ in).
+  static std::uint32_t shapeOf(Collective kind, DataType dtype, std::uint64_t bytes);
+
+  struct Choice {
+    bool buffered = false;  // this call's way (true: through the transport's buffers)
+    bool decides = false;   // a decision: the way comes from decide(), with every rank's estimates
+  };
+  /// This call of `shape`. `rule` is what the call's shape alone says (prefersCopy); the
+  /// learner opens with it.
+  Choice choose(std::uint32_t shape, bool rule);
+  /// This rank's estimates for `shape` (what a decision adds up).
+  Times estimates(std::uint32_t shape) const;
+  /// A decision from the sum of every rank's estimates (a way is -1 where any rank has no
+  /// time for it): the same on every rank. Returns this call's way; sets *changed when the
+  /// kept way is new (the first decision, and each change).
+  bool decide(std::uint32_t shape, const Times& sums, bool* changed);
+  /// The call chosen last for `shape` took `ns`. A call that failed is not recorded.
+  void record(std::uint32_t shape, std::int64_t ns);
+
+  /// Whether `shape` keeps the way through the buffers (false before its first decision).
+  bool keepsBuffered(std::uint32_t shape) const;
+
+ private:
+  struct Way {
+    std::array<std::int64_t, kSamples> ns{};
+    std::uint32_t count = 0;  // samples kept, at most kSamples; the next goes at next
+    std::uint32_t next = 0;
+    std::int64_t estimate() const;
+  };
+  struct Shape {
+    std::uint64_t calls = 0;     // chosen so far; the one in flight is calls - 1
+    std::uint64_t decision = kOpening - 1;  // the call of the next decision
+    bool last = false;     // the way chosen for the call in flight
+    bool counted = false;  // whether its time is kept
+    int kept = -1;         // the way kept (1: buffered); before the first decision, the rule's
+    Way ways[2];
+  };
+  std::unordered_map<std::uint32_t, Shape> shapes_;
+};
+
+}  // namespace tutti::detail

@@ -1,0 +1,171 @@
+// The path learner (core/path_learner.h), fed made-up call times: the cycles and which of
+// their calls count, keeping the faster way by the ranks' summed estimates, how often the
+// other is tried by how much slower it was, following the machine when the other way becomes
+// faster, keeping a way against a less than 3% faster one, deciding alike on every rank, and
+// what makes two calls the same shape.
+
+#include "core/path_learner.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace tutti::detail {
+namespace {
+
+constexpr std::uint32_t kShape = 7;
+
+struct Calls {
+  std::vector<bool> ways;              // each call's way (true: through the buffers)
+  std::vector<std::size_t> decisions;  // the calls that were decisions
+  int changes = 0;
+};
+
+// Runs `count` calls of kShape on one learner that stands for `ranks` ranks with the same
+// times (a decision gets its estimates times `ranks`); each call takes `buffered` or `direct`
+// ns by its way, the first call of a shape and of a way after the other `first` ns more.
+void run(PathLearner& learner, Calls& calls, int count, std::int64_t buffered,
+         std::int64_t direct, bool rule = false, int ranks = 2, std::int64_t first = 0) {
+  for (int i = 0; i < count; ++i) {
+    PathLearner::Choice choice = learner.choose(kShape, rule);
+    if (choice.decides) {
+      PathLearner::Times sums = learner.estimates(kShape);
+      for (std::int64_t& t : sums) t = t < 0 ? -1 : t * ranks;
+      bool changed = false;
+      choice.buffered = learner.decide(kShape, sums, &changed);
+      calls.changes += changed ? 1 : 0;
+      calls.decisions.push_back(calls.ways.size());
+    }
+    const bool switched = calls.ways.empty() || calls.ways.back() != choice.buffered;
+    learner.record(kShape, (choice.buffered ? buffered : direct) + (switched ? first : 0));
+    calls.ways.push_back(choice.buffered);
+  }
+}
+
+TEST(PathLearner, OpensWithTheRulesWayFourTimesThenTheOtherThreeTimes) {
+  for (const bool rule : {false, true}) {
+    PathLearner learner;
+    Calls calls;
+    run(learner, calls, 7, 100, 100, rule);
+    const std::vector<bool> expected = {rule, rule, rule, rule, !rule, !rule, !rule};
+    EXPECT_EQ(calls.ways, expected) << "rule " << rule;
+    EXPECT_TRUE(calls.decisions.empty());
+    EXPECT_FALSE(learner.keepsBuffered(kShape));
+  }
+}
+
+TEST(PathLearner, TimesNeitherAShapesFirstCallNorTheFirstOfAWayAfterTheOther) {
+  PathLearner learner;
+  Calls calls;
+  // Those calls take 1000 times as long: none of them may reach an estimate.
+  run(learner, calls, 7, 50, 70, false, 2, 70000);
+  EXPECT_EQ(learner.estimates(kShape), (PathLearner::Times{70, 50}));
+}
+
+TEST(PathLearner, KeepsTheFasterWayAndTriesTheOtherByHowMuchSlowerItWas) {
+  struct Case {
+    std::int64_t buffered, direct;
+    std::uint64_t period;
+  };
+  // The other way 1.1, 1.4 and 2 times as long.
+  for (const Case c : {Case{100, 110, PathLearner::kExplorePeriod},
+                       Case{100, 140, PathLearner::kExploreFarPeriod},
+                       Case{100, 200, PathLearner::kExploreFarthestPeriod},
+                       Case{200, 100, PathLearner::kExploreFarthestPeriod}}) {
+    PathLearner learner;
+    Calls calls;
+    run(learner, calls, 7 + 4 * 256, c.buffered, c.direct, false, 2, 1000);
+    const bool best = c.buffered < c.direct;
+    EXPECT_EQ(calls.changes, 1) << "kept one way once";
+    EXPECT_EQ(learner.keepsBuffered(kShape), best);
+    ASSERT_GE(calls.decisions.size(), 4u);
+    EXPECT_EQ(calls.decisions[0], 7u);
+    for (std::size_t d = 1; d < calls.decisions.size(); ++d)
+      EXPECT_EQ(calls.decisions[d] - calls.decisions[d - 1], c.period);
+    // Each cycle: the decision and the calls after it the kept way, its last three the other.
+    for (std::size_t n = 7; n < calls.decisions.back(); ++n) {
+      std::size_t next = 0;
+      for (const std::size_t d : calls.decisions)
+        if (d > n) {
+          next = d;
+          break;
+        }
+      EXPECT_EQ(calls.ways[n], next - n <= 3 ? !best : best)
+          << "call " << n << ", buffered " << c.buffered << " direct " << c.direct;
+    }
+  }
+}
+
+TEST(PathLearner, FollowsTheMachineWhenTheOtherWayBecomesFaster) {
+  PathLearner learner;
+  Calls calls;
+  run(learner, calls, 300, 50, 70);  // buffered wins
+  ASSERT_TRUE(learner.keepsBuffered(kShape));
+  ASSERT_EQ(calls.changes, 1);
+  // The machine changes: buffered now takes 3 times as long as direct. The first decision
+  // after a cycle's try of the direct way sees it: within two cycles.
+  run(learner, calls, 2 * PathLearner::kExploreFarPeriod + 1, 150, 50);
+  EXPECT_FALSE(learner.keepsBuffered(kShape));
+  EXPECT_EQ(calls.changes, 2);
+  EXPECT_FALSE(calls.ways.back());
+  // And back again: direct is kept and buffered was 3 times as long, so within two of the
+  // longest cycles.
+  run(learner, calls, 2 * PathLearner::kExploreFarthestPeriod + 1, 40, 50);
+  EXPECT_TRUE(learner.keepsBuffered(kShape));
+  EXPECT_EQ(calls.changes, 3);
+}
+
+TEST(PathLearner, KeepsAWayAgainstOneLessThanThreePercentFaster) {
+  PathLearner learner;
+  Calls calls;
+  run(learner, calls, 100, 100, 110);
+  ASSERT_TRUE(learner.keepsBuffered(kShape));
+  run(learner, calls, 200, 100, 98);  // direct 2% faster: kept
+  EXPECT_TRUE(learner.keepsBuffered(kShape));
+  run(learner, calls, 100, 100, 96);  // 4% faster: changed
+  EXPECT_FALSE(learner.keepsBuffered(kShape));
+  EXPECT_EQ(calls.changes, 2);
+}
+
+TEST(PathLearner, DecidesBySumsTheSameOnEveryRank) {
+  // Two learners standing for two ranks, whose own times disagree: rank 0 finds buffered
+  // faster, rank 1 direct, by more. Decided by the sums, both keep direct.
+  PathLearner rank0, rank1;
+  for (int n = 0; n < 7 + 200; ++n) {
+    PathLearner::Choice c0 = rank0.choose(kShape, false), c1 = rank1.choose(kShape, false);
+    ASSERT_EQ(c0.decides, c1.decides);
+    if (c0.decides) {
+      const PathLearner::Times e0 = rank0.estimates(kShape), e1 = rank1.estimates(kShape);
+      const PathLearner::Times sums{e0[0] + e1[0], e0[1] + e1[1]};
+      bool changed = false;
+      c0.buffered = rank0.decide(kShape, sums, &changed);
+      c1.buffered = rank1.decide(kShape, sums, &changed);
+    }
+    ASSERT_EQ(c0.buffered, c1.buffered) << "call " << n;
+    rank0.record(kShape, c0.buffered ? 50 : 60);
+    rank1.record(kShape, c1.buffered ? 100 : 70);
+  }
+  EXPECT_FALSE(rank0.keepsBuffered(kShape));
+  EXPECT_FALSE(rank1.keepsBuffered(kShape));
+}
+
+TEST(PathLearner, ShapesAreTheCollectiveTypeAndPowerOfTwoOfTheBytes) {
+  const auto shape = PathLearner::shapeOf;
+  const Collective ag = Collective::kAllGather;
+  const DataType f32 = DataType::kFloat32;
+  EXPECT_EQ(shape(ag, f32, 1u << 19), shape(ag, f32, (1u << 20) - 1));
+  EXPECT_NE(shape(ag, f32, 1u << 19), shape(ag, f32, 1u << 20));
+  EXPECT_NE(shape(ag, f32, 1u << 20), shape(ag, DataType::kFloat64, 1u << 20));
+  EXPECT_NE(shape(ag, f32, 1u << 20), shape(Collective::kAllToAll, f32, 1u << 20));
+  EXPECT_NE(shape(ag, f32, std::uint64_t{1} << 40), shape(ag, f32, 1u << 20));
+  // Shapes learn apart.
+  PathLearner learner;
+  Calls calls;
+  run(learner, calls, 40, 50, 70);
+  EXPECT_EQ(learner.estimates(kShape + 1), (PathLearner::Times{-1, -1}));
+  EXPECT_FALSE(learner.keepsBuffered(kShape + 1));
+}
+
+}  // namespace
+}  // namespace tutti::detail
