@@ -276,6 +276,7 @@ Status CommImpl::connect(const InitParams& params, const Config& config, const s
     }
     sopts.mappedBytes = config.shmMappedBytes;
     sopts.cmaShare = config.shmCmaShare;
+    sopts.learnsPath = messagePath_ == MessagePath::kLearn;
     TUTTI_CHECK_ARG(config.shmSlotBytes == 0 ||
                         (config.shmSlotBytes >= 64 && config.shmSlotBytes <= (64u << 20)),
                     "TUTTI_SHM_SLOT_BYTES must be 0 (automatic) or between 64 and 64M, got %llu",

@@ -78,7 +78,9 @@ Status CommImpl::choosePath(const OpRequest& r, const CallStamp& stamp, const Op
     case MessagePath::kLearn:
       break;
   }
-  const bool rule = prefersCopy(spec);
+  // Where the transport kept direct moves although they measured slow, only calls that
+  // learn try them.
+  const bool rule = prefersCopy(spec) || transport_->directSlow();
   *buffered = rule;
   // Learnt for the collectives that only move data (a v-collective's count is this rank's,
   // and a shape must be the same on every rank), where the choice can matter (a message may

@@ -280,6 +280,10 @@ class Transport {
   /// processes (read or written in place by one end) rather than through its buffers, unless
   /// its send prefers a copy (TransferRequest::preferCopy); 0: it never does.
   virtual std::uint64_t directFrom() const { return 0; }
+  /// Whether moving a message directly measured slow here (the kernel's copy), so that a
+  /// call which does not learn its way should prefer a copy; directFrom() still says from
+  /// which size a call that learns may try it.
+  virtual bool directSlow() const { return false; }
 
   /// Bytes one rank may contribute to flatExchange(); 0 when this transport has no flat
   /// exchange (only shared memory with every rank on one host has one).

@@ -72,7 +72,8 @@ int rowsWithZeroWrong(const std::string& out) {
 
 // Large messages between two processes over shared memory: every collective, every element
 // checked, out of place and in place; with the host's automatic rendezvous threshold (on a
-// host whose kernel copy is slow, every heap message crosses the rings) and with 256K, where
+// host whose kernel copy is slow, only the calls that learn their way try rendezvous for
+// heap messages) and with 256K, where
 // the rendezvous copy is shared between the ranks (process_vm_readv by the receiver,
 // process_vm_writev by the sender).
 TEST(CollectiveProcs, LargeMessagesOverSharedMemoryHaveZeroWrong) {

@@ -33,6 +33,7 @@ class HybridTransport final : public Transport {
   int rank() const override { return shm_->rank(); }
   int size() const override { return shm_->size(); }
   std::uint64_t directFrom() const override { return shm_->directFrom(); }
+  bool directSlow() const override { return shm_->directSlow(); }
   Link& link(int peer) override;
   WaitSignal& progressSignal() override { return shm_->progressSignal(); }
   /// The TCP side keeps its own thread; the waiter drives the shared-memory side only.

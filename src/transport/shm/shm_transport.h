@@ -83,6 +83,10 @@ class ShmTransport final : public Transport, public ProgressHook {
     /// the processor, and whether every rank of the host has a core) rather than the two
     /// above; cmaBytes 0 still means never.
     bool cmaAuto = false;
+    /// The communicator learns per call which way a collective's large messages go
+    /// (TUTTI_MESSAGE_PATH=learn): where cmaAuto finds the kernel's copy slow, the threshold
+    /// then stays, for the calls that learn to try, and directSlow() tells the others.
+    bool learnsPath = false;
     /// Messages of at least this many bytes sent from a memAlloc buffer go by rendezvous,
     /// the receiver reading them through its mapping of the buffer (no system call per
     /// message, so the threshold is lower than cmaBytes); 0 never. Only where the receiver
@@ -175,6 +179,7 @@ class ShmTransport final : public Transport, public ProgressHook {
   /// contribution into a slot of its own segment (FlatSlot), every other rank reads it there.
   std::size_t flatBytes() const override;
   std::uint64_t directFrom() const override { return cmaFrom_; }
+  bool directSlow() const override { return directSlow_; }
   Status flatExchange(const FlatCall& call, const char** views, FlatStop* stop) override;
   Status health() const override;
   void fail(const Status& status) override;
@@ -226,6 +231,16 @@ class ShmTransport final : public Transport, public ProgressHook {
   /// 256K: broadcast 256 KiB 0.56, all-gather and all-to-all 1 MiB 0.55, all-to-all 4 MiB
   /// 0.83; 8 ranks: broadcast 256 KiB 0.55, all-gather and all-to-all 2 MiB 0.65).
   static std::uint64_t autoCmaBytes(bool amd, bool coreEach, double kernelCopyRatio);
+  /// The rendezvous threshold for heap buffers in force (cmaFrom(); 0: none), and whether
+  /// it was kept although the kernel's copy is slow (directSlow(), Options::learnsPath):
+  /// from the options, the processor, whether every rank of the host has a core, and the
+  /// host's kernelCopyRatio().
+  struct DirectMoves {
+    std::uint64_t from = 0;
+    bool slow = false;
+  };
+  static DirectMoves directMoves(const Options& options, bool amd, bool coreEach,
+                                 double hostRatio);
   static constexpr double kSlowKernelCopyRatio = 4.0;
   /// process_vm_readv's time over memcpy's for the same 256 KiB (the size of a two-rank
   /// ring slot) within this process, the best of a few alternating tries: measured on the
@@ -343,6 +358,7 @@ class ShmTransport final : public Transport, public ProgressHook {
   bool coreEach_ = false;              // every rank of this host has a core (setUp)
   bool twoCoresEach_ = false;          // ... and one more for its worker thread (setUp)
   std::uint64_t cmaFrom_ = 0;          // the rendezvous threshold in force (0: none; setUp)
+  bool directSlow_ = false;            // kept although the kernel's copy is slow (learnsPath)
   double hostKernelCopyRatio_ = 0;     // the highest kernelCopyRatio() of this host's ranks
   // Exchanged messages up to a quarter of a core's L2 are each written by their sender:
   // an end's own block, its copy in its output and its copy in the peer's output then stay

@@ -759,6 +759,38 @@ TEST(ShmCmaThreshold, AutomaticIsNeverWhereTheKernelsCopyIsSlow) {
   }
 }
 
+// Where the calls learn their way (TUTTI_MESSAGE_PATH=learn), a slow kernel's copy keeps the
+// automatic threshold and says it is slow (directSlow), so that only the calls that learn
+// try it; without learning it is never, as above. Set thresholds are as set either way.
+TEST(ShmCmaThreshold, ASlowKernelsCopyStaysForCallsThatLearn) {
+  const double slow = ShmTransport::kSlowKernelCopyRatio * 2;
+  for (const bool amd : {true, false}) {
+    for (const bool coreEach : {true, false}) {
+      const std::uint64_t table = ShmTransport::autoCmaBytes(amd, coreEach, 0.0);
+      ShmTransport::Options o;
+      o.cmaAuto = true;
+      for (const bool learns : {true, false}) {
+        o.learnsPath = learns;
+        const auto fast = ShmTransport::directMoves(o, amd, coreEach, 1.5);
+        EXPECT_EQ(fast.from, table);
+        EXPECT_FALSE(fast.slow);
+        const auto slowOnes = ShmTransport::directMoves(o, amd, coreEach, slow);
+        EXPECT_EQ(slowOnes.from, learns ? table : 0u);
+        EXPECT_EQ(slowOnes.slow, learns);
+      }
+      o.cmaBytes = 0;  // never, learning or not
+      EXPECT_EQ(ShmTransport::directMoves(o, amd, coreEach, slow).from, 0u);
+      EXPECT_FALSE(ShmTransport::directMoves(o, amd, coreEach, slow).slow);
+      o.cmaAuto = false;
+      o.cmaBytes = 100000;
+      o.cmaBytesWithCores = 5000;
+      EXPECT_EQ(ShmTransport::directMoves(o, amd, coreEach, slow).from,
+                coreEach ? 5000u : 100000u);
+      EXPECT_FALSE(ShmTransport::directMoves(o, amd, coreEach, slow).slow);
+    }
+  }
+}
+
 // The ratio is measured (a real copy takes time either way, and the kernel's copy works
 // within a process), once: every later call answers the same.
 TEST(ShmCmaThreshold, TheKernelsCopyIsMeasuredOnce) {
