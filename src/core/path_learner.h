@@ -19,9 +19,9 @@
 // The first call of a way after the other is not timed (it runs on caches and buffers the
 // other way left behind; a shape's very first call grows pools and faults pages in). A
 // decision compares the two calls before the other way's with its last two: calls next to
-// each other, because this machine's speed drifts (a shape's first hundreds of calls ran
-// three times as long as later ones on the AMD VM, with both ways), so that a way's older
-// times are not comparable. Each way's estimate is the faster of its two, as noise (a
+// each other, because a machine's speed drifts (in one traced run on the AMD VM, a shape's
+// first 200 calls took up to three times as long as later ones, either way), so that a
+// way's older times are not comparable. Each way's estimate is the faster of its two, as noise (a
 // preemption, a late peer) only adds time. The first cycle is kOpening calls, starting with
 // the rule's way; later cycles are kExplorePeriod calls where the other way took up to 1.25
 // times as long, kExploreFarPeriod up to 1.5 times, kExploreFarthestPeriod beyond: trying
