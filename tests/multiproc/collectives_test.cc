@@ -130,6 +130,34 @@ TEST(CollectiveProcs, LargeMessagesHaveZeroWrongEitherWay) {
       << bad.out << bad.err;
 }
 
+// A rank that learns the way of large messages waits in each decision for every rank, so
+// ranks that differ in it (here rank 1 alone sets TUTTI_MESSAGE_PATH=rule) fail creation at
+// once, each naming both settings, rather than a call at its deadline.
+TEST(CollectiveProcs, RanksThatDifferInMessagePathFailCreationNamingIt) {
+  const std::string command = "if [ \"$TUTTI_RANK\" = 1 ]; then export TUTTI_MESSAGE_PATH=rule; "
+                              "fi; exec " + binPath("tutti-bench") +
+                              " allgather -b 1M -e 1M -n 2";
+  ProcessResult r = runProcess(
+      launch(2, "shm", {"--timeout", "200", "-x", "TUTTI_SHM_CMA_BYTES=256K"},
+             {"/bin/sh", "-c", command}),
+      kOuterBoundSeconds);
+  ASSERT_FALSE(r.timedOut) << r.out << r.err;
+  EXPECT_NE(r.exitCode(), 0);
+  const std::string all = r.out + r.err;
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string who = rank == 0 ? "rank 1 does not learn it, large messages directly from "
+                                        "262144 bytes (0: never), but rank 0 learns"
+                                      : "rank 0 learns which way large messages go, large "
+                                        "messages directly from 262144 bytes (0: never), but "
+                                        "rank 1 does not learn it";
+    EXPECT_NE(all.find("[" + std::to_string(rank) + "] "), std::string::npos) << all;
+    EXPECT_NE(all.find(who), std::string::npos) << "rank " << rank << "\n" << all;
+  }
+  EXPECT_NE(all.find("set TUTTI_MESSAGE_PATH and TUTTI_SHM_CMA_BYTES alike on every rank"),
+            std::string::npos)
+      << all;
+}
+
 class KilledRankProcs : public ::testing::TestWithParam<std::string> {};
 
 // The victim (rank 2 of 4) dies in the middle of a 64 MiB all-reduce, or (small) instead of
