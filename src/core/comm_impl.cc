@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <optional>
 #include <random>
 
@@ -90,43 +89,6 @@ Result<std::pair<bool, bool>> hostCoresOverStore(Store& store, const std::string
   }
   return std::make_pair(eachRankHasCores(hostMasks, 1, quotaCores()),
                         eachRankHasCores(hostMasks, 2, quotaCores()));
-}
-
-// Whether a collective's large messages learn their way (TUTTI_MESSAGE_PATH) is decided by each
-// rank from its own settings, and the ranks must decide alike: a rank that learns waits in a
-// decision's flat exchange for ranks that do not, until the call's deadline. So every rank
-// publishes what decides it (learning, and from which size messages may go directly) and
-// reads every rank's, and creation fails on a difference, naming both ranks' settings.
-Status agreeOnMessagePath(Store& store, const std::string& prefix, int rank, int size,
-                          bool learns, std::uint64_t directFrom, Deadline deadline) {
-  const std::string mine = strFormat("%d %llu", learns ? 1 : 0,
-                                     static_cast<unsigned long long>(directFrom));
-  TUTTI_RETURN_IF_ERROR(store.set(prefix + "path/" + std::to_string(rank),
-                                  std::vector<std::uint8_t>(mine.begin(), mine.end())));
-  for (int r = 0; r < size; ++r) {
-    auto raw = store.get(prefix + "path/" + std::to_string(r), deadline);
-    if (!raw.ok())
-      return raw.status().withContext(strFormat("waiting for rank %d's message path", r));
-    const std::string theirs(raw->begin(), raw->end());
-    if (theirs == mine) continue;
-    unsigned theirLearns = 0;
-    unsigned long long theirFrom = 0;
-    if (std::sscanf(theirs.c_str(), "%u %llu", &theirLearns, &theirFrom) != 2)
-      return Status(ErrorCode::kProtocolError,
-                    strFormat("rank %d published a malformed message path '%s'", r,
-                              theirs.c_str()));
-    auto describe = [](bool l, unsigned long long from) {
-      return strFormat("%s, large messages directly from %llu bytes (0: never)",
-                       l ? "learns which way large messages go" : "does not learn it", from);
-    };
-    return Status(ErrorCode::kInvalidArgument,
-                  strFormat("rank %d %s, but rank %d %s: set TUTTI_MESSAGE_PATH and "
-                            "TUTTI_SHM_CMA_BYTES alike on every rank",
-                            r, describe(theirLearns != 0, theirFrom).c_str(), rank,
-                            describe(learns, directFrom).c_str()),
-                  r);
-  }
-  return Status::Ok();
 }
 
 // Polling while waiting pays off only when every rank of this host has a core; when ranks

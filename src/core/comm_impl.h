@@ -86,6 +86,11 @@ enum class MessagePath {
   kDirect,    // read or written in place
 };
 std::optional<MessagePath> parseMessagePath(const std::string& text);
+/// Every rank publishes whether it learns the way of large messages and from which size
+/// they may go directly, and checks every rank's against its own: creation fails on a
+/// difference, naming both (data_path.cc).
+Status agreeOnMessagePath(Store& store, const std::string& prefix, int rank, int size,
+                          bool learns, std::uint64_t directFrom, Deadline deadline);
 
 class CommImpl final : public QueueRunner {
  public:

@@ -5,9 +5,12 @@
 
 #include "core/comm_impl.h"
 
+#include <cstdio>
 #include <cstring>
 
 #include "base/log.h"
+#include "base/macros.h"
+#include "base/strings.h"
 
 namespace tutti::detail {
 
@@ -59,6 +62,43 @@ std::optional<MessagePath> parseMessagePath(const std::string& text) {
   if (text == "buffered") return MessagePath::kBuffered;
   if (text == "direct") return MessagePath::kDirect;
   return std::nullopt;
+}
+
+// Whether a collective's large messages learn their way (TUTTI_MESSAGE_PATH) is decided by each
+// rank from its own settings, and the ranks must decide alike: a rank that learns waits in a
+// decision's flat exchange for ranks that do not, until the call's deadline. So every rank
+// publishes what decides it (learning, and from which size messages may go directly) and
+// reads every rank's, and creation fails on a difference, naming both ranks' settings.
+Status agreeOnMessagePath(Store& store, const std::string& prefix, int rank, int size,
+                          bool learns, std::uint64_t directFrom, Deadline deadline) {
+  const std::string mine = strFormat("%d %llu", learns ? 1 : 0,
+                                     static_cast<unsigned long long>(directFrom));
+  TUTTI_RETURN_IF_ERROR(store.set(prefix + "path/" + std::to_string(rank),
+                                  std::vector<std::uint8_t>(mine.begin(), mine.end())));
+  for (int r = 0; r < size; ++r) {
+    auto raw = store.get(prefix + "path/" + std::to_string(r), deadline);
+    if (!raw.ok())
+      return raw.status().withContext(strFormat("waiting for rank %d's message path", r));
+    const std::string theirs(raw->begin(), raw->end());
+    if (theirs == mine) continue;
+    unsigned theirLearns = 0;
+    unsigned long long theirFrom = 0;
+    if (std::sscanf(theirs.c_str(), "%u %llu", &theirLearns, &theirFrom) != 2)
+      return Status(ErrorCode::kProtocolError,
+                    strFormat("rank %d published a malformed message path '%s'", r,
+                              theirs.c_str()));
+    auto describe = [](bool l, unsigned long long from) {
+      return strFormat("%s, large messages directly from %llu bytes (0: never)",
+                       l ? "learns which way large messages go" : "does not learn it", from);
+    };
+    return Status(ErrorCode::kInvalidArgument,
+                  strFormat("rank %d %s, but rank %d %s: set TUTTI_MESSAGE_PATH and "
+                            "TUTTI_SHM_CMA_BYTES alike on every rank",
+                            r, describe(theirLearns != 0, theirFrom).c_str(), rank,
+                            describe(learns, directFrom).c_str()),
+                  r);
+  }
+  return Status::Ok();
 }
 
 Status CommImpl::choosePath(const OpRequest& r, const CallStamp& stamp, const OpDescriber& what,
