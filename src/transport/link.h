@@ -127,8 +127,8 @@ class TransferRequest {
   bool preferCopy = false;
   /// Set by the poster of a send (null otherwise): a local destination that should also
   /// receive the message's bytes (a schedule's copy of the same source). A link that copies
-  /// the message through buffers of its own may write each piece there too while the
-  /// piece is in cache, so the source is read once; it then sets `mirrored`. Links that
+  /// the message through buffers of its own may write each piece there too, in the same
+  /// pass, so the source is read once; it then sets `mirrored`. Links that
   /// cannot ignore it, and the poster copies. Must not overlap `data`. Set only where
   /// Link::copiesSend says yes: the copy then completes with the send, which must not
   /// wait for its receiver.

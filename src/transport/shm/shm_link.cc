@@ -140,14 +140,23 @@ bool ShmLink::sendEagerLocked(TransferRequest* request) {
       if (chunk > 0) std::memcpy(h->inlineData, request->data, chunk);
     } else {
       h->offset = request->progress;
-      std::memcpy(out_.payload(outHead_), request->data + request->progress, chunk);
+      char* slot = out_.payload(outHead_);
+      const char* from = request->data + request->progress;
+      if (request->mirror != nullptr) {
+        // One pass over the source writes the slot and the mirror, and the piece is published
+        // after both. Copying the slot, publishing, then writing the mirror from cache took
+        // 1.33 times as long for a 2-rank all-gather of 64 MiB (streaming mirror, AMD EPYC
+        // VM), and copying both before publishing 1.18; at 1 and 8 MiB (two memcpys
+        // either way) 0.99 and 0.96 of the time.
+        owner_->options_.copyTwo(slot, request->mirror + request->progress, from, chunk,
+                                 request->bytes);
+      } else {
+        std::memcpy(slot, from, chunk);
+      }
     }
     h->seq.store(++outHead_, std::memory_order_seq_cst);  // publishes; see wakeIfSleeping
-    if (request->mirror != nullptr && chunk > 0) {
-      // The piece was just read: its source is in cache for the local copy too.
-      owner_->options_.copy(request->mirror + request->progress, request->data + request->progress,
-                            chunk, request->bytes);
-    }
+    if (request->mirror != nullptr && chunk > 0 && request->bytes <= kInlineBytes)
+      std::memcpy(request->mirror, request->data, chunk);
     // The next slot's header: the receiver read it a lap ago, so its line is shared; ask
     // for it exclusive now rather than wait on the invalidation when publishing into it.
     prefetchForWrite(out_.header(outHead_));
