@@ -6,7 +6,7 @@
 # series keeps, and the order turning each round keeps any build from always going first.
 #
 #   scripts/ab_latency.sh [-r ROUNDS] [-n RANKS] [-b BYTES] [-c COLLECTIVE] [-t TRANSPORT]
-#                         [-i ITERS] [-w WARMUP] [-a "BENCH ARGS"] [-p] [-s] BINDIR...
+#                         [-i ITERS] [-w WARMUP] [-a "BENCH ARGS"] [-p] [-s] [-k FILE] BINDIR...
 #
 # -p times the in-place row instead of the out-of-place one (a broadcast in place is what
 # MPI_Bcast does).
@@ -26,6 +26,13 @@
 # depends on how the kernel shares cores between oversubscribed ranks (binding them,
 # yielding, sleeping) can change sign under SCHED_FIFO, so measure such changes with -s.
 #
+# The word `floor` runs build/peers/copy_floor instead (2 ranks, all-gather or all-to-all): the
+# copies such a call cannot avoid and nothing else, each way (the kernel's copy pulled or
+# pushed, a ring, a ring fused with the own block's copy; streaming stores from 4 MiB
+# blocks), and its time is the fastest way's: what no implementation beats on this machine.
+#
+# -k FILE keeps every run's time there, a line each: round, build's index, microseconds.
+#
 # -S TICKS also prints the summary twice more: over the rounds in which the hypervisor
 # took TICKS or more clock ticks from this guest (steal in /proc/stat, all CPUs, usually
 # 100 a second) and over the others. Each round's steal is printed as it ends. What a
@@ -34,13 +41,13 @@
 set -euo pipefail
 
 rounds=60 ranks=2 bytes=8 coll=allreduce transport=shm iters=50000 warmup=5000 benchargs=""
-inplace=false realtime=true steal_split=""
-while getopts "r:n:b:c:t:i:w:a:psS:" opt; do
+inplace=false realtime=true steal_split="" keep=""
+while getopts "r:n:b:c:t:i:w:a:psS:k:" opt; do
   case $opt in
     r) rounds=$OPTARG ;; n) ranks=$OPTARG ;; b) bytes=$OPTARG ;; c) coll=$OPTARG ;;
     t) transport=$OPTARG ;; i) iters=$OPTARG ;; w) warmup=$OPTARG ;; a) benchargs=$OPTARG ;; p) inplace=true ;;
-    s) realtime=false ;; S) steal_split=$OPTARG ;;
-    *) echo "usage: $0 [-r rounds] [-n ranks] [-b bytes] [-c collective] [-t transport] [-i iters] [-w warmup] [-a bench-args] [-p] [-s] [-S steal-ticks] BINDIR..." >&2; exit 2 ;;
+    s) realtime=false ;; S) steal_split=$OPTARG ;; k) keep=$OPTARG ;;
+    *) echo "usage: $0 [-r rounds] [-n ranks] [-b bytes] [-c collective] [-t transport] [-i iters] [-w warmup] [-a bench-args] [-p] [-s] [-S steal-ticks] [-k file] BINDIR..." >&2; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -67,7 +74,14 @@ for round in $(seq 1 "$rounds"); do
     runargs=()
     [ "$bin" = "$build" ] || IFS=, read -r -a runargs <<< "${build#*@}"
     case "$build" in ompi|ompi-nocma|ompi-tuned|mpich|mpich-tuned|mpich-nocma) peer=true ;; *) peer=false ;; esac
-    if $peer; then
+    if [ "$build" = floor ]; then
+      [ "$ranks" = 2 ] && { [ "$coll" = allgather ] || [ "$coll" = alltoall ]; } ||
+        { echo "$0: floor models the 2-rank allgather and alltoall only" >&2; exit 2; }
+      # One block is half the call's bytes (an all-gather's output, an all-to-all's input).
+      t=$(timeout 120 "${prio[@]}" build/peers/copy_floor $((bytes / 2048)) "$iters" auto |
+            tr ' ' '\n' | awk -F= -v c="$coll" 'index($1, c "_") == 1 {
+              if (best == "" || $2 + 0 < best + 0) best = $2 } END {print best}')
+    elif $peer; then
       tuned=(MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=17179869184)
       case "$build" in
         ompi*)
@@ -103,6 +117,7 @@ for round in $(seq 1 "$rounds"); do
   [ -z "$steal_split" ] || echo "round $round: steal $round_steal ticks" >&2
 done
 
+[ -z "$keep" ] || cp "$out" "$keep"
 median() { sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 # summary LO HI: the table over the rounds whose steal lies in [LO, HI].
 summary() {
