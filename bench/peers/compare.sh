@@ -35,6 +35,14 @@
 # --unbound: also run tutti with tutti-run --cpu-bind none, as a row "tutti-unbound" with its
 # own ratio column (tutti-run's default binds ranks that outnumber the CPUs evenly; the
 # peers' launchers leave oversubscribed ranks unbound).
+# The copy floor: for the 2-rank all-gather and all-to-all, each round also runs
+# build/peers/copy_floor on the same bytes (two processes doing only the copies such a call
+# cannot avoid, each way: the kernel's copy, a ring, a ring fused with the own block's copy;
+# streaming stores from 4 MiB blocks) and records its fastest way as "floor". The table then
+# adds the floor (busbw), tutti / floor (the floor's time over tutti's, per round: 1 is
+# tutti at the floor) and ceiling (the best peer's time over the floor's, per round: what
+# tutti / best would read for an implementation at the floor). A round's floor says how
+# fast the machine copies in that round, which on some VMs changes from minute to minute.
 # Nothing leaves loopback: Open MPI gets btl/oob_tcp_if_include lo, MPICH -iface lo and
 # UCX_NET_DEVICES=lo, tutti-run binds 127.0.0.1, Gloo's device 127.0.0.1.
 #
@@ -107,7 +115,8 @@ fi
 bin=build/bin
 peer_bin=build/peers
 for f in "$bin/tutti-run" "$bin/tutti-bench" "$peer_bin/mpi_bench_openmpi" \
-         "$peer_bin/mpi_bench_mpich" "$peer_bin/gloo_bench" "$peer_bin/membw"; do
+         "$peer_bin/mpi_bench_mpich" "$peer_bin/gloo_bench" "$peer_bin/membw" \
+         "$peer_bin/copy_floor"; do
   [ -x "$f" ] || { echo "compare.sh: $f is missing: run bench/peers/setup.sh first" >&2; exit 1; }
 done
 [ -n "$out" ] || out="build/peers/compare-$(date +%Y%m%d-%H%M%S)"
@@ -218,6 +227,32 @@ run_tutti() {  # round coll world size impl (tutti; tutti-reg: buffers from memA
   echo "$round $coll $world $rbytes $impl $us $bw $wrong" >>"$records"
 }
 
+# The copy floor of a 2-rank all-gather or all-to-all (see the header): one copy_floor run,
+# its fastest way for the collective, recorded as the implementation "floor".
+has_floor() { [ "$2" = 2 ] && { [ "$1" = allgather ] || [ "$1" = alltoall ]; }; }
+run_floor() {  # round coll world
+  local round=$1 coll=$2 world=$3 s bytes log n us status
+  has_floor "$coll" "$world" || return 0
+  for s in $sizes; do
+    bytes=$(bytes_of "$s")
+    [ "$bytes" -ge 2048 ] || continue  # a block of whole KiB
+    log="$out/logs/r$round-$coll-n$world-$s-floor.log"
+    # About --target seconds a way, from a copy at 10 GB/s; 20 to 2000 rounds.
+    n=$(awk -v t="$target" -v b="$bytes" 'BEGIN {
+      n = int(t * 1e6 / (b / 1e4)); print (n < 20 ? 20 : (n > 2000 ? 2000 : n)) }')
+    status=0
+    run_logged "$log" "$peer_bin/copy_floor" $((bytes / 2048)) "$n" auto || status=$?
+    us=$(tr ' ' '\n' <"$log" | awk -F= -v c="$coll" 'index($1, c "_") == 1 {
+           if (best == "" || $2 + 0 < best + 0) best = $2 } END {print best}')
+    if [ "$status" != 0 ] || [ -z "$us" ]; then
+      record_failure "$round" "$coll" "$world" "$bytes" floor "$status"
+      continue
+    fi
+    echo "$round $coll $world $bytes floor $us $(awk -v b="$bytes" -v t="$us" \
+      'BEGIN {printf "%.3f", b / (t * 1e3) / 2}') 0" >>"$records"
+  done
+}
+
 # The launcher and environment of each peer variant; $1 is the world size.
 peer_command() {
   local peer=$1 world=$2
@@ -300,7 +335,9 @@ for coll in $collectives; do
       if ((round % 2 == 1)); then
         for s in $sizes; do for t in $tuttis; do run_tutti "$round" "$coll" "$world" "$s" "$t"; done; done
         for p in $peers; do run_peer "$round" "$coll" "$world" "$p"; done
+        run_floor "$round" "$coll" "$world"
       else
+        run_floor "$round" "$coll" "$world"
         for p in $peers; do run_peer "$round" "$coll" "$world" "$p"; done
         for s in $sizes; do for t in $tuttis; do run_tutti "$round" "$coll" "$world" "$s" "$t"; done; done
       fi
@@ -322,7 +359,11 @@ printf '%s' "$steal_log" | tee -a "$out/header.txt"
 # (= best peer time / tutti time; below 1 tutti is slower), and the same against Open MPI
 # over TCP, the peer on tutti's transport. Gloo's algorithms count as one peer: its best
 # in each round.
-awk -v peers="$peers" -v tuttis="$tuttis" '
+floors=0
+for coll in $collectives; do for world in $worlds; do
+  if has_floor "$coll" "$world"; then floors=1; fi
+done; done
+awk -v peers="$peers" -v tuttis="$tuttis" -v floors="$floors" '
 function median(list,    n, a, i, j, t) {
   n = split(list, a, " ")
   for (i = 2; i <= n; i++) {
@@ -371,8 +412,10 @@ END {
   for (i = 1; i <= np; i++) { head = head " | " plist[i]; rule = rule "|---" }
   head = head " | best peer"; rule = rule "|---"
   for (i = 1; i <= nt; i++) { head = head " | " tlist[i] " / best"; rule = rule "|---" }
-  print head " | tutti / ompi-tcp |"
-  print rule "|---|"
+  head = head " | tutti / ompi-tcp"; rule = rule "|---"
+  if (floors) { head = head " | floor | tutti / floor | ceiling"; rule = rule "|---|---|---" }
+  print head " |"
+  print rule "|"
   for (c = 1; c <= ncells; c++) {
     split(order[c], p, SUBSEP); coll = p[1]; world = p[2]; size = p[3]
     small = size + 0 < 4096
@@ -401,8 +444,27 @@ END {
     line = line " | " (bestname == "" ? "–" : bestname)
     for (i = 1; i <= nt; i++)
       line = line " | " (ratios[i] == "" ? "–" : sprintf("%.2f", median(ratios[i])))
-    line = line " | " (tcp == "" ? "–" : sprintf("%.2f", median(tcp))) " |"
-    print line
+    line = line " | " (tcp == "" ? "–" : sprintf("%.2f", median(tcp)))
+    if (floors) {
+      # The floor against tutti and against the best peer, per round.
+      fl = ""; ceil = ""
+      for (r in rounds) {
+        fk = order[c] SUBSEP "floor" SUBSEP r
+        if (!(fk in best)) continue
+        tk = order[c] SUBSEP tlist[1] SUBSEP r
+        if (tk in best) fl = fl " " (best[fk] / best[tk])
+        bt = ""
+        for (i = 1; i <= np; i++) {
+          pk = order[c] SUBSEP plist[i] SUBSEP r
+          if ((pk in best) && (bt == "" || best[pk] + 0 < bt + 0)) bt = best[pk]
+        }
+        if (bt != "") ceil = ceil " " (bt / best[fk])
+      }
+      line = line " | " cell(order[c] SUBSEP "floor", small)
+      line = line " | " (fl == "" ? "–" : sprintf("%.2f", median(fl)))
+      line = line " | " (ceil == "" ? "–" : sprintf("%.2f", median(ceil)))
+    }
+    print line " |"
   }
 }' "$records" >"$out/table.md"
 
@@ -412,4 +474,6 @@ echo
 echo "busbw in GB/s (nccl-tests factors); time per call below 4 KiB. Medians over rounds."
 echo "tutti / best: median over rounds of (best peer's time / tutti's time) in that round;"
 echo "below 1 tutti is slower. best peer: the variant fastest in most rounds."
+[ "$floors" = 0 ] || echo "floor: copy_floor's fastest way (2 ranks); tutti / floor: floor time / tutti time;" \
+  "ceiling: best peer time / floor time (medians over rounds)."
 echo "Records, logs and table.md: $out"
