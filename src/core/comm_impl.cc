@@ -178,7 +178,7 @@ Result<std::unique_ptr<CommImpl>> CommImpl::create(InitParams params) {
   impl->asyncProgress_ = progress;
   const std::optional<MessagePath> path = parseMessagePath(config->messagePath);
   TUTTI_CHECK_ARG(path.has_value(),
-                  "TUTTI_MESSAGE_PATH must be learn, rule, buffered or direct, got '%s'",
+                  "TUTTI_MESSAGE_PATH must be learn, rule, buffered, direct or streamed, got '%s'",
                   config->messagePath.c_str());
   impl->messagePath_ = *path;
   impl->localSize_ = params.localSize;
@@ -317,7 +317,8 @@ Status CommImpl::connect(const InitParams& params, const Config& config, const s
       if (params.size > 1) {
         const Status agreed =
             agreeOnMessagePath(*store_, prefix, params.rank, params.size,
-                               messagePath_ == MessagePath::kLearn, (*shm)->directFrom(), deadline);
+                               messagePath_ == MessagePath::kLearn, (*shm)->directFrom(),
+                               (*shm)->streamedFrom(), deadline);
         if (!agreed.ok()) return agreed.withContext(where);
       }
       transport_ = std::move(shm).value();
@@ -515,7 +516,7 @@ Status CommImpl::runPlan(const OpRequest& r, const AlgorithmInfo& algorithm, con
   const Schedule& schedule = plan.schedule;
   ExecParams params = execParams(r, plan, what);
   std::optional<std::uint32_t> shape;
-  TUTTI_RETURN_IF_ERROR(choosePath(r, plan.stamp, what, &params.preferCopy, &shape, report));
+  TUTTI_RETURN_IF_ERROR(choosePath(r, plan.stamp, what, &params, &shape, report));
   if (schedule.scratchCount > 0) {
     // Pooled: grows to the largest need once, then every call reuses it.
     std::size_t bytes = schedule.scratchCount * dataTypeSize(spec.dtype);

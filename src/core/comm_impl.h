@@ -84,13 +84,15 @@ enum class MessagePath {
   kRule,      // prefersCopy
   kBuffered,  // through the transport's buffers
   kDirect,    // read or written in place
+  kStreamed,  // through the transport's buffers, written past the caches
 };
 std::optional<MessagePath> parseMessagePath(const std::string& text);
-/// Every rank publishes whether it learns the way of large messages and from which size
-/// they may go directly, and checks every rank's against its own: creation fails on a
+/// Every rank publishes whether it learns the way of large messages and from which sizes
+/// they may go directly or streamed, and checks every rank's against its own: creation fails on a
 /// difference, naming both (data_path.cc).
 Status agreeOnMessagePath(Store& store, const std::string& prefix, int rank, int size,
-                          bool learns, std::uint64_t directFrom, Deadline deadline);
+                          bool learns, std::uint64_t directFrom, std::uint64_t streamedFrom,
+                          Deadline deadline);
 
 class CommImpl final : public QueueRunner {
  public:
@@ -190,15 +192,20 @@ class CommImpl final : public QueueRunner {
                      ExecReport* report);
   /// The executor's parameters for `request` run with `plan`.
   ExecParams execParams(const OpRequest& request, const Plan& plan, const OpDescriber& what);
-  /// Sets *buffered to whether the call's sends prefer a copy (ExecParams::preferCopy), as
+  /// Sets how the call's messages travel (params->preferCopy, streamPieces), as
   /// TUTTI_MESSAGE_PATH says; data_path.cc. Sets *shape where paths_ chose, for its
   /// record() once the call ran. Fails where the ranks' agreement on a way failed (it then
   /// failed the communicator, worded for the call `what`).
   Status choosePath(const OpRequest& request, const CallStamp& stamp, const OpDescriber& what,
-                    bool* buffered, std::optional<std::uint32_t>* shape, ExecReport* report);
+                    ExecParams* params, std::optional<std::uint32_t>* shape,
+                    ExecReport* report);
+  /// The way for choosePath.
+  Status chooseWay(const OpRequest& request, const CallStamp& stamp, const OpDescriber& what,
+                   PathLearner::Way* way, std::optional<std::uint32_t>* shape,
+                   ExecReport* report);
   /// A decision of paths_ for `shape`: the ranks add up their estimates in a flat exchange.
   Status agreePath(const OpRequest& request, const CallStamp& stamp, const OpDescriber& what,
-                   std::uint32_t shape, bool* buffered, ExecReport* report);
+                   std::uint32_t shape, PathLearner::Way* way, ExecReport* report);
 
   // Point-to-point calls issued back to back run together (the executor's RunGroup), so
   // that an irecv followed by an isend completes on every rank of a ring; each ends as

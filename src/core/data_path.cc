@@ -1,10 +1,12 @@
 // How a call's messages travel: whether its senders ask the transport to copy rather than
-// let the receiver read in place. Decided from the call's shape alone (prefersCopy), or,
-// where TUTTI_MESSAGE_PATH is learn (the default), learnt from the calls' times with every
-// rank deciding alike (path_learner.h).
+// let the receiver read in place, and whether to write those copies past the caches.
+// Decided from the call's shape alone (prefersCopy), or, where TUTTI_MESSAGE_PATH is learn
+// (the default), learnt from the calls' times with every rank deciding alike
+// (path_learner.h).
 
 #include "core/comm_impl.h"
 
+#include <bit>
 #include <cstdio>
 #include <cstring>
 
@@ -61,18 +63,22 @@ std::optional<MessagePath> parseMessagePath(const std::string& text) {
   if (text == "rule") return MessagePath::kRule;
   if (text == "buffered") return MessagePath::kBuffered;
   if (text == "direct") return MessagePath::kDirect;
+  if (text == "streamed") return MessagePath::kStreamed;
   return std::nullopt;
 }
 
 // Whether a collective's large messages learn their way (TUTTI_MESSAGE_PATH) is decided by each
 // rank from its own settings, and the ranks must decide alike: a rank that learns waits in a
 // decision's flat exchange for ranks that do not, until the call's deadline. So every rank
-// publishes what decides it (learning, and from which size messages may go directly) and
-// reads every rank's, and creation fails on a difference, naming both ranks' settings.
+// publishes what decides it (learning, and from which sizes messages may go directly or
+// streamed) and reads every rank's, and creation fails on a difference, naming both ranks'
+// settings.
 Status agreeOnMessagePath(Store& store, const std::string& prefix, int rank, int size,
-                          bool learns, std::uint64_t directFrom, Deadline deadline) {
-  const std::string mine = strFormat("%d %llu", learns ? 1 : 0,
-                                     static_cast<unsigned long long>(directFrom));
+                          bool learns, std::uint64_t directFrom, std::uint64_t streamedFrom,
+                          Deadline deadline) {
+  const std::string mine =
+      strFormat("%d %llu %llu", learns ? 1 : 0, static_cast<unsigned long long>(directFrom),
+                static_cast<unsigned long long>(streamedFrom));
   TUTTI_RETURN_IF_ERROR(store.set(prefix + "path/" + std::to_string(rank),
                                   std::vector<std::uint8_t>(mine.begin(), mine.end())));
   for (int r = 0; r < size; ++r) {
@@ -82,38 +88,58 @@ Status agreeOnMessagePath(Store& store, const std::string& prefix, int rank, int
     const std::string theirs(raw->begin(), raw->end());
     if (theirs == mine) continue;
     unsigned theirLearns = 0;
-    unsigned long long theirFrom = 0;
-    if (std::sscanf(theirs.c_str(), "%u %llu", &theirLearns, &theirFrom) != 2)
+    unsigned long long theirFrom = 0, theirStreamed = 0;
+    if (std::sscanf(theirs.c_str(), "%u %llu %llu", &theirLearns, &theirFrom, &theirStreamed) != 3)
       return Status(ErrorCode::kProtocolError,
                     strFormat("rank %d published a malformed message path '%s'", r,
                               theirs.c_str()));
-    auto describe = [](bool l, unsigned long long from) {
-      return strFormat("%s, large messages directly from %llu bytes (0: never)",
-                       l ? "learns which way large messages go" : "does not learn it", from);
+    auto describe = [](bool l, unsigned long long from, unsigned long long streamed) {
+      return strFormat("%s, large messages directly from %llu bytes and streamed from %llu "
+                       "(0: never)",
+                       l ? "learns which way large messages go" : "does not learn it", from,
+                       streamed);
     };
     return Status(ErrorCode::kInvalidArgument,
                   strFormat("rank %d %s, but rank %d %s: set TUTTI_MESSAGE_PATH and "
-                            "TUTTI_SHM_CMA_BYTES alike on every rank",
-                            r, describe(theirLearns != 0, theirFrom).c_str(), rank,
-                            describe(learns, directFrom).c_str()),
+                            "TUTTI_SHM_CMA_BYTES alike on every rank, and give every rank "
+                            "a core or none",
+                            r, describe(theirLearns != 0, theirFrom, theirStreamed).c_str(),
+                            rank,
+                            describe(learns, directFrom,
+                                     static_cast<unsigned long long>(streamedFrom))
+                                .c_str()),
                   r);
   }
   return Status::Ok();
 }
 
 Status CommImpl::choosePath(const OpRequest& r, const CallStamp& stamp, const OpDescriber& what,
-                            bool* buffered, std::optional<std::uint32_t>* shape,
+                            ExecParams* params, std::optional<std::uint32_t>* shape,
                             ExecReport* report) {
+  PathLearner::Way way = PathLearner::Way::kDirect;
+  TUTTI_RETURN_IF_ERROR(chooseWay(r, stamp, what, &way, shape, report));
+  params->preferCopy = way != PathLearner::Way::kDirect;
+  params->streamPieces = way == PathLearner::Way::kStreamed;
+  return Status::Ok();
+}
+
+Status CommImpl::chooseWay(const OpRequest& r, const CallStamp& stamp, const OpDescriber& what,
+                           PathLearner::Way* way, std::optional<std::uint32_t>* shape,
+                           ExecReport* report) {
+  using Way = PathLearner::Way;
   const CollectiveSpec& spec = r.spec;
   switch (messagePath_) {
     case MessagePath::kRule:
-      *buffered = prefersCopy(spec);
+      *way = prefersCopy(spec) ? Way::kBuffered : Way::kDirect;
       return Status::Ok();
     case MessagePath::kBuffered:
-      *buffered = true;
+      *way = Way::kBuffered;
       return Status::Ok();
     case MessagePath::kDirect:
-      *buffered = false;
+      *way = Way::kDirect;
+      return Status::Ok();
+    case MessagePath::kStreamed:
+      *way = Way::kStreamed;
       return Status::Ok();
     case MessagePath::kLearn:
       break;
@@ -121,54 +147,78 @@ Status CommImpl::choosePath(const OpRequest& r, const CallStamp& stamp, const Op
   // Where the transport kept direct moves although they measured slow, only calls that
   // learn try them.
   const bool rule = prefersCopy(spec) || transport_->directSlow();
-  *buffered = rule;
-  // Learnt for the collectives that only move data (a v-collective's count is this rank's,
-  // and a shape must be the same on every rank), where the choice can matter (a message may
-  // go directly) and where the ranks can agree cheaply (a flat exchange: every rank on this
-  // host). A reduction keeps its rule: its two ways differ by more than a copy does (who
-  // reduces, from where), and were measured for it; tried against the rule, learning took
-  // 1.02-1.10 of its time (all-reduce 2 ranks 64 MiB, 4 ranks 16 MiB, 44 to 65 calls),
-  // paying for the tries of the slower way and winning nothing.
-  const std::uint64_t from = transport_->directFrom();
+  *way = rule ? Way::kBuffered : Way::kDirect;
+  // Learnt where the choice can matter and the ranks can agree cheaply (a flat exchange:
+  // every rank on this host), for calls whose shape is the same on every rank (a
+  // v-collective's count is this rank's).
+  // - Directly or through the buffers: the collectives that only move data, for messages
+  //   that may go directly. A reduction keeps its rule: its two ways differ by more than a
+  //   copy does (who reduces, from where), and were measured for it; tried against the
+  //   rule, learning took 1.02-1.10 of its time (all-reduce 2 ranks 64 MiB, 4 ranks 16 MiB,
+  //   44 to 65 calls), paying for the tries of the slower way and winning nothing.
+  // - Through the buffers, cached or streamed: those and the reductions that go through
+  //   the buffers, for messages the transport may stream (Transport::streamedFrom).
   const std::uint64_t bytes = spec.count * dataTypeSize(spec.dtype);
+  // About a call's largest message: an all-reduce's block (count is the whole vector), a
+  // block for the others (allgather, alltoall, reduce-scatter...), the whole for broadcast
+  // and reduce.
+  const std::uint64_t message =
+      spec.kind == Collective::kAllReduce ? bytes / static_cast<std::uint64_t>(size_) : bytes;
   const bool movesOnly = spec.kind == Collective::kAllGather ||
                          spec.kind == Collective::kAllToAll ||
                          spec.kind == Collective::kBroadcast ||
                          spec.kind == Collective::kGather || spec.kind == Collective::kScatter;
-  if (!movesOnly || from == 0 || bytes < from ||
-      transport_->flatBytes() < sizeof(PathLearner::Times))
+  const bool reduces = spec.kind == Collective::kAllReduce ||
+                       spec.kind == Collective::kReduceScatter ||
+                       spec.kind == Collective::kReduce;
+  const std::uint64_t directFrom = transport_->directFrom();
+  const std::uint64_t streamFrom = transport_->streamedFrom();
+  unsigned ways = 0;
+  if (movesOnly && directFrom != 0 && message >= directFrom)
+    ways |= PathLearner::bit(Way::kDirect) | PathLearner::bit(Way::kBuffered);
+  if ((movesOnly || (reduces && rule)) && streamFrom != 0 && message >= streamFrom)
+    ways |= PathLearner::bit(Way::kBuffered) | PathLearner::bit(Way::kStreamed);
+  if (std::popcount(ways) < 2 || transport_->flatBytes() < sizeof(PathLearner::Times))
     return Status::Ok();
+  // Where nothing goes directly, the rule's way is the buffers'.
+  if ((ways & PathLearner::bit(*way)) == 0) *way = Way::kBuffered;
   const std::uint32_t s = PathLearner::shapeOf(spec.kind, spec.dtype, bytes);
-  const PathLearner::Choice choice = paths_.choose(s, rule);
+  const PathLearner::Choice choice = paths_.choose(s, *way, ways);
   *shape = s;
-  *buffered = choice.buffered;
+  *way = choice.way;
   if (!choice.decides) return Status::Ok();
-  return agreePath(r, stamp, what, s, buffered, report);
+  return agreePath(r, stamp, what, s, way, report);
 }
 
 Status CommImpl::agreePath(const OpRequest& r, const CallStamp& stamp, const OpDescriber& what,
-                           std::uint32_t shape, bool* buffered, ExecReport* report) {
+                           std::uint32_t shape, PathLearner::Way* way, ExecReport* report) {
   const PathLearner::Times mine = paths_.estimates(shape);
   FlatStop stop;
   const Status status = exchangeFlat(r, stamp, mine.data(), sizeof(mine), &stop);
   if (!status.ok()) return flatFailure(what, status, stop, report);
-  PathLearner::Times sums{0, 0};
+  PathLearner::Times sums{};
   for (const char* view : flatViews_) {
     PathLearner::Times theirs;
     std::memcpy(theirs.data(), view, sizeof(theirs));
-    for (std::size_t way = 0; way < 2; ++way)
-      sums[way] = sums[way] < 0 || theirs[way] < 0 ? -1 : sums[way] + theirs[way];
+    for (std::size_t w = 0; w < PathLearner::kWays; ++w)
+      sums[w] = sums[w] < 0 || theirs[w] < 0 ? -1 : sums[w] + theirs[w];
   }
   bool changed = false;
-  *buffered = paths_.decide(shape, sums, &changed);
-  if (changed)
+  *way = paths_.decide(shape, sums, &changed);
+  if (changed) {
+    static constexpr const char* kNames[] = {"directly", "through the buffers",
+                                             "through the buffers, streamed"};
+    auto us = [&](PathLearner::Way w) {
+      return static_cast<double>(sums[static_cast<std::size_t>(w)]) / 1e3;
+    };
     TUTTI_DEBUG(kTune,
                 "rank %d: %s of %llu bytes now sends %s (summed over the ranks: %.1f us "
-                "through the buffers, %.1f directly)",
+                "through the buffers, %.1f directly, %.1f streamed; -0.0 untimed)",
                 rank_, collectiveName(r.spec.kind),
                 static_cast<unsigned long long>(r.spec.count * dataTypeSize(r.spec.dtype)),
-                *buffered ? "through the buffers" : "directly",
-                static_cast<double>(sums[1]) / 1e3, static_cast<double>(sums[0]) / 1e3);
+                kNames[static_cast<std::size_t>(*way)], us(PathLearner::Way::kBuffered),
+                us(PathLearner::Way::kDirect), us(PathLearner::Way::kStreamed));
+  }
   return Status::Ok();
 }
 

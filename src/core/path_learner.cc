@@ -11,50 +11,73 @@ std::uint32_t PathLearner::shapeOf(Collective kind, DataType dtype, std::uint64_
          log2;
 }
 
-std::int64_t PathLearner::Way::estimate() const {
+std::int64_t PathLearner::Samples::estimate() const {
   if (count == 0) return -1;
   std::int64_t best = ns[0];
   for (std::uint32_t i = 1; i < count; ++i) best = std::min(best, ns[i]);
   return best;
 }
 
-PathLearner::Choice PathLearner::choose(std::uint32_t shape, bool rule) {
+PathLearner::Way PathLearner::otherWay(const Shape& s, std::uint64_t cycles) {
+  Way others[kWays];
+  std::size_t n = 0;
+  for (std::size_t w = 0; w < kWays; ++w) {
+    const auto way = static_cast<Way>(w);
+    if ((s.ways & bit(way)) != 0 && way != s.kept) others[n++] = way;
+  }
+  return n == 0 ? s.kept : others[cycles % n];
+}
+
+PathLearner::Choice PathLearner::choose(std::uint32_t shape, Way rule, unsigned ways) {
   Shape& s = shapes_[shape];
   const std::uint64_t n = s.calls++;
-  if (n == s.decision) return Choice{false, true};
-  // Before the first decision the rule's way is the one kept, so that a shape called a few
-  // times goes the way it went before there was a learner.
-  const bool kept = s.kept >= 0 ? s.kept == 1 : rule;
+  if (n == 0) {
+    // Before the first decision the rule's way is the one kept, so that a shape called a
+    // few times goes the way it went before there was a learner.
+    s.rule = rule;
+    s.kept = rule;
+    s.ways = ways | bit(rule);
+    s.tried = otherWay(s, 0);
+  }
+  if (n == s.decision) return Choice{s.kept, true};
   const std::uint64_t left = s.decision - n;  // 1 for the cycle's last call
-  s.last = kept != (left <= 3);
+  s.last = left <= 3 ? s.tried : s.kept;
   s.counted = left != 3 && n != 0;
   return Choice{s.last, false};
 }
 
 PathLearner::Times PathLearner::estimates(std::uint32_t shape) const {
   const auto it = shapes_.find(shape);
-  if (it == shapes_.end()) return Times{-1, -1};
-  return Times{it->second.ways[0].estimate(), it->second.ways[1].estimate()};
+  Times t;
+  for (std::size_t w = 0; w < kWays; ++w)
+    t[w] = it == shapes_.end() ? -1 : it->second.samples[w].estimate();
+  return t;
 }
 
-bool PathLearner::decide(std::uint32_t shape, const Times& sums, bool* changed) {
+PathLearner::Way PathLearner::decide(std::uint32_t shape, const Times& sums, bool* changed) {
   Shape& s = shapes_[shape];
-  const std::int64_t direct = sums[0], buffered = sums[1];
-  // A way without a time (its calls failed somewhere) is tried.
-  bool best = direct < 0 ? false : buffered < 0 ? true : buffered < direct;
-  if (s.kept >= 0 && direct >= 0 && buffered >= 0) {
-    const std::int64_t kept = s.kept == 1 ? buffered : direct;
-    const std::int64_t other = s.kept == 1 ? direct : buffered;
-    if (other * 100 > kept * 97) best = s.kept == 1;  // not 3% faster: keep
-  }
-  *changed = s.kept != (best ? 1 : 0);
-  s.kept = best ? 1 : 0;
-  const std::int64_t fast = std::max<std::int64_t>(1, best ? buffered : direct);
-  const std::int64_t slow = best ? direct : buffered;
+  const Way kept = s.kept, tried = s.tried;
+  const std::int64_t keptNs = sums[static_cast<std::size_t>(kept)];
+  const std::int64_t triedNs = sums[static_cast<std::size_t>(tried)];
+  // A way without a time (its calls failed somewhere) is tried; the first decision takes
+  // the faster, later ones change only for one 3% faster.
+  Way best = kept;
+  if (keptNs < 0)
+    best = kept;
+  else if (triedNs < 0)
+    best = tried;
+  else if (s.decided ? triedNs * 100 <= keptNs * 97 : triedNs < keptNs)
+    best = tried;
+  *changed = !s.decided || best != kept;
+  s.decided = true;
+  s.kept = best;
+  const std::int64_t fast = std::max<std::int64_t>(1, best == kept ? keptNs : triedNs);
+  const std::int64_t slow = best == kept ? triedNs : keptNs;
   const std::uint64_t period = slow * 4 <= fast * 5   ? kExplorePeriod
                                : slow * 2 <= fast * 3 ? kExploreFarPeriod
                                                       : kExploreFarthestPeriod;
   s.decision = s.calls - 1 + period;
+  s.tried = otherWay(s, ++s.cycles);
   s.last = best;
   s.counted = false;  // the first call back from the other way
   return best;
@@ -63,15 +86,15 @@ bool PathLearner::decide(std::uint32_t shape, const Times& sums, bool* changed) 
 void PathLearner::record(std::uint32_t shape, std::int64_t ns) {
   const auto it = shapes_.find(shape);
   if (it == shapes_.end() || !it->second.counted) return;
-  Way& w = it->second.ways[it->second.last ? 1 : 0];
+  Samples& w = it->second.samples[static_cast<std::size_t>(it->second.last)];
   w.ns[w.next] = ns;
   w.next = (w.next + 1) % kSamples;
   w.count = std::min(w.count + 1, kSamples);
 }
 
-bool PathLearner::keepsBuffered(std::uint32_t shape) const {
+PathLearner::Way PathLearner::kept(std::uint32_t shape) const {
   const auto it = shapes_.find(shape);
-  return it != shapes_.end() && it->second.kept == 1;
+  return it == shapes_.end() ? Way::kDirect : it->second.kept;
 }
 
 }  // namespace tutti::detail

@@ -15,8 +15,11 @@
 // their estimates (one flat exchange of a few bytes, CommImpl::agreePath) and so keep the
 // same way. A rank that decided alone would see the other ranks' choices in its times.
 //
-// The calls go in cycles: a decision, calls the way kept, then three calls the other way.
-// The first call of a way after the other is not timed (it runs on caches and buffers the
+// The calls go in cycles: a decision, calls the way kept, then three calls another way.
+// Where a call may go three ways (directly, through the buffers, or through the buffers
+// written past the caches: Way), the cycles take turns over the ways not kept, and each
+// decision compares the kept way with the one its cycle tried.
+// The first call of a way after another is not timed (it runs on caches and buffers the
 // other way left behind; a shape's very first call grows pools and faults pages in). A
 // decision compares the two calls before the other way's with its last two: calls next to
 // each other, because a machine's speed drifts (in one traced run on the AMD VM, a shape's
@@ -26,8 +29,9 @@
 // the rule's way; later cycles are kExplorePeriod calls where the other way took up to 1.25
 // times as long, kExploreFarPeriod up to 1.5 times, kExploreFarthestPeriod beyond: trying
 // the other way costs at most 2.3% of the time (3 calls in 32 that take 1.25 times as long),
-// and a change of the machine is followed within a cycle or two. The kept way changes only
-// for one 3% faster. Not thread-safe: the communicator runs one operation at a time.
+// and a change of the machine is followed within a cycle or two (a way or two more where
+// there are three). The kept way changes only for one 3% faster. Not thread-safe: the
+// communicator runs one operation at a time.
 
 #include <array>
 #include <cstddef>
@@ -46,8 +50,16 @@ class PathLearner {
   static constexpr std::uint64_t kExploreFarPeriod = 64;
   static constexpr std::uint64_t kExploreFarthestPeriod = 256;
 
-  /// [0]: the direct way, [1]: through the buffers; in ns, -1 for none.
-  using Times = std::array<std::int64_t, 2>;
+  /// How a call's large messages travel: read or written in place by one end; through the
+  /// transport's buffers; or through them with the sender's copy written past its caches
+  /// (streaming stores), which its reader then fetches from memory rather than from the
+  /// sender's cache.
+  enum class Way : std::uint8_t { kDirect = 0, kBuffered = 1, kStreamed = 2 };
+  static constexpr std::size_t kWays = 3;
+  static constexpr unsigned bit(Way w) { return 1u << static_cast<unsigned>(w); }
+
+  /// Per way (indexed by Way), in ns, -1 for none.
+  using Times = std::array<std::int64_t, kWays>;
 
   /// A call's shape: its collective, element type, and its bytes (count times the element's
   /// size) by power of two; what every rank's call has alike (not whether it is in place,
@@ -55,26 +67,29 @@ class PathLearner {
   static std::uint32_t shapeOf(Collective kind, DataType dtype, std::uint64_t bytes);
 
   struct Choice {
-    bool buffered = false;  // this call's way (true: through the transport's buffers)
-    bool decides = false;   // a decision: the way comes from decide(), with every rank's estimates
+    Way way = Way::kDirect;  // this call's way
+    bool decides = false;    // a decision: the way comes from decide(), with every rank's estimates
   };
   /// This call of `shape`. `rule` is what the call's shape alone says (prefersCopy); the
-  /// learner opens with it.
-  Choice choose(std::uint32_t shape, bool rule);
+  /// learner opens with it. `ways` (bits of Way, two at least, the rule's among them) are
+  /// the ways the call may take: the same for every call of the shape, as its first call
+  /// gave them.
+  Choice choose(std::uint32_t shape, Way rule, unsigned ways);
   /// This rank's estimates for `shape` (what a decision adds up).
   Times estimates(std::uint32_t shape) const;
   /// A decision from the sum of every rank's estimates (a way is -1 where any rank has no
   /// time for it): the same on every rank. Returns this call's way; sets *changed when the
   /// kept way is new (the first decision, and each change).
-  bool decide(std::uint32_t shape, const Times& sums, bool* changed);
+  Way decide(std::uint32_t shape, const Times& sums, bool* changed);
   /// The call chosen last for `shape` took `ns`. A call that failed is not recorded.
   void record(std::uint32_t shape, std::int64_t ns);
 
-  /// Whether `shape` keeps the way through the buffers (false before its first decision).
-  bool keepsBuffered(std::uint32_t shape) const;
+  /// The way `shape` keeps (the rule's before its first decision, kDirect for a shape never
+  /// called).
+  Way kept(std::uint32_t shape) const;
 
  private:
-  struct Way {
+  struct Samples {
     std::array<std::int64_t, kSamples> ns{};
     std::uint32_t count = 0;  // samples kept, at most kSamples; the next goes at next
     std::uint32_t next = 0;
@@ -83,11 +98,18 @@ class PathLearner {
   struct Shape {
     std::uint64_t calls = 0;     // chosen so far; the one in flight is calls - 1
     std::uint64_t decision = kOpening - 1;  // the call of the next decision
-    bool last = false;     // the way chosen for the call in flight
-    bool counted = false;  // whether its time is kept
-    int kept = -1;         // the way kept (1: buffered); before the first decision, the rule's
-    Way ways[2];
+    std::uint64_t cycles = 0;    // decisions so far: which other way the cycle tries
+    unsigned ways = 0;           // the ways allowed (bits of Way)
+    Way rule = Way::kDirect;
+    Way last = Way::kDirect;     // the way chosen for the call in flight
+    Way tried = Way::kDirect;    // the other way this cycle tries
+    bool counted = false;        // whether its time is kept
+    bool decided = false;        // whether kept came from a decision (else: the rule's)
+    Way kept = Way::kDirect;
+    Samples samples[kWays];
   };
+  // The way a cycle tries after `cycles` decisions: the allowed ways other than kept, in turn.
+  static Way otherWay(const Shape& s, std::uint64_t cycles);
   std::unordered_map<std::uint32_t, Shape> shapes_;
 };
 

@@ -397,6 +397,7 @@ void Run::prepare(std::size_t steps) {
     slot.busy = false;
     slot.send.stamp = params_.stamp;
     slot.send.preferCopy = params_.preferCopy;
+    slot.send.streamPieces = params_.streamPieces;
     slot.recv.stamp = params_.stamp;
     slot.recv.peerStamp = CallStamp{};
   }

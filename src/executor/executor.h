@@ -81,6 +81,8 @@ struct ExecParams {
   /// Sends ask links to copy rather than let the peer read in place
   /// (TransferRequest::preferCopy): for calls whose messages are mostly reduced on arrival.
   bool preferCopy = false;
+  /// Sends ask links to write their copies past the caches (TransferRequest::streamPieces).
+  bool streamPieces = false;
 };
 
 /// Where a run stood when it failed, for the hang report (core/hang_report.h). Filled only

@@ -133,6 +133,11 @@ class TransferRequest {
   /// Link::copiesSend says yes: the copy then completes with the send, which must not
   /// wait for its receiver.
   char* mirror = nullptr;
+  /// Set by the poster of a send: a link that copies the message into buffers of its own
+  /// writes them with streaming stores (past its caches, so its reader fetches the pieces
+  /// from memory rather than from this core's cache), where the message has at least the
+  /// transport's streamedFrom() bytes.
+  bool streamPieces = false;
   /// Cleared by the poster; set by a link that wrote the whole message to `mirror`. Valid
   /// once done().
   bool mirrored = false;
@@ -284,6 +289,9 @@ class Transport {
   /// call which does not learn its way should prefer a copy; directFrom() still says from
   /// which size a call that learns may try it.
   virtual bool directSlow() const { return false; }
+  /// The least bytes of a message this transport may copy into its buffers past the caches
+  /// (TransferRequest::streamPieces) where a call asks; 0: it never does.
+  virtual std::uint64_t streamedFrom() const { return 0; }
 
   /// Bytes one rank may contribute to flatExchange(); 0 when this transport has no flat
   /// exchange (only shared memory with every rank on one host has one).

@@ -125,9 +125,30 @@ TEST(CollectiveProcs, LargeMessagesHaveZeroWrongEitherWay) {
   ASSERT_FALSE(bad.timedOut) << bad.out << bad.err;
   EXPECT_NE(bad.exitCode(), 0);
   EXPECT_NE((bad.out + bad.err)
-                .find("TUTTI_MESSAGE_PATH must be learn, rule, buffered or direct, got 'sideways'"),
+                .find("TUTTI_MESSAGE_PATH must be learn, rule, buffered, direct or streamed, "
+                      "got 'sideways'"),
             std::string::npos)
       << bad.out << bad.err;
+}
+
+// Large messages written past the caches (TUTTI_MESSAGE_PATH=streamed), and learnt among the
+// three ways: every collective of 8 MiB, whose messages reach the 4 MiB from which the shm
+// transport streams them (where every rank has a core, as with 2 ranks on 2 CPUs), six
+// calls each (in and out of place: twelve of a shape, so learning includes a decision), the
+// last four of each checked.
+TEST(CollectiveProcs, StreamedMessagesHaveZeroWrong) {
+  for (const std::string path : {"streamed", "learn"}) {
+    ProcessResult r = runProcess(
+        launch(2, "shm",
+               {"--timeout", "200", "-x", "TUTTI_SHM_CMA_BYTES=256K", "-x",
+                "TUTTI_MESSAGE_PATH=" + path},
+               {binPath("tutti-bench"), "all", "-b", "8M", "-e", "8M", "-n", "2", "-w", "0",
+                "-c", "4"}),
+        kOuterBoundSeconds);
+    ASSERT_FALSE(r.timedOut) << r.out << r.err;
+    EXPECT_EQ(r.exitCode(), 0) << path << "\n" << r.out << r.err;
+    EXPECT_EQ(rowsWithZeroWrong(r.out), 8) << path << "\n" << r.out;
+  }
 }
 
 // A rank that learns the way of large messages waits in each decision for every rank, so
@@ -145,13 +166,14 @@ TEST(CollectiveProcs, RanksThatDifferInMessagePathFailCreationNamingIt) {
   EXPECT_NE(r.exitCode(), 0);
   const std::string all = r.out + r.err;
   for (int rank = 0; rank < 2; ++rank) {
-    const std::string who = rank == 0 ? "rank 1 does not learn it, large messages directly from "
-                                        "262144 bytes (0: never), but rank 0 learns"
-                                      : "rank 0 learns which way large messages go, large "
-                                        "messages directly from 262144 bytes (0: never), but "
-                                        "rank 1 does not learn it";
+    // Streamed from 4 MiB where every rank has a core, 0 elsewhere.
+    const std::string settings =
+        "large messages directly from 262144 bytes and streamed from [0-9]+ \\(0: never\\)";
+    const std::regex who(rank == 0 ? "rank 1 does not learn it, " + settings + ", but rank 0 learns"
+                                   : "rank 0 learns which way large messages go, " + settings +
+                                         ", but rank 1 does not learn it");
     EXPECT_NE(all.find("[" + std::to_string(rank) + "] "), std::string::npos) << all;
-    EXPECT_NE(all.find(who), std::string::npos) << "rank " << rank << "\n" << all;
+    EXPECT_TRUE(std::regex_search(all, who)) << "rank " << rank << "\n" << all;
   }
   EXPECT_NE(all.find("set TUTTI_MESSAGE_PATH and TUTTI_SHM_CMA_BYTES alike on every rank"),
             std::string::npos)

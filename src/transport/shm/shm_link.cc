@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "base/assert.h"
 #include "base/log.h"
@@ -142,7 +143,16 @@ bool ShmLink::sendEagerLocked(TransferRequest* request) {
       h->offset = request->progress;
       char* slot = out_.payload(outHead_);
       const char* from = request->data + request->progress;
-      if (request->mirror != nullptr) {
+      const std::uint64_t streamFrom = owner_->streamedFrom();
+      if (request->streamPieces && streamFrom != 0 && request->bytes >= streamFrom) {
+        // Past the caches (TransferRequest::streamPieces): the copy routine streams what it
+        // is told is part of a large output.
+        constexpr std::size_t kLarge = std::numeric_limits<std::size_t>::max();
+        owner_->options_.copy(slot, from, chunk, kLarge);
+        if (request->mirror != nullptr)
+          owner_->options_.copy(request->mirror + request->progress, from, chunk,
+                                request->bytes);
+      } else if (request->mirror != nullptr) {
         // One pass over the source writes the slot and the mirror, and the piece is published
         // after both. Copying the slot, publishing, then writing the mirror from cache took
         // 1.33 times as long for a 2-rank all-gather of 64 MiB (streaming mirror, AMD EPYC

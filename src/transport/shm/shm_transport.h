@@ -180,6 +180,15 @@ class ShmTransport final : public Transport, public ProgressHook {
   std::size_t flatBytes() const override;
   std::uint64_t directFrom() const override { return cmaFrom_; }
   bool directSlow() const override { return directSlow_; }
+  /// Where every rank of the host has a core, from kStreamedPiecesFrom (a rank that shares its
+  /// core with another does not wait on a far core's cache: it waits for its turn).
+  std::uint64_t streamedFrom() const override { return coreEach_ ? kStreamedPiecesFrom : 0; }
+  /// On the AMD EPYC VM, where the two vCPUs sometimes sit on far-apart cores: a 2-rank
+  /// all-reduce of 256 MiB took 39-41 ms with the senders' copies streamed against 76-99
+  /// through the caches, and 55-65 against 38-42 where the cores were near
+  /// (docs/performance.md). Calls learn which (PathLearner::Way::kStreamed); below 4 MiB a
+  /// message's pieces stay in the caches.
+  static constexpr std::uint64_t kStreamedPiecesFrom = std::uint64_t{4} << 20;
   Status flatExchange(const FlatCall& call, const char** views, FlatStop* stop) override;
   Status health() const override;
   void fail(const Status& status) override;

@@ -1,13 +1,15 @@
 // The path learner (core/path_learner.h), fed made-up call times: the cycles and which of
 // their calls count, keeping the faster way by the ranks' summed estimates, how often the
 // other is tried by how much slower it was, following the machine when the other way becomes
-// faster, keeping a way against a less than 3% faster one, deciding alike on every rank, and
-// what makes two calls the same shape.
+// faster, keeping a way against a less than 3% faster one, deciding alike on every rank,
+// taking turns over the other ways where there are three, and what makes two calls the same
+// shape.
 
 #include "core/path_learner.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -15,32 +17,47 @@ namespace tutti::detail {
 namespace {
 
 constexpr std::uint32_t kShape = 7;
+using Way = PathLearner::Way;
+constexpr unsigned kTwoWays = PathLearner::bit(Way::kDirect) | PathLearner::bit(Way::kBuffered);
+constexpr unsigned kThreeWays = kTwoWays | PathLearner::bit(Way::kStreamed);
 
 struct Calls {
   std::vector<bool> ways;              // each call's way (true: through the buffers)
+  std::vector<Way> all;                // each call's way
   std::vector<std::size_t> decisions;  // the calls that were decisions
   int changes = 0;
 };
 
 // Runs `count` calls of kShape on one learner that stands for `ranks` ranks with the same
-// times (a decision gets its estimates times `ranks`); each call takes `buffered` or `direct`
-// ns by its way, the first call of a shape and of a way after the other `first` ns more.
+// times (a decision gets its estimates times `ranks`); each call takes `buffered`, `direct`
+// or `streamed` ns by its way, the first call of a shape and of a way after another `first`
+// ns more. `ways`: the ways allowed.
 void run(PathLearner& learner, Calls& calls, int count, std::int64_t buffered,
-         std::int64_t direct, bool rule = false, int ranks = 2, std::int64_t first = 0) {
+         std::int64_t direct, bool rule = false, int ranks = 2, std::int64_t first = 0,
+         unsigned ways = kTwoWays, std::int64_t streamed = 0) {
   for (int i = 0; i < count; ++i) {
-    PathLearner::Choice choice = learner.choose(kShape, rule);
+    PathLearner::Choice choice =
+        learner.choose(kShape, rule ? Way::kBuffered : Way::kDirect, ways);
     if (choice.decides) {
       PathLearner::Times sums = learner.estimates(kShape);
       for (std::int64_t& t : sums) t = t < 0 ? -1 : t * ranks;
       bool changed = false;
-      choice.buffered = learner.decide(kShape, sums, &changed);
+      choice.way = learner.decide(kShape, sums, &changed);
       calls.changes += changed ? 1 : 0;
-      calls.decisions.push_back(calls.ways.size());
+      calls.decisions.push_back(calls.all.size());
     }
-    const bool switched = calls.ways.empty() || calls.ways.back() != choice.buffered;
-    learner.record(kShape, (choice.buffered ? buffered : direct) + (switched ? first : 0));
-    calls.ways.push_back(choice.buffered);
+    const bool switched = calls.all.empty() || calls.all.back() != choice.way;
+    const std::int64_t ns = choice.way == Way::kBuffered ? buffered
+                            : choice.way == Way::kDirect ? direct
+                                                         : streamed;
+    learner.record(kShape, ns + (switched ? first : 0));
+    calls.ways.push_back(choice.way == Way::kBuffered);
+    calls.all.push_back(choice.way);
   }
+}
+
+bool keepsBuffered(const PathLearner& learner, std::uint32_t shape = kShape) {
+  return learner.kept(shape) == Way::kBuffered;
 }
 
 TEST(PathLearner, OpensWithTheRulesWayFourTimesThenTheOtherThreeTimes) {
@@ -51,7 +68,7 @@ TEST(PathLearner, OpensWithTheRulesWayFourTimesThenTheOtherThreeTimes) {
     const std::vector<bool> expected = {rule, rule, rule, rule, !rule, !rule, !rule};
     EXPECT_EQ(calls.ways, expected) << "rule " << rule;
     EXPECT_TRUE(calls.decisions.empty());
-    EXPECT_FALSE(learner.keepsBuffered(kShape));
+    EXPECT_EQ(keepsBuffered(learner), rule) << "before a decision, the rule's way";
   }
 }
 
@@ -60,7 +77,7 @@ TEST(PathLearner, TimesNeitherAShapesFirstCallNorTheFirstOfAWayAfterTheOther) {
   Calls calls;
   // Those calls take 1000 times as long: none of them may reach an estimate.
   run(learner, calls, 7, 50, 70, false, 2, 70000);
-  EXPECT_EQ(learner.estimates(kShape), (PathLearner::Times{70, 50}));
+  EXPECT_EQ(learner.estimates(kShape), (PathLearner::Times{70, 50, -1}));
 }
 
 TEST(PathLearner, KeepsTheFasterWayAndTriesTheOtherByHowMuchSlowerItWas) {
@@ -78,7 +95,7 @@ TEST(PathLearner, KeepsTheFasterWayAndTriesTheOtherByHowMuchSlowerItWas) {
     run(learner, calls, 7 + 4 * 256, c.buffered, c.direct, false, 2, 1000);
     const bool best = c.buffered < c.direct;
     EXPECT_EQ(calls.changes, 1) << "kept one way once";
-    EXPECT_EQ(learner.keepsBuffered(kShape), best);
+    EXPECT_EQ(keepsBuffered(learner), best);
     ASSERT_GE(calls.decisions.size(), 4u);
     EXPECT_EQ(calls.decisions[0], 7u);
     for (std::size_t d = 1; d < calls.decisions.size(); ++d)
@@ -101,18 +118,18 @@ TEST(PathLearner, FollowsTheMachineWhenTheOtherWayBecomesFaster) {
   PathLearner learner;
   Calls calls;
   run(learner, calls, 300, 50, 70);  // buffered wins
-  ASSERT_TRUE(learner.keepsBuffered(kShape));
+  ASSERT_TRUE(keepsBuffered(learner));
   ASSERT_EQ(calls.changes, 1);
   // The machine changes: buffered now takes 3 times as long as direct. The first decision
   // after a cycle's try of the direct way sees it: within two cycles.
   run(learner, calls, 2 * PathLearner::kExploreFarPeriod + 1, 150, 50);
-  EXPECT_FALSE(learner.keepsBuffered(kShape));
+  EXPECT_FALSE(keepsBuffered(learner));
   EXPECT_EQ(calls.changes, 2);
   EXPECT_FALSE(calls.ways.back());
   // And back again: direct is kept and buffered was 3 times as long, so within two of the
   // longest cycles.
   run(learner, calls, 2 * PathLearner::kExploreFarthestPeriod + 1, 40, 50);
-  EXPECT_TRUE(learner.keepsBuffered(kShape));
+  EXPECT_TRUE(keepsBuffered(learner));
   EXPECT_EQ(calls.changes, 3);
 }
 
@@ -120,11 +137,11 @@ TEST(PathLearner, KeepsAWayAgainstOneLessThanThreePercentFaster) {
   PathLearner learner;
   Calls calls;
   run(learner, calls, 100, 100, 110);
-  ASSERT_TRUE(learner.keepsBuffered(kShape));
+  ASSERT_TRUE(keepsBuffered(learner));
   run(learner, calls, 200, 100, 98);  // direct 2% faster: kept
-  EXPECT_TRUE(learner.keepsBuffered(kShape));
+  EXPECT_TRUE(keepsBuffered(learner));
   run(learner, calls, 100, 100, 96);  // 4% faster: changed
-  EXPECT_FALSE(learner.keepsBuffered(kShape));
+  EXPECT_FALSE(keepsBuffered(learner));
   EXPECT_EQ(calls.changes, 2);
 }
 
@@ -133,21 +150,65 @@ TEST(PathLearner, DecidesBySumsTheSameOnEveryRank) {
   // faster, rank 1 direct, by more. Decided by the sums, both keep direct.
   PathLearner rank0, rank1;
   for (int n = 0; n < 7 + 200; ++n) {
-    PathLearner::Choice c0 = rank0.choose(kShape, false), c1 = rank1.choose(kShape, false);
+    PathLearner::Choice c0 = rank0.choose(kShape, Way::kDirect, kTwoWays);
+    PathLearner::Choice c1 = rank1.choose(kShape, Way::kDirect, kTwoWays);
     ASSERT_EQ(c0.decides, c1.decides);
     if (c0.decides) {
       const PathLearner::Times e0 = rank0.estimates(kShape), e1 = rank1.estimates(kShape);
-      const PathLearner::Times sums{e0[0] + e1[0], e0[1] + e1[1]};
+      PathLearner::Times sums{};
+      for (std::size_t w = 0; w < PathLearner::kWays; ++w)
+        sums[w] = e0[w] < 0 || e1[w] < 0 ? -1 : e0[w] + e1[w];
       bool changed = false;
-      c0.buffered = rank0.decide(kShape, sums, &changed);
-      c1.buffered = rank1.decide(kShape, sums, &changed);
+      c0.way = rank0.decide(kShape, sums, &changed);
+      c1.way = rank1.decide(kShape, sums, &changed);
     }
-    ASSERT_EQ(c0.buffered, c1.buffered) << "call " << n;
-    rank0.record(kShape, c0.buffered ? 50 : 60);
-    rank1.record(kShape, c1.buffered ? 100 : 70);
+    ASSERT_EQ(c0.way, c1.way) << "call " << n;
+    rank0.record(kShape, c0.way == Way::kBuffered ? 50 : 60);
+    rank1.record(kShape, c1.way == Way::kBuffered ? 100 : 70);
   }
-  EXPECT_FALSE(rank0.keepsBuffered(kShape));
-  EXPECT_FALSE(rank1.keepsBuffered(kShape));
+  EXPECT_FALSE(keepsBuffered(rank0));
+  EXPECT_FALSE(keepsBuffered(rank1));
+}
+
+TEST(PathLearner, WithThreeWaysTheCyclesTakeTurnsOverTheOtherTwo) {
+  // Buffered is the rule's way; streamed is the fastest, direct the slowest.
+  PathLearner learner;
+  Calls calls;
+  run(learner, calls, 7 + 4 * 256, 100, 300, true, 2, 1000, kThreeWays, 60);
+  EXPECT_EQ(learner.kept(kShape), Way::kStreamed);
+  // The opening tries the first other way (direct), the next cycle the other (streamed),
+  // which the decision after it keeps; from then on the cycles try buffered and direct in
+  // turn, each decision comparing streamed with the way its cycle tried.
+  const std::vector<Way> opening = {Way::kBuffered, Way::kBuffered, Way::kBuffered,
+                                    Way::kBuffered, Way::kDirect,   Way::kDirect,
+                                    Way::kDirect};
+  EXPECT_EQ(std::vector<Way>(calls.all.begin(), calls.all.begin() + 7), opening);
+  ASSERT_GE(calls.decisions.size(), 4u);
+  EXPECT_EQ(calls.all[calls.decisions[0]], Way::kBuffered);  // direct was slower
+  EXPECT_EQ(calls.all[calls.decisions[1] - 1], Way::kStreamed);
+  EXPECT_EQ(calls.all[calls.decisions[1]], Way::kStreamed);
+  EXPECT_EQ(calls.changes, 2);  // buffered at the first decision, streamed at the second
+  std::vector<Way> tried;
+  for (std::size_t d = 2; d < calls.decisions.size(); ++d) {
+    tried.push_back(calls.all[calls.decisions[d] - 1]);
+    for (std::size_t n = calls.decisions[d - 1]; n + 3 < calls.decisions[d]; ++n)
+      EXPECT_EQ(calls.all[n], Way::kStreamed) << "call " << n;
+  }
+  for (std::size_t i = 1; i < tried.size(); ++i) EXPECT_NE(tried[i], tried[i - 1]) << i;
+  EXPECT_NE(std::find(tried.begin(), tried.end(), Way::kBuffered), tried.end());
+  EXPECT_NE(std::find(tried.begin(), tried.end(), Way::kDirect), tried.end());
+  EXPECT_EQ(std::find(tried.begin(), tried.end(), Way::kStreamed), tried.end());
+}
+
+TEST(PathLearner, AWayNotAllowedIsNeverTaken) {
+  // A reduction: buffered or streamed, never direct, however fast direct would be.
+  PathLearner learner;
+  Calls calls;
+  const unsigned ways = PathLearner::bit(Way::kBuffered) | PathLearner::bit(Way::kStreamed);
+  run(learner, calls, 300, 100, 1, true, 2, 0, ways, 120);
+  EXPECT_EQ(std::find(calls.all.begin(), calls.all.end(), Way::kDirect), calls.all.end());
+  EXPECT_EQ(learner.kept(kShape), Way::kBuffered);
+  EXPECT_NE(std::find(calls.all.begin(), calls.all.end(), Way::kStreamed), calls.all.end());
 }
 
 TEST(PathLearner, ShapesAreTheCollectiveTypeAndPowerOfTwoOfTheBytes) {
@@ -163,8 +224,8 @@ TEST(PathLearner, ShapesAreTheCollectiveTypeAndPowerOfTwoOfTheBytes) {
   PathLearner learner;
   Calls calls;
   run(learner, calls, 40, 50, 70);
-  EXPECT_EQ(learner.estimates(kShape + 1), (PathLearner::Times{-1, -1}));
-  EXPECT_FALSE(learner.keepsBuffered(kShape + 1));
+  EXPECT_EQ(learner.estimates(kShape + 1), (PathLearner::Times{-1, -1, -1}));
+  EXPECT_EQ(learner.kept(kShape + 1), Way::kDirect);
 }
 
 }  // namespace
