@@ -297,9 +297,17 @@ TEST(Launcher, RanksBoundOneToACoreEachHaveACoreAndTwoToACoreDoNot) {
       const ProcessResult r = runProcess(argv, kOuterBoundSeconds);
       ASSERT_EQ(r.exitCode(), 0) << r.out << r.err;
       const std::string both = r.out + r.err;
-      const std::string line = transport == "shm" ? std::string(" bytes (0: never), ") + c.verdict
-                                                  : std::string(": TCP only, ") + c.verdict;
-      EXPECT_EQ(countLinesContaining(both, line), c.ranks) << both;
+      // Over shm the verdict follows the rendezvous threshold's parenthesis, which says more
+      // where the kernel's copy measured slow (a loaded machine: "(0: never; only for calls
+      // that learn their way)"); the verdict is what is checked.
+      const std::regex line(transport == "shm"
+                                ? std::string(" bytes \\(0: never[^)]*\\), ") + c.verdict
+                                : std::string(": TCP only, ") + c.verdict);
+      std::istringstream lines(both);
+      int matching = 0;
+      for (std::string text; std::getline(lines, text);)
+        matching += std::regex_search(text, line) ? 1 : 0;
+      EXPECT_EQ(matching, c.ranks) << both;
     }
   }
 }
