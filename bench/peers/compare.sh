@@ -35,14 +35,17 @@
 # --unbound: also run tutti with tutti-run --cpu-bind none, as a row "tutti-unbound" with its
 # own ratio column (tutti-run's default binds ranks that outnumber the CPUs evenly; the
 # peers' launchers leave oversubscribed ranks unbound).
-# The copy floor: for the 2-rank all-gather and all-to-all, each round also runs
+# The floor: for the 2-rank all-gather and all-to-all, each round also runs
 # build/peers/copy_floor on the same bytes (two processes doing only the copies such a call
 # cannot avoid, each way: the kernel's copy, a ring, a ring fused with the own block's copy;
-# streaming stores from 4 MiB blocks) and records its fastest way as "floor". The table then
-# adds the floor (busbw), tutti / floor (the floor's time over tutti's, per round: 1 is
-# tutti at the floor) and ceiling (the best peer's time over the floor's, per round: what
-# tutti / best would read for an implementation at the floor). A round's floor says how
-# fast the machine copies in that round, which on some VMs changes from minute to minute.
+# streaming stores from 4 MiB blocks) and records its fastest way as "floor"; for the
+# 2-rank all-reduce of 64 bytes or less, build/peers/exchange_floor (8 bytes each way
+# through a cache line, summed: the data's own round trip, no software). The table then
+# adds the floor (busbw, or its time), tutti / floor (the floor's time over tutti's, per
+# round: 1 is tutti at the floor) and ceiling (the best peer's time over the floor's, per
+# round: what tutti / best would read for an implementation at the floor). A round's floor
+# says how fast the machine copies in that round, which on some VMs changes from minute to
+# minute.
 # Nothing leaves loopback: Open MPI gets btl/oob_tcp_if_include lo, MPICH -iface lo and
 # UCX_NET_DEVICES=lo, tutti-run binds 127.0.0.1, Gloo's device 127.0.0.1.
 #
@@ -116,7 +119,7 @@ bin=build/bin
 peer_bin=build/peers
 for f in "$bin/tutti-run" "$bin/tutti-bench" "$peer_bin/mpi_bench_openmpi" \
          "$peer_bin/mpi_bench_mpich" "$peer_bin/gloo_bench" "$peer_bin/membw" \
-         "$peer_bin/copy_floor"; do
+         "$peer_bin/copy_floor" "$peer_bin/exchange_floor"; do
   [ -x "$f" ] || { echo "compare.sh: $f is missing: run bench/peers/setup.sh first" >&2; exit 1; }
 done
 [ -n "$out" ] || out="build/peers/compare-$(date +%Y%m%d-%H%M%S)"
@@ -227,23 +230,34 @@ run_tutti() {  # round coll world size impl (tutti; tutti-reg: buffers from memA
   echo "$round $coll $world $rbytes $impl $us $bw $wrong" >>"$records"
 }
 
-# The copy floor of a 2-rank all-gather or all-to-all (see the header): one copy_floor run,
-# its fastest way for the collective, recorded as the implementation "floor".
-has_floor() { [ "$2" = 2 ] && { [ "$1" = allgather ] || [ "$1" = alltoall ]; }; }
+# The floor of a 2-rank all-gather or all-to-all (see the header): one copy_floor run, its
+# fastest way for the collective; of a 2-rank all-reduce of 64 bytes or less: one
+# exchange_floor run. Recorded as the implementation "floor".
+has_floor() {
+  [ "$2" = 2 ] && { [ "$1" = allgather ] || [ "$1" = alltoall ] || [ "$1" = allreduce ]; }
+}
 run_floor() {  # round coll world
   local round=$1 coll=$2 world=$3 s bytes log n us status
   has_floor "$coll" "$world" || return 0
   for s in $sizes; do
     bytes=$(bytes_of "$s")
-    [ "$bytes" -ge 2048 ] || continue  # a block of whole KiB
     log="$out/logs/r$round-$coll-n$world-$s-floor.log"
-    # About --target seconds a way, from a copy at 10 GB/s; 20 to 2000 rounds.
-    n=$(awk -v t="$target" -v b="$bytes" 'BEGIN {
-      n = int(t * 1e6 / (b / 1e4)); print (n < 20 ? 20 : (n > 2000 ? 2000 : n)) }')
     status=0
-    run_logged "$log" "$peer_bin/copy_floor" $((bytes / 2048)) "$n" auto || status=$?
-    us=$(tr ' ' '\n' <"$log" | awk -F= -v c="$coll" 'index($1, c "_") == 1 {
-           if (best == "" || $2 + 0 < best + 0) best = $2 } END {print best}')
+    if [ "$coll" = allreduce ]; then
+      [ "$bytes" -le 64 ] || continue
+      # About --target seconds a repeat at 300 ns an exchange; the best of 3 repeats.
+      n=$(awk -v t="$target" 'BEGIN { n = int(t * 1e9 / 300); print (n < 1000 ? 1000 : n) }')
+      run_logged "$log" "$peer_bin/exchange_floor" "$n" 3 || status=$?
+      us=$(tr ' ' '\n' <"$log" | awk -F= '$1 == "exchange_8B_ns" { printf "%.4f", $2 / 1000 }')
+    else
+      [ "$bytes" -ge 2048 ] || continue  # a block of whole KiB
+      # About --target seconds a way, from a copy at 10 GB/s; 20 to 2000 rounds.
+      n=$(awk -v t="$target" -v b="$bytes" 'BEGIN {
+        n = int(t * 1e6 / (b / 1e4)); print (n < 20 ? 20 : (n > 2000 ? 2000 : n)) }')
+      run_logged "$log" "$peer_bin/copy_floor" $((bytes / 2048)) "$n" auto || status=$?
+      us=$(tr ' ' '\n' <"$log" | awk -F= -v c="$coll" 'index($1, c "_") == 1 {
+             if (best == "" || $2 + 0 < best + 0) best = $2 } END {print best}')
+    fi
     if [ "$status" != 0 ] || [ -z "$us" ]; then
       record_failure "$round" "$coll" "$world" "$bytes" floor "$status"
       continue
@@ -474,6 +488,7 @@ echo
 echo "busbw in GB/s (nccl-tests factors); time per call below 4 KiB. Medians over rounds."
 echo "tutti / best: median over rounds of (best peer's time / tutti's time) in that round;"
 echo "below 1 tutti is slower. best peer: the variant fastest in most rounds."
-[ "$floors" = 0 ] || echo "floor: copy_floor's fastest way (2 ranks); tutti / floor: floor time / tutti time;" \
+[ "$floors" = 0 ] || echo "floor: copy_floor's fastest way, exchange_floor for 2-rank all-reduces of 64 B or less;" \
+  "tutti / floor: floor time / tutti time;" \
   "ceiling: best peer time / floor time (medians over rounds)."
 echo "Records, logs and table.md: $out"

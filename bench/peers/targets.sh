@@ -18,11 +18,17 @@
 #     1 and 64 MiB, 2 ranks                           >= 1.2
 #   a rank blocked 2 s in a collective (8 ranks)      < 10% of a core
 #   every checked figure                              0 wrong elements
-# For the 2-rank all-gather and all-to-all the summary also gives compare.sh's ceiling:
-# the best peer's time over the copy floor's (copy_floor, the same bytes copied by the
-# fastest of its ways, in the same round), which is what tutti / best would read for an
-# implementation at the floor. A cell whose ceiling is below its target cannot meet it on
-# this machine in these minutes, whatever the implementation.
+# For the 2-rank all-gather, all-to-all and 8-byte all-reduce the summary also gives
+# compare.sh's ceiling: the best peer's time over the floor's (copy_floor, the same bytes
+# copied by the fastest of its ways; exchange_floor, 8 bytes each way through a cache line;
+# in the same round), which is what tutti / best would read for an implementation at the
+# floor. A cell whose ceiling is below its target cannot meet it on this machine in these
+# minutes, whatever the implementation.
+# Some VMs move their two vCPUs between cores that share a cache and cores far apart from
+# minute to minute (docs/performance.md, "The two modes are where the hypervisor puts the
+# two vCPUs"). A second table splits those cells' rounds by what the round's floor saw:
+# "near" where copy_floor's rings beat the kernel's copy (exchange_floor: under 150 ns),
+# "far" otherwise; and gives each part's tutti / best and ceiling (medians of its rounds).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -108,6 +114,67 @@ cp "$out/header.md" "$out/summary.md" 2>/dev/null || : >"$out/summary.md"
   echo "| every checked figure 0 wrong | $wrong records with wrong elements or failures | – | – |" \
        "$([ "$wrong" = 0 ] && echo yes || echo '**no**') |"
   echo
-  echo "Tables: $out/*/table.md; ceiling: best peer's time / copy floor's time (2-rank all-gather" \
-       "and all-to-all only)."
+  echo "Tables: $out/*/table.md; ceiling: best peer's time / the floor's time (2-rank all-gather," \
+       "all-to-all and 8-byte all-reduce only)."
+} | tee -a "$out/summary.md"
+
+# The median of the numbers on stdin, one a line, to two places ("–" for none).
+middle() {
+  sort -g | awk '{ v[NR] = $1 } END {
+    if (NR == 0) print "–"
+    else printf "%.2f\n", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+# The cells with a floor, their rounds split by the mode the round's floor saw: lines of
+# collective, round, near or far. A round's mode comes from one floor log: the 8-byte one
+# for the all-reduce, the smallest size's for the others (a round runs its floors back to
+# back).
+modes() {  # name coll
+  local log r s b
+  for log in "$out/$1/logs"/r*-"$2"-n2-*-floor.log; do
+    [ -e "$log" ] || continue
+    r=${log##*/r}; r=${r%%-*}
+    s=${log%-floor.log}; s=${s##*-}
+    case "$s" in *K) b=$((${s%K} << 10)) ;; *M) b=$((${s%M} << 20)) ;; *G) b=$((${s%G} << 30)) ;; *) b=$s ;; esac
+    tr ' ' '\n' <"$log" | awk -F= -v c="$2" -v r="$r" -v b="$b" '
+      $1 == "exchange_8B_ns" { near = $2 + 0 < 150; found = 1 }
+      index($1, c "_") == 1 && $1 ~ /_ring/ { if (ring == "" || $2 + 0 < ring + 0) ring = $2 }
+      index($1, c "_") == 1 && $1 ~ /_(pull|push)_/ { if (kern == "" || $2 + 0 < kern + 0) kern = $2 }
+      END {
+        if (!found && ring != "" && kern != "") { near = ring + 0 < kern + 0; found = 1 }
+        if (found) print c, r, (near ? "near" : "far"), b
+      }'
+  done | sort -k2,2n -k4,4n | awk '!seen[$1, $2]++ { print $1, $2, $3 }'
+}
+{
+  echo
+  echo "By the machine's mode in each round (near: the vCPUs share a cache; far: they do not):"
+  echo
+  echo "| cell | near rounds | tutti / best, near | ceiling, near | far rounds | tutti / best, far | ceiling, far |"
+  echo "|---|---|---|---|---|---|---|"
+  for spec in "allreduce2 allreduce 8" "moves allgather 1048576" "moves allgather 67108864" \
+              "moves alltoall 1048576" "moves alltoall 67108864"; do
+    read -r name coll bytes <<<"$spec"
+    [ -f "$out/$name/records.txt" ] || continue
+    # Per round with a mode: the mode, tutti / best and the ceiling (best peer / floor).
+    rows=$({ modes "$name" "$coll" | sed 's/^/MODE /'; cat "$out/$name/records.txt"; } |
+      awk -v coll="$coll" -v bytes="$bytes" '
+        $1 == "MODE" { if ($2 == coll) mode[$3] = $4; next }
+        $2 != coll || $3 != 2 || $4 != bytes || $8 != 0 || $6 !~ /^[0-9.]+$/ { next }
+        $5 == "tutti" { tutti[$1] = $6; next }
+        $5 == "floor" { floor[$1] = $6; next }
+        $5 !~ /^tutti/ { if (!($1 in peer) || $6 + 0 < peer[$1] + 0) peer[$1] = $6 }
+        END {
+          for (r in tutti)
+            if ((r in peer) && (r in mode))
+              print mode[r], peer[r] / tutti[r], (r in floor) ? peer[r] / floor[r] : "-"
+        }')
+    line="| $coll 2 ranks $(awk -v b="$bytes" 'BEGIN {
+      print (b >= 1048576 ? b / 1048576 " MiB" : b " B") }')"
+    for m in near far; do
+      line="$line | $(grep -c "^$m " <<<"$rows" || true)"
+      line="$line | $(awk -v m="$m" '$1 == m {print $2}' <<<"$rows" | middle)"
+      line="$line | $(awk -v m="$m" '$1 == m && $3 != "-" {print $3}' <<<"$rows" | middle)"
+    done
+    echo "$line |"
+  done
 } | tee -a "$out/summary.md"

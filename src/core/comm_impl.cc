@@ -275,6 +275,7 @@ Status CommImpl::connect(const InitParams& params, const Config& config, const s
       sopts.exchangeMaxBytes = *most;
     }
     sopts.mappedBytes = config.shmMappedBytes;
+    sopts.streamedBytes = config.shmStreamedBytes;
     sopts.cmaShare = config.shmCmaShare;
     sopts.learnsPath = messagePath_ == MessagePath::kLearn;
     TUTTI_CHECK_ARG(config.shmSlotBytes == 0 ||

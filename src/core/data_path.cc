@@ -100,9 +100,9 @@ Status agreeOnMessagePath(Store& store, const std::string& prefix, int rank, int
                        streamed);
     };
     return Status(ErrorCode::kInvalidArgument,
-                  strFormat("rank %d %s, but rank %d %s: set TUTTI_MESSAGE_PATH and "
-                            "TUTTI_SHM_CMA_BYTES alike on every rank, and give every rank "
-                            "a core or none",
+                  strFormat("rank %d %s, but rank %d %s: set TUTTI_MESSAGE_PATH, "
+                            "TUTTI_SHM_CMA_BYTES and TUTTI_SHM_STREAMED_BYTES alike on every "
+                            "rank, and give every rank a core or none",
                             r, describe(theirLearns != 0, theirFrom, theirStreamed).c_str(),
                             rank,
                             describe(learns, directFrom,
@@ -148,36 +148,17 @@ Status CommImpl::chooseWay(const OpRequest& r, const CallStamp& stamp, const OpD
   // learn try them.
   const bool rule = prefersCopy(spec) || transport_->directSlow();
   *way = rule ? Way::kBuffered : Way::kDirect;
-  // Learnt where the choice can matter and the ranks can agree cheaply (a flat exchange:
-  // every rank on this host), for calls whose shape is the same on every rank (a
-  // v-collective's count is this rank's).
-  // - Directly or through the buffers: the collectives that only move data, for messages
-  //   that may go directly. A reduction keeps its rule: its two ways differ by more than a
-  //   copy does (who reduces, from where), and were measured for it; tried against the
-  //   rule, learning took 1.02-1.10 of its time (all-reduce 2 ranks 64 MiB, 4 ranks 16 MiB,
-  //   44 to 65 calls), paying for the tries of the slower way and winning nothing.
-  // - Through the buffers, cached or streamed: those and the reductions that go through
-  //   the buffers, for messages the transport may stream (Transport::streamedFrom).
+  // Learnt where the choice can matter (PathLearner::waysFor) and the ranks can agree
+  // cheaply (a flat exchange: every rank on this host), for calls whose shape is the same on
+  // every rank (a v-collective's count is this rank's).
   const std::uint64_t bytes = spec.count * dataTypeSize(spec.dtype);
   // About a call's largest message: an all-reduce's block (count is the whole vector), a
   // block for the others (allgather, alltoall, reduce-scatter...), the whole for broadcast
   // and reduce.
   const std::uint64_t message =
       spec.kind == Collective::kAllReduce ? bytes / static_cast<std::uint64_t>(size_) : bytes;
-  const bool movesOnly = spec.kind == Collective::kAllGather ||
-                         spec.kind == Collective::kAllToAll ||
-                         spec.kind == Collective::kBroadcast ||
-                         spec.kind == Collective::kGather || spec.kind == Collective::kScatter;
-  const bool reduces = spec.kind == Collective::kAllReduce ||
-                       spec.kind == Collective::kReduceScatter ||
-                       spec.kind == Collective::kReduce;
-  const std::uint64_t directFrom = transport_->directFrom();
-  const std::uint64_t streamFrom = transport_->streamedFrom();
-  unsigned ways = 0;
-  if (movesOnly && directFrom != 0 && message >= directFrom)
-    ways |= PathLearner::bit(Way::kDirect) | PathLearner::bit(Way::kBuffered);
-  if ((movesOnly || (reduces && rule)) && streamFrom != 0 && message >= streamFrom)
-    ways |= PathLearner::bit(Way::kBuffered) | PathLearner::bit(Way::kStreamed);
+  const unsigned ways = PathLearner::waysFor(spec.kind, message, rule, transport_->directFrom(),
+                                             transport_->streamedFrom());
   if (std::popcount(ways) < 2 || transport_->flatBytes() < sizeof(PathLearner::Times))
     return Status::Ok();
   // Where nothing goes directly, the rule's way is the buffers'.

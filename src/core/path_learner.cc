@@ -11,6 +11,23 @@ std::uint32_t PathLearner::shapeOf(Collective kind, DataType dtype, std::uint64_
          log2;
 }
 
+unsigned PathLearner::waysFor(Collective kind, std::uint64_t message, bool buffersRule,
+                              std::uint64_t directFrom, std::uint64_t streamedFrom) {
+  const bool movesOnly = kind == Collective::kAllGather || kind == Collective::kAllToAll ||
+                         kind == Collective::kBroadcast || kind == Collective::kGather ||
+                         kind == Collective::kScatter;
+  const bool reduces = kind == Collective::kAllReduce || kind == Collective::kReduceScatter ||
+                       kind == Collective::kReduce;
+  unsigned ways = 0;
+  if (movesOnly && directFrom != 0 && message >= directFrom)
+    ways |= bit(Way::kDirect) | bit(Way::kBuffered);
+  if (streamedFrom != 0 &&
+      ((movesOnly && message >= std::max(streamedFrom, kMovesStreamedFrom)) ||
+       (reduces && buffersRule && message >= streamedFrom)))
+    ways |= bit(Way::kBuffered) | bit(Way::kStreamed);
+  return ways;
+}
+
 std::int64_t PathLearner::Samples::estimate() const {
   if (count == 0) return -1;
   std::int64_t best = ns[0];

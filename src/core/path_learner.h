@@ -66,6 +66,30 @@ class PathLearner {
   /// which a rooted collective's root and other ranks may differ in).
   static std::uint32_t shapeOf(Collective kind, DataType dtype, std::uint64_t bytes);
 
+  /// Below 4 MiB a message that is only moved does not stream (waysFor).
+  static constexpr std::uint64_t kMovesStreamedFrom = std::uint64_t{4} << 20;
+  /// The ways (bits of Way) a call of `kind` whose largest message is `message` bytes may
+  /// learn among: none, or two at least. `buffersRule` is whether its rule sends it through
+  /// the buffers; `directFrom` and `streamedFrom` are the transport's sizes (0: never).
+  /// - Directly or through the buffers: the collectives that only move data (all-gather,
+  ///   all-to-all, broadcast, gather, scatter), from directFrom. A reduction keeps its
+  ///   rule there: its two ways differ by more than a copy does (who reduces, from where);
+  ///   tried against the rule, learning took 1.02-1.10 of its time (all-reduce 2 ranks 64
+  ///   MiB, 4 ranks 16 MiB, 44 to 65 calls), paying for the tries and winning nothing.
+  /// - Through the buffers, cached or streamed: the reductions that go through the buffers
+  ///   (all-reduce, reduce-scatter, reduce) from streamedFrom, and the collectives that
+  ///   only move data from streamedFrom or kMovesStreamedFrom, the larger. Where the two
+  ///   vCPUs of the AMD EPYC VM sit on cores far apart, a message through the rings takes
+  ///   2-3 times as long as where they share a cache, and streaming its pieces undoes most
+  ///   of that: a 2-rank reduce-scatter of 1 MiB took 60 us learning to stream against
+  ///   128 through the rings, a 4 MiB all-reduce 473-516 against 919-1078, in rounds
+  ///   where near cores gave 40 and 455 either way (docs/performance.md). A message that
+  ///   is only moved has the kernel's copy for those minutes already, which streaming did
+  ///   not beat below 4 MiB (1 MiB all-gather and all-to-all: 63-70 us against 62-71), so
+  ///   there a third way would only cost its tries.
+  static unsigned waysFor(Collective kind, std::uint64_t message, bool buffersRule,
+                          std::uint64_t directFrom, std::uint64_t streamedFrom);
+
   struct Choice {
     Way way = Way::kDirect;  // this call's way
     bool decides = false;    // a decision: the way comes from decide(), with every rank's estimates

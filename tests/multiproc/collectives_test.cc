@@ -132,22 +132,22 @@ TEST(CollectiveProcs, LargeMessagesHaveZeroWrongEitherWay) {
 }
 
 // Large messages written past the caches (TUTTI_MESSAGE_PATH=streamed), and learnt among the
-// three ways: every collective of 8 MiB, whose messages reach the 4 MiB from which the shm
-// transport streams them (where every rank has a core, as with 2 ranks on 2 CPUs), six
-// calls each (in and out of place: twelve of a shape, so learning includes a decision), the
-// last four of each checked.
+// ways: every collective of 1 MiB and of 8 MiB, whose messages reach the 256 KiB from which
+// the shm transport streams them (where every rank has a core, as with 2 ranks on 2 CPUs;
+// reductions learn it from there, the others from 4 MiB), six calls each (in and out of
+// place: twelve of a shape, so learning includes a decision), the last four of each checked.
 TEST(CollectiveProcs, StreamedMessagesHaveZeroWrong) {
   for (const std::string path : {"streamed", "learn"}) {
     ProcessResult r = runProcess(
         launch(2, "shm",
                {"--timeout", "200", "-x", "TUTTI_SHM_CMA_BYTES=256K", "-x",
                 "TUTTI_MESSAGE_PATH=" + path},
-               {binPath("tutti-bench"), "all", "-b", "8M", "-e", "8M", "-n", "2", "-w", "0",
-                "-c", "4"}),
+               {binPath("tutti-bench"), "all", "-b", "1M", "-e", "8M", "-f", "8", "-n", "2",
+                "-w", "0", "-c", "4"}),
         kOuterBoundSeconds);
     ASSERT_FALSE(r.timedOut) << r.out << r.err;
     EXPECT_EQ(r.exitCode(), 0) << path << "\n" << r.out << r.err;
-    EXPECT_EQ(rowsWithZeroWrong(r.out), 8) << path << "\n" << r.out;
+    EXPECT_EQ(rowsWithZeroWrong(r.out), 16) << path << "\n" << r.out;
   }
 }
 
@@ -166,7 +166,7 @@ TEST(CollectiveProcs, RanksThatDifferInMessagePathFailCreationNamingIt) {
   EXPECT_NE(r.exitCode(), 0);
   const std::string all = r.out + r.err;
   for (int rank = 0; rank < 2; ++rank) {
-    // Streamed from 4 MiB where every rank has a core, 0 elsewhere.
+    // Streamed from 256 KiB where every rank has a core, 0 elsewhere.
     const std::string settings =
         "large messages directly from 262144 bytes and streamed from [0-9]+ \\(0: never\\)";
     const std::regex who(rank == 0 ? "rank 1 does not learn it, " + settings + ", but rank 0 learns"
@@ -175,7 +175,8 @@ TEST(CollectiveProcs, RanksThatDifferInMessagePathFailCreationNamingIt) {
     EXPECT_NE(all.find("[" + std::to_string(rank) + "] "), std::string::npos) << all;
     EXPECT_TRUE(std::regex_search(all, who)) << "rank " << rank << "\n" << all;
   }
-  EXPECT_NE(all.find("set TUTTI_MESSAGE_PATH and TUTTI_SHM_CMA_BYTES alike on every rank"),
+  EXPECT_NE(all.find("set TUTTI_MESSAGE_PATH, TUTTI_SHM_CMA_BYTES and TUTTI_SHM_STREAMED_BYTES "
+                     "alike on every rank"),
             std::string::npos)
       << all;
 }

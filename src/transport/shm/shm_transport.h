@@ -92,6 +92,10 @@ class ShmTransport final : public Transport, public ProgressHook {
     /// message, so the threshold is lower than cmaBytes); 0 never. Only where the receiver
     /// can read the sender (rendezvousTo).
     std::uint64_t mappedBytes = 16 << 10;
+    /// Messages of at least this many bytes may have their pieces written into the rings
+    /// past the caches (TransferRequest::streamPieces), where every rank of the host has a
+    /// core; 0 never.
+    std::uint64_t streamedBytes = kStreamedPiecesFrom;
     /// The sender of a rendezvous message helps: while the receiver reads the message from
     /// the front, the sender writes it into the receiver's buffer from the back (RndvShare
     /// in segment.h), so both cores copy when the sender has nothing else to do.
@@ -180,15 +184,18 @@ class ShmTransport final : public Transport, public ProgressHook {
   std::size_t flatBytes() const override;
   std::uint64_t directFrom() const override { return cmaFrom_; }
   bool directSlow() const override { return directSlow_; }
-  /// Where every rank of the host has a core, from kStreamedPiecesFrom (a rank that shares its
-  /// core with another does not wait on a far core's cache: it waits for its turn).
-  std::uint64_t streamedFrom() const override { return coreEach_ ? kStreamedPiecesFrom : 0; }
+  /// Where every rank of the host has a core, from Options::streamedBytes (a rank that
+  /// shares its core with another does not wait on a far core's cache: it waits for its turn).
+  std::uint64_t streamedFrom() const override { return coreEach_ ? options_.streamedBytes : 0; }
   /// On the AMD EPYC VM, where the two vCPUs sometimes sit on far-apart cores: a 2-rank
   /// all-reduce of 256 MiB took 39-41 ms with the senders' copies streamed against 76-99
   /// through the caches, and 55-65 against 38-42 where the cores were near
-  /// (docs/performance.md). Calls learn which (PathLearner::Way::kStreamed); below 4 MiB a
-  /// message's pieces stay in the caches.
-  static constexpr std::uint64_t kStreamedPiecesFrom = std::uint64_t{4} << 20;
+  /// (docs/performance.md). Calls learn which (PathLearner::Way::kStreamed). From messages
+  /// of 256 KiB (a slot between 2 ranks): a 2-rank reduce-scatter of 512 KiB (256 KiB
+  /// messages) took 25-35 us learning to stream against 69-74 through the caches where the
+  /// cores were far apart, 21-25 either way where they were near; smaller messages stay in
+  /// the caches. PathLearner::waysFor says which calls may take it.
+  static constexpr std::uint64_t kStreamedPiecesFrom = std::uint64_t{256} << 10;
   Status flatExchange(const FlatCall& call, const char** views, FlatStop* stop) override;
   Status health() const override;
   void fail(const Status& status) override;

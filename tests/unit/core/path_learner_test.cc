@@ -2,8 +2,8 @@
 // their calls count, keeping the faster way by the ranks' summed estimates, how often the
 // other is tried by how much slower it was, following the machine when the other way becomes
 // faster, keeping a way against a less than 3% faster one, deciding alike on every rank,
-// taking turns over the other ways where there are three, and what makes two calls the same
-// shape.
+// taking turns over the other ways where there are three, which ways a call may learn among,
+// and what makes two calls the same shape.
 
 #include "core/path_learner.h"
 
@@ -209,6 +209,43 @@ TEST(PathLearner, AWayNotAllowedIsNeverTaken) {
   EXPECT_EQ(std::find(calls.all.begin(), calls.all.end(), Way::kDirect), calls.all.end());
   EXPECT_EQ(learner.kept(kShape), Way::kBuffered);
   EXPECT_NE(std::find(calls.all.begin(), calls.all.end(), Way::kStreamed), calls.all.end());
+}
+
+TEST(PathLearner, WhichWaysACallMayLearnByItsCollectiveAndMessage) {
+  const auto ways = PathLearner::waysFor;
+  constexpr std::uint64_t kDirectFrom = 16 << 10, kStreamedFrom = 256 << 10;
+  constexpr std::uint64_t kMoves = PathLearner::kMovesStreamedFrom;
+  const unsigned direct = PathLearner::bit(Way::kDirect);
+  const unsigned streamed = PathLearner::bit(Way::kStreamed);
+  const unsigned twoCopied = PathLearner::bit(Way::kBuffered) | streamed;
+  // Moves: directly from directFrom, streamed as well from 4 MiB (or streamedFrom, if larger).
+  for (Collective kind : {Collective::kAllGather, Collective::kAllToAll, Collective::kBroadcast,
+                          Collective::kGather, Collective::kScatter}) {
+    SCOPED_TRACE(static_cast<int>(kind));
+    EXPECT_EQ(ways(kind, kDirectFrom - 1, false, kDirectFrom, kStreamedFrom), 0u);
+    EXPECT_EQ(ways(kind, kDirectFrom, false, kDirectFrom, kStreamedFrom), kTwoWays);
+    EXPECT_EQ(ways(kind, kMoves - 1, false, kDirectFrom, kStreamedFrom), kTwoWays);
+    EXPECT_EQ(ways(kind, kMoves, false, kDirectFrom, kStreamedFrom), kThreeWays);
+    EXPECT_EQ(ways(kind, kMoves, true, kDirectFrom, kStreamedFrom), kThreeWays);
+    EXPECT_EQ(ways(kind, kMoves, false, 0, kStreamedFrom), twoCopied);
+    EXPECT_EQ(ways(kind, kMoves, false, kDirectFrom, 0), kTwoWays);
+    EXPECT_EQ(ways(kind, 2 * kMoves - 1, false, kDirectFrom, 2 * kMoves), kTwoWays);
+    EXPECT_EQ(ways(kind, 2 * kMoves, false, kDirectFrom, 2 * kMoves), kThreeWays);
+  }
+  // Reductions through the buffers: cached or streamed from streamedFrom; never directly.
+  for (Collective kind : {Collective::kAllReduce, Collective::kReduceScatter,
+                          Collective::kReduce}) {
+    SCOPED_TRACE(static_cast<int>(kind));
+    EXPECT_EQ(ways(kind, kStreamedFrom - 1, true, kDirectFrom, kStreamedFrom), 0u);
+    EXPECT_EQ(ways(kind, kStreamedFrom, true, kDirectFrom, kStreamedFrom), twoCopied);
+    EXPECT_EQ(ways(kind, kMoves * 64, true, kDirectFrom, kStreamedFrom), twoCopied);
+    EXPECT_EQ(ways(kind, kMoves, true, kDirectFrom, 0), 0u);
+    // A reduction whose rule reads in place keeps it.
+    EXPECT_EQ(ways(kind, kMoves, false, kDirectFrom, kStreamedFrom), 0u);
+  }
+  // Nothing else learns.
+  EXPECT_EQ(ways(Collective::kBarrier, kMoves, true, kDirectFrom, kStreamedFrom), 0u);
+  EXPECT_EQ(ways(Collective::kAllToAll, kMoves, false, 0, 0) & direct, 0u);
 }
 
 TEST(PathLearner, ShapesAreTheCollectiveTypeAndPowerOfTwoOfTheBytes) {
