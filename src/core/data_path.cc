@@ -164,7 +164,7 @@ Status CommImpl::chooseWay(const OpRequest& r, const CallStamp& stamp, const OpD
   // Where nothing goes directly, the rule's way is the buffers'.
   if ((ways & PathLearner::bit(*way)) == 0) *way = Way::kBuffered;
   const std::uint32_t s = PathLearner::shapeOf(spec.kind, spec.dtype, bytes);
-  const PathLearner::Choice choice = paths_.choose(s, *way, ways);
+  const PathLearner::Choice choice = paths_.choose(s, *way, ways, message);
   *shape = s;
   *way = choice.way;
   if (!choice.decides) return Status::Ok();

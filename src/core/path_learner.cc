@@ -45,7 +45,8 @@ PathLearner::Way PathLearner::otherWay(const Shape& s, std::uint64_t cycles) {
   return n == 0 ? s.kept : others[cycles % n];
 }
 
-PathLearner::Choice PathLearner::choose(std::uint32_t shape, Way rule, unsigned ways) {
+PathLearner::Choice PathLearner::choose(std::uint32_t shape, Way rule, unsigned ways,
+                                        std::uint64_t message) {
   Shape& s = shapes_[shape];
   const std::uint64_t n = s.calls++;
   if (n == 0) {
@@ -55,11 +56,16 @@ PathLearner::Choice PathLearner::choose(std::uint32_t shape, Way rule, unsigned 
     s.kept = rule;
     s.ways = ways | bit(rule);
     s.tried = otherWay(s, 0);
+    s.shortOpening = message >= kLongFrom;
+    if (s.shortOpening) s.decision = kShortOpening - 1;
   }
   if (n == s.decision) return Choice{s.kept, true};
   const std::uint64_t left = s.decision - n;  // 1 for the cycle's last call
-  s.last = left <= 3 ? s.tried : s.kept;
-  s.counted = left != 3 && n != 0;
+  // A short opening tries the other way once, and times it.
+  const bool shortCycle = s.shortOpening && s.cycles == 0;
+  const std::uint64_t tries = shortCycle ? 1 : 3;
+  s.last = left <= tries ? s.tried : s.kept;
+  s.counted = n != 0 && (shortCycle || left != 3);
   return Choice{s.last, false};
 }
 

@@ -26,7 +26,10 @@
 // first 200 calls took up to three times as long as later ones, either way), so that a
 // way's older times are not comparable. Each way's estimate is the faster of its two, as noise (a
 // preemption, a late peer) only adds time. The first cycle is kOpening calls, starting with
-// the rule's way; later cycles are kExplorePeriod calls where the other way took up to 1.25
+// the rule's way (for long calls, kShortOpening: one timed call of each way, the other's
+// first timed too: a call many times the caches leaves little behind for the next, and
+// waiting out the usual opening kept a 2-rank all-reduce of 256 MiB on the slower way for
+// half of a short job's calls); later cycles are kExplorePeriod calls where the other way took up to 1.25
 // times as long, kExploreFarPeriod up to 1.5 times, kExploreFarthestPeriod beyond: trying
 // the other way costs at most 2.3% of the time (3 calls in 32 that take 1.25 times as long),
 // and a change of the machine is followed within a cycle or two (a way or two more where
@@ -46,6 +49,10 @@ class PathLearner {
  public:
   static constexpr std::uint32_t kSamples = 2;  // per way, the last ones
   static constexpr std::uint64_t kOpening = 8;
+  /// The opening of a shape whose messages are long (kLongFrom bytes or more): the rule's
+  /// way (untimed, then timed), the other way once (timed), then the decision.
+  static constexpr std::uint64_t kShortOpening = 4;
+  static constexpr std::uint64_t kLongFrom = std::uint64_t{16} << 20;
   static constexpr std::uint64_t kExplorePeriod = 32;
   static constexpr std::uint64_t kExploreFarPeriod = 64;
   static constexpr std::uint64_t kExploreFarthestPeriod = 256;
@@ -97,8 +104,9 @@ class PathLearner {
   /// This call of `shape`. `rule` is what the call's shape alone says (prefersCopy); the
   /// learner opens with it. `ways` (bits of Way, two at least, the rule's among them) are
   /// the ways the call may take: the same for every call of the shape, as its first call
-  /// gave them.
-  Choice choose(std::uint32_t shape, Way rule, unsigned ways);
+  /// gave them. `message`: the call's largest message in bytes, the same on every rank
+  /// (from kLongFrom the opening is kShortOpening calls), as the first call gave it.
+  Choice choose(std::uint32_t shape, Way rule, unsigned ways, std::uint64_t message = 0);
   /// This rank's estimates for `shape` (what a decision adds up).
   Times estimates(std::uint32_t shape) const;
   /// A decision from the sum of every rank's estimates (a way is -1 where any rank has no
@@ -128,6 +136,7 @@ class PathLearner {
     Way last = Way::kDirect;     // the way chosen for the call in flight
     Way tried = Way::kDirect;    // the other way this cycle tries
     bool counted = false;        // whether its time is kept
+    bool shortOpening = false;   // the first cycle is kShortOpening calls
     bool decided = false;        // whether kept came from a decision (else: the rule's)
     Way kept = Way::kDirect;
     Samples samples[kWays];

@@ -1,9 +1,9 @@
 // The path learner (core/path_learner.h), fed made-up call times: the cycles and which of
-// their calls count, keeping the faster way by the ranks' summed estimates, how often the
-// other is tried by how much slower it was, following the machine when the other way becomes
-// faster, keeping a way against a less than 3% faster one, deciding alike on every rank,
-// taking turns over the other ways where there are three, which ways a call may learn among,
-// and what makes two calls the same shape.
+// their calls count, the short opening of long calls, keeping the faster way by the ranks'
+// summed estimates, how often the other is tried by how much slower it was, following the
+// machine when the other way becomes faster, keeping a way against a less than 3% faster
+// one, deciding alike on every rank, taking turns over the other ways where there are
+// three, which ways a call may learn among, and what makes two calls the same shape.
 
 #include "core/path_learner.h"
 
@@ -69,6 +69,40 @@ TEST(PathLearner, OpensWithTheRulesWayFourTimesThenTheOtherThreeTimes) {
     EXPECT_EQ(calls.ways, expected) << "rule " << rule;
     EXPECT_TRUE(calls.decisions.empty());
     EXPECT_EQ(keepsBuffered(learner), rule) << "before a decision, the rule's way";
+  }
+}
+
+TEST(PathLearner, LongCallsOpenWithOneTimedCallOfEachWay) {
+  for (const std::uint64_t message : {PathLearner::kLongFrom - 1, PathLearner::kLongFrom}) {
+    const bool isLong = message >= PathLearner::kLongFrom;
+    PathLearner learner;
+    std::vector<Way> ways;
+    std::vector<std::size_t> decisions;
+    for (std::size_t n = 0; n < 12; ++n) {
+      PathLearner::Choice choice = learner.choose(kShape, Way::kBuffered, kTwoWays, message);
+      if (choice.decides) {
+        bool changed = false;
+        choice.way = learner.decide(kShape, learner.estimates(kShape), &changed);
+        decisions.push_back(n);
+      }
+      if (isLong && n == 3) {
+        // The decision saw the second call (the first is untimed) and the third, the other
+        // way's first.
+        EXPECT_EQ(learner.estimates(kShape), (PathLearner::Times{50, 100, -1}));
+      }
+      // The shape's first call takes 1000 times as long; the other way half as long.
+      learner.record(kShape, n == 0 ? 100000 : choice.way == Way::kDirect ? 50 : 100);
+      ways.push_back(choice.way);
+    }
+    const Way b = Way::kBuffered, d = Way::kDirect;
+    if (isLong) {
+      EXPECT_EQ(ways, (std::vector<Way>{b, b, d, d, d, d, d, d, d, d, d, d}));
+      EXPECT_EQ(decisions, std::vector<std::size_t>{3});
+      EXPECT_EQ(learner.kept(kShape), d);
+    } else {
+      EXPECT_EQ(ways, (std::vector<Way>{b, b, b, b, d, d, d, d, d, d, d, d}));
+      EXPECT_EQ(decisions, std::vector<std::size_t>{7});
+    }
   }
 }
 
