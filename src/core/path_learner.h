@@ -24,15 +24,16 @@
 // decision compares the two calls before the other way's with its last two: calls next to
 // each other, because a machine's speed drifts (in one traced run on the AMD VM, a shape's
 // first 200 calls took up to three times as long as later ones, either way), so that a
-// way's older times are not comparable. Each way's estimate is the faster of its two, as noise (a
-// preemption, a late peer) only adds time. The first cycle is kOpening calls, starting with
-// the rule's way (for long calls, kShortOpening: one timed call of each way, the other's
-// first timed too: a call many times the caches leaves little behind for the next, and
-// waiting out the usual opening kept a 2-rank all-reduce of 256 MiB on the slower way for
-// half of a short job's calls); later cycles are kExplorePeriod calls where the other way took up to 1.25
-// times as long, kExploreFarPeriod up to 1.5 times, kExploreFarthestPeriod beyond: trying
-// the other way costs at most 2.3% of the time (3 calls in 32 that take 1.25 times as long),
-// and a change of the machine is followed within a cycle or two (a way or two more where
+// way's older times are not comparable. Each way's estimate is the faster of its two, as
+// noise (a preemption, a late peer) only adds time. The first cycle is kOpening calls,
+// starting with the rule's way. Shapes of long calls open with kShortOpening calls instead:
+// one timed call of each way, the other way's first timed too, as a call many times the
+// caches leaves little behind for the next (the usual opening put two or three of the five
+// timed calls of a short job's 2-rank all-reduce of 256 MiB on the slower way). Later
+// cycles are kExplorePeriod calls where the other way took up to 1.25 times as long,
+// kExploreFarPeriod up to 1.5 times, kExploreFarthestPeriod beyond: trying the other way
+// costs at most 2.3% of the time (3 calls in 32 that take 1.25 times as long), and a change
+// of the machine is followed within a cycle or two (a way or two more where
 // there are three). The kept way changes only for one 3% faster. Not thread-safe: the
 // communicator runs one operation at a time.
 
