@@ -6,9 +6,12 @@
 // decides which: buffers for messages that arrive before their receives (how many arrive
 // early varies from run to run), mappings of peers' memAlloc buffers (made by the side
 // that first touches them, sender or receiver as the race goes). Each pool grows to the
-// most it ever needed and stays there. Every such growth is marked here, process-wide, so
-// that a test of the steady state can tell a window of calls in which none happened (and
-// which must then allocate, map and fault nothing) from one in which one did.
+// most it ever needed and stays there. The same goes for the first call of a shape to take
+// a way the path learner tries (core/path_learner.h): it faults in the code that way runs,
+// on a call the learner's schedule picks. Every such growth or first call is marked here,
+// process-wide, so that a test of the steady state can tell a window of calls in which
+// none happened (and which must then allocate, map and fault nothing) from one in which
+// one did.
 
 #include <atomic>
 #include <cstdint>
@@ -31,6 +34,9 @@ struct PoolGrowth {
 inline PoolGrowth poolGrowth() {
   return PoolGrowth{detail::gPoolGrowths.load(), detail::gPoolGrowing.load()};
 }
+
+/// Marks a one-time cost that ends before the caller's call does (a first call of a way).
+inline void markOneTimeCost() { detail::gPoolGrowths.fetch_add(1); }
 
 /// Marks one growth (its allocations, mappings and first touches), from construction to
 /// destruction.

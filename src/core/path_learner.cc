@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <bit>
 
+#include "base/pool_growth.h"
+
 namespace tutti::detail {
 
 std::uint32_t PathLearner::shapeOf(Collective kind, DataType dtype, std::uint64_t bytes) {
@@ -66,6 +68,13 @@ PathLearner::Choice PathLearner::choose(std::uint32_t shape, Way rule, unsigned 
   const std::uint64_t tries = shortCycle ? 1 : 3;
   s.last = left <= tries ? s.tried : s.kept;
   s.counted = n != 0 && (shortCycle || left != 3);
+  // A way's first call of the shape is a one-time cost, whichever call of the opening or of
+  // a later cycle it falls on: the code that way runs, and the pages it touches, are
+  // faulted in by it (base/pool_growth.h).
+  if ((s.used & bit(s.last)) == 0) {
+    s.used |= bit(s.last);
+    markOneTimeCost();
+  }
   return Choice{s.last, false};
 }
 

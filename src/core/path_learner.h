@@ -133,6 +133,7 @@ class PathLearner {
     std::uint64_t decision = kOpening - 1;  // the call of the next decision
     std::uint64_t cycles = 0;    // decisions so far: which other way the cycle tries
     unsigned ways = 0;           // the ways allowed (bits of Way)
+    unsigned used = 0;           // the ways called so far (bits of Way)
     Way rule = Way::kDirect;
     Way last = Way::kDirect;     // the way chosen for the call in flight
     Way tried = Way::kDirect;    // the other way this cycle tries

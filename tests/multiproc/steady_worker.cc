@@ -13,8 +13,9 @@
 // an asynchronous all-reduce (which starts the communicator's worker thread, and blocking
 // calls then take another path), itself a case. The buffers, from the heap or from
 // tutti::memAlloc (`shared`), are allocated and touched before the warm-up. A window in
-// which one of tutti's growing pools grew (base/pool_growth.h) is not judged; the first
-// one in which none did must count nothing.
+// which one of tutti's growing pools grew, or a call took a way of the path learner's for
+// the first time (base/pool_growth.h), is not judged; the first one in which none did must
+// count nothing.
 // Prints "RESULT OK rank r calls c" when every judged window counted nothing, else one
 // "RESULT FAILED rank r: phase p <collective> <size> <placement>: ..." line per offender.
 // With STEADY_BACKTRACE set, every allocation in a window prints its stack to stderr and a
