@@ -22,10 +22,10 @@ namespace tutti {
 std::size_t flatBytesDirect(const CollectiveSpec& spec) {
   switch (spec.kind) {
     case Collective::kAllReduce:
-    case Collective::kAllGather: return spec.count * dataTypeSize(spec.dtype);
+    case Collective::kAllGather: return spec.bytes();
     case Collective::kAllToAll:
     case Collective::kReduceScatter:
-      return spec.count * dataTypeSize(spec.dtype) * static_cast<std::size_t>(spec.size);
+      return spec.bytes() * static_cast<std::size_t>(spec.size);
     case Collective::kReduceScatterV: {
       // The whole input, the blocks back to back (the same counts on every rank).
       std::size_t count = 0;

@@ -5,52 +5,40 @@
 
 #include "base/macros.h"
 #include "base/strings.h"
-#include "core/comm_impl.h"
 #include "schedule/collective.h"
 
 namespace tutti::detail {
 namespace {
 
-bool isPointToPoint(Collective kind) {
-  return kind == Collective::kSend || kind == Collective::kRecv;
-}
-
 CallCheck shared(Status status) { return CallCheck{std::move(status), false}; }
 CallCheck onlyHere(Status status) { return CallCheck{std::move(status), true}; }
 
-// True when the buffers relate as the collective's in-place convention says
-// (collective.h): the input at its offset in the output, or the output in the input.
-// `r.spec.inPlace` is false on entry and on return; it is set only to ask for the layout
-// (a copy of the spec would copy its four arrays on every call).
-bool buffersInPlace(OpRequest& r) {
+// `layout` with the in-place offsets (bufferLayout of the spec taken as in place): whether
+// the buffers relate as the collective's in-place convention says (collective.h), the input
+// at its offset in the output or the output in the input.
+bool buffersInPlace(const OpRequest& r, const BufferLayout& layout) {
   const auto* in = static_cast<const char*>(r.input);
   const auto* out = static_cast<const char*>(r.output);
   if (in == nullptr || out == nullptr) return false;
-  r.spec.inPlace = true;
-  const BufferLayout aliased = bufferLayout(r.spec);
-  r.spec.inPlace = false;
   const std::size_t elem = dataTypeSize(r.spec.dtype);
-  if (aliased.inputInOutputAt && in == out + *aliased.inputInOutputAt * elem) return true;
-  return aliased.outputInInputAt && out == in + *aliased.outputInInputAt * elem;
+  if (layout.inputInOutputAt && in == out + *layout.inputInOutputAt * elem) return true;
+  return layout.outputInInputAt && out == in + *layout.outputInInputAt * elem;
 }
 
 // What an in-place call would have passed, for the overlap error: "; in place needs
 // sendbuf == recvbuf + 8 elements (0x...)", or "" for collectives without an in-place form.
-std::string inPlaceHint(const OpRequest& r) {
-  CollectiveSpec asInPlace = r.spec;
-  asInPlace.inPlace = true;
-  const BufferLayout aliased = bufferLayout(asInPlace);
+std::string inPlaceHint(const OpRequest& r, const BufferLayout& layout) {
   const std::size_t elem = dataTypeSize(r.spec.dtype);
   const auto* in = static_cast<const char*>(r.input);
   const auto* out = static_cast<const char*>(r.output);
-  if (aliased.inputInOutputAt) {
-    const std::uint64_t at = *aliased.inputInOutputAt;
+  if (layout.inputInOutputAt) {
+    const std::uint64_t at = *layout.inputInOutputAt;
     return strFormat("; in place needs sendbuf == recvbuf + %llu elements (%p)",
                      static_cast<unsigned long long>(at),
                      static_cast<const void*>(out + at * elem));
   }
-  if (aliased.outputInInputAt) {
-    const std::uint64_t at = *aliased.outputInInputAt;
+  if (layout.outputInInputAt) {
+    const std::uint64_t at = *layout.outputInInputAt;
     return strFormat("; in place needs recvbuf == sendbuf + %llu elements (%p)",
                      static_cast<unsigned long long>(at),
                      static_cast<const void*>(in + at * elem));
@@ -60,10 +48,9 @@ std::string inPlaceHint(const OpRequest& r) {
 
 // Null buffers that must hold data, buffers that would run past the end of the address
 // space, and send and receive buffers that overlap without being in place.
-Status checkBuffers(const OpRequest& r) {
+Status checkBuffers(const OpRequest& r, const BufferLayout& layout) {
   const CollectiveSpec& spec = r.spec;
   const char* name = collectiveName(spec.kind);
-  const BufferLayout layout = bufferLayout(spec);
   const std::uint64_t elem = dataTypeSize(spec.dtype);
   // Both at most kMaxBufferBytes (validateSharedArgs / validateOwnArgs).
   const std::uint64_t inBytes = layout.inputCount * elem;
@@ -87,7 +74,7 @@ Status checkBuffers(const OpRequest& r) {
                   "%s: the send buffer (%p, %llu bytes) and the receive buffer (%p, %llu "
                   "bytes) overlap without being in place%s",
                   name, r.input, static_cast<unsigned long long>(inBytes), r.output,
-                  static_cast<unsigned long long>(outBytes), inPlaceHint(r).c_str());
+                  static_cast<unsigned long long>(outBytes), inPlaceHint(r, layout).c_str());
   return Status::Ok();
 }
 
@@ -120,51 +107,14 @@ CallCheck checkCall(OpRequest& r, int rank, int size) {
   }
   if (Status s = validateOwnArgs(spec); !s.ok()) return onlyHere(std::move(s));
   if (Status s = checkOwnCount(r); !s.ok()) return onlyHere(std::move(s));
-  spec.inPlace = buffersInPlace(r);
-  // alltoallv in place has a rule of its own (equal send and receive arrays).
-  if (spec.inPlace && spec.kind == Collective::kAllToAllV) {
-    if (Status s = validateOwnArgs(spec); !s.ok()) return onlyHere(std::move(s));
-  }
-  if (Status s = checkBuffers(r); !s.ok()) return onlyHere(std::move(s));
+  // One layout serves both questions: its counts do not depend on the flag, and with the
+  // flag set it also says where an in-place call's buffers sit.
+  spec.inPlace = true;
+  const BufferLayout layout = bufferLayout(spec);
+  spec.inPlace = buffersInPlace(r, layout);
+  if (Status s = validateInPlaceArgs(spec); !s.ok()) return onlyHere(std::move(s));
+  if (Status s = checkBuffers(r, layout); !s.ok()) return onlyHere(std::move(s));
   return CallCheck{};
-}
-
-namespace {
-
-// Calls whose verdict depends only on the scalar fields CallCheckCache compares.
-bool cacheable(const OpRequest& r) {
-  const CollectiveSpec& s = r.spec;
-  return !r.ownCount && s.counts.empty() && s.displs.empty() && s.recvCounts.empty() &&
-         s.recvDispls.empty();
-}
-
-}  // namespace
-
-bool CallCheckCache::reuse(OpRequest& r, int rank, int size) const {
-  CollectiveSpec& s = r.spec;
-  if (!valid_ || s.kind != kind_ || s.count != count_ || s.dtype != dtype_ || s.op != op_ ||
-      s.root != root_ || s.peer != peer_ || r.tag != tag_ || r.input != input_ ||
-      r.output != output_ || !cacheable(r))
-    return false;
-  s.rank = rank;
-  s.size = size;
-  s.inPlace = inPlace_;
-  return true;
-}
-
-void CallCheckCache::remember(const OpRequest& r) {
-  valid_ = cacheable(r);
-  const CollectiveSpec& s = r.spec;
-  kind_ = s.kind;
-  count_ = s.count;
-  dtype_ = s.dtype;
-  op_ = s.op;
-  root_ = s.root;
-  peer_ = s.peer;
-  tag_ = r.tag;
-  input_ = r.input;
-  output_ = r.output;
-  inPlace_ = s.inPlace;
 }
 
 }  // namespace tutti::detail

@@ -1,27 +1,31 @@
 #pragma once
-// describe() of one call for the executor's errors (OpDescriber), formatted only when an
-// error or a trace needs it. Shared by CommImpl's sequential path and its point-to-point
-// groups (p2p_group.cc).
+// How errors, traces and the flight recorder name one call: "allreduce #12 (count 1000
+// float32 sum, ring)". CallDescriber formats it only when an error or a trace needs it.
 
 #include <string>
 
 #include "core/call_stamp.h"
-#include "core/comm_impl.h"
+#include "core/flight_recorder.h"
+#include "core/op_request.h"
 #include "executor/executor.h"
 
 namespace tutti::detail {
 
+/// The call as the flight recorder keeps it; `algorithm` is a registry entry's name (or a
+/// literal).
+CallSummary summarize(const OpRequest& request, const char* algorithm);
+
 class CallDescriber final : public OpDescriber {
  public:
-  CallDescriber(const CommImpl& comm, const OpRequest& r, const char* algorithm)
-      : comm_(comm), r_(r), algorithm_(algorithm) {}
-  std::string describe() const override { return comm_.describe(r_, algorithm_); }
+  CallDescriber(const OpRequest& r, const char* algorithm) : r_(r), algorithm_(algorithm) {}
+  std::string describe() const override {
+    return describeCall(summarize(r_, algorithm_), countArraysHash(r_.spec));
+  }
   std::string describeStamp(const CallStamp& stamp) const override {
     return detail::describeStamp(stamp, r_.seq);
   }
 
  private:
-  const CommImpl& comm_;
   const OpRequest& r_;
   const char* algorithm_;
 };

@@ -1,5 +1,7 @@
 #include "core/call_stamp.h"
 
+#include "core/call_describer.h"
+
 #include <vector>
 
 #include "base/strings.h"
@@ -123,6 +125,16 @@ std::string describeStamp(const CallStamp& stamp, std::uint64_t seq) {
 std::optional<std::uint64_t> countArraysHash(const CollectiveSpec& spec) {
   if (!hasCountArrays(spec.kind)) return std::nullopt;
   return hashArrays(spec);
+}
+
+CallSummary summarize(const OpRequest& r, const char* algorithm) {
+  CallSummary call;
+  static_cast<CallKey&>(call) = r.spec;
+  call.perRankCounts = !r.spec.counts.empty();
+  call.tag = r.tag;
+  call.seq = r.seq;
+  call.algorithm = algorithm;
+  return call;
 }
 
 }  // namespace tutti::detail

@@ -132,7 +132,7 @@ namespace {
 // `values` in a vector of the communicator's spare ones (CommImpl::arrayOf), so that a
 // repeated v-collective allocates nothing; a moved-from communicator's call fails anyway.
 std::vector<std::uint64_t> toVector(CommImpl* impl, std::span<const std::size_t> values) {
-  if (impl != nullptr) return impl->arrayOf(values);
+  if (impl != nullptr) return impl->queue().arrayOf(values);
   return std::vector<std::uint64_t>(values.begin(), values.end());
 }
 
@@ -188,7 +188,7 @@ Status movedFrom(const char* what) {
 Status run(CommImpl* impl, OpRequest&& r, const CallOptions& options) {
   if (impl == nullptr) return movedFrom(collectiveName(r.spec.kind));
   Status status = impl->runBlocking(std::move(r), options);
-  impl->recycleArrays(r);  // what runBlocking left there (it keeps a request it queues)
+  impl->queue().recycleArrays(r);  // what runBlocking left there (it keeps a request it queues)
   return status;
 }
 

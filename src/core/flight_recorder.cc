@@ -56,9 +56,6 @@ void unpackShape(std::uint64_t shape, CallSummary* c) {
   c->perRankCounts = ((shape >> 24) & 1) != 0;
 }
 
-bool isPointToPoint(Collective kind) {
-  return kind == Collective::kSend || kind == Collective::kRecv;
-}
 
 }  // namespace
 

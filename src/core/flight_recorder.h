@@ -24,24 +24,20 @@
 #include <string>
 #include <vector>
 
+#include "schedule/collective.h"
 #include "tutti/deadline.h"
 #include "tutti/status.h"
 #include "tutti/types.h"
 
 namespace tutti::detail {
 
-/// One operation as the flight recorder keeps it and as errors name it. Trivially copyable:
-/// `algorithm` points at a registry entry's name, which lives as long as the process.
-struct CallSummary {
-  Collective kind = Collective::kAllReduce;
-  DataType dtype = DataType::kFloat32;
-  ReduceOp op = ReduceOp::kSum;
+/// One operation as the flight recorder keeps it and as errors name it: its shape, and who
+/// and which it was. Trivially copyable: `algorithm` points at a registry entry's name,
+/// which lives as long as the process.
+struct CallSummary : CallKey {
   bool perRankCounts = false;  // a v-collective: the counts come in arrays
-  int root = 0;                // rooted collectives
-  int peer = -1;               // point to point: the other rank
   int tag = 0;                 // point to point
   std::uint64_t seq = 0;       // collectives: the sequence number
-  std::uint64_t count = 0;
   const char* algorithm = "";
 };
 

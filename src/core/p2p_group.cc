@@ -1,123 +1,134 @@
-// Point-to-point calls issued back to back run together (CommImpl::runP2pGroup, the
-// executor's RunGroup), so that an irecv followed by an isend completes on every rank of a
-// ring; each call ends as CommImpl::execute() would end it.
-
-#include <memory>
-#include <mutex>
-#include <optional>
-#include <vector>
+#include "core/p2p_group.h"
 
 #include "base/assert.h"
 #include "base/strings.h"
-#include "core/p2p_run.h"
-#include "core/comm_impl.h"
 #include "core/work_state.h"
 
 namespace tutti::detail {
 
-void CommImpl::takeQueuedP2pLocked(std::vector<OpRequest>& out) {
-  while (!queue_.empty() && isPointToPoint(queue_.front())) {
-    out.push_back(std::move(queue_.front()));
-    queue_.pop_front();
-  }
+// One call of the group: what a call run alone keeps on its stack, kept while it is in
+// flight with others.
+struct P2pGroupRunner::Call {
+  OpRequest request;
+  bool blocking = false;  // the caller's own call: its status is returned, not completed
+  bool began = false;     // in the flight recorder
+  bool refused = false;
+  bool ended = false;
+  std::optional<CallDescriber> what;
+  FlightRecorder::Handle op;
+  ExecParams params;
+  ExecBuffers buffers;
+  ExecReport report;
+  ExecutorPool pool;
+  Status status;
+};
+
+P2pGroupRunner::P2pGroupRunner(Transport& transport, CallPlanner& planner, CallRunner& runner,
+                               FailureReporter& failures)
+    : transport_(transport),
+      planner_(planner),
+      runner_(runner),
+      failures_(failures),
+      group_(transport) {}
+
+P2pGroupRunner::~P2pGroupRunner() {
+  for (Call* c : running_) delete c;
 }
 
-void CommImpl::startP2p(P2pRun& p) {
-  const OpRequest& r = p.request;
-  auto algorithm = chooseAlgorithm(r.spec, forcedAlgorithm(r.algorithm, r.spec.kind));
-  if (!algorithm.ok()) {
-    p.status = algorithm.status();
-    p.ended = true;
+void P2pGroupRunner::start(Call& c) {
+  const OpRequest& r = c.request;
+  auto plan = planner_.plan(r, r.algorithm);
+  if (!plan.ok()) {
+    c.status = plan.status();
+    c.ended = true;
     return;
   }
-  p.what.emplace(*this, r, (*algorithm)->name);
-  p.op = recorder_.begin(summarize(r, (*algorithm)->name), r.issued);
-  p.began = true;
-  const Status health = transport_->health();
+  const char* name = plan->algorithm->name;
+  c.what.emplace(r, name);
+  c.op = failures_.recorder().begin(summarize(r, name), r.issued);
+  c.began = true;
+  const Status health = transport_.health();
   if (!health.ok()) {
-    p.refused = true;
-    p.status = refusal(*p.what, health);
-    p.ended = true;
+    c.refused = true;
+    c.status = failures_.refusal(*c.what, health);
+    c.ended = true;
     return;
   }
-  const Plan& plan = planFor(r.spec, **algorithm);
-  TUTTI_ASSERT_CMP(plan.schedule.scratchCount, ==, 0u);  // point to point needs none
-  p.schedule = &plan.schedule;
-  p.params = execParams(r, plan, *p.what);
-  p.buffers = ExecBuffers{r.input, r.output, nullptr};
-  p2pGroup_->add(*p.schedule, p.buffers, p.params, p.pool, &p.report, &p.status, &p.ended);
+  // Point to point needs no scratch; its plan stays put while the planner is held.
+  TUTTI_ASSERT_CMP(plan->plan->schedule.scratchCount, ==, 0u);
+  c.params = runner_.execParams(r, *plan->plan, *c.what);
+  c.buffers = ExecBuffers{r.input, r.output, nullptr};
+  group_.add(plan->plan->schedule, c.buffers, c.params, c.pool, &c.report, &c.status, &c.ended);
 }
 
-Status CommImpl::finishP2p(P2pRun& p) {
-  if (p.began) recorder_.end(p.op, p.status.code());
-  if (p.status.ok() || !p.what.has_value()) return p.status;
-  // As execute() and runSchedule() word a failure.
-  Status status = p.refused ? p.status
-                            : p.status.withContext(strFormat("%s failed on rank %d",
-                                                             p.what->describe().c_str(), rank_));
-  return failed(p.request, *p.what, status, p.report, p.refused);
+Status P2pGroupRunner::finish(Call& c) {
+  if (c.began) failures_.recorder().end(c.op, c.status.code());
+  if (c.status.ok() || !c.what.has_value()) return c.status;
+  // As a call run alone words a failure.
+  Status status = c.refused ? c.status
+                            : c.status.withContext(strFormat("%s failed on rank %d",
+                                                             c.what->describe().c_str(),
+                                                             c.request.spec.rank));
+  return failures_.failed(c.request, *c.what, status, c.report, c.refused);
 }
 
-Status CommImpl::runP2pGroup(std::vector<OpRequest>& batch, OpRequest* blocking, bool absorb) {
-  if (p2pGroup_ == nullptr) p2pGroup_ = std::make_unique<RunGroup>(*transport_);
-  p2pGroup_->begin();
-  p2pGroupActive_ = true;
-  std::vector<P2pRun*>& runs = p2pRuns_;
-  Status blockingStatus;
-  auto add = [&](OpRequest&& r, bool isBlocking) {
-    if (spareRuns_.empty()) spareRuns_.push_back(std::make_unique<P2pRun>());
-    std::unique_ptr<P2pRun> run = std::move(spareRuns_.back());
-    spareRuns_.pop_back();
-    P2pRun& p = *run;
-    p.request = std::move(r);
-    p.blocking = isBlocking;
-    p.began = p.refused = p.ended = false;
-    p.what.reset();
-    p.status = Status::Ok();
-    p.report = ExecReport{};
-    runs.push_back(run.release());
-    startP2p(p);
-  };
-  // Ended calls complete at once, whatever their order.
-  auto reap = [&] {
-    std::size_t kept = 0;
-    for (P2pRun* p : runs) {
-      if (!p->ended) {
-        runs[kept++] = p;
-        continue;
-      }
-      Status status = finishP2p(*p);
-      if (p->blocking)
-        blockingStatus = std::move(status);
-      else
-        p->request.work->complete(std::move(status));
-      p->request = OpRequest{};  // lets go of the Work and the arrays
-      spareRuns_.emplace_back(p);
+void P2pGroupRunner::add(OpRequest&& r, bool blocking) {
+  if (spare_.empty()) spare_.push_back(std::make_unique<Call>());
+  std::unique_ptr<Call> call = std::move(spare_.back());
+  spare_.pop_back();
+  Call& c = *call;
+  c.request = std::move(r);
+  c.blocking = blocking;
+  c.began = c.refused = c.ended = false;
+  c.what.reset();
+  c.status = Status::Ok();
+  c.report = ExecReport{};
+  running_.push_back(call.release());
+  start(c);
+}
+
+void P2pGroupRunner::reap(Status* blockingStatus) {
+  std::size_t kept = 0;
+  for (Call* c : running_) {
+    if (!c->ended) {
+      running_[kept++] = c;
+      continue;
     }
-    runs.resize(kept);
-  };
+    Status status = finish(*c);
+    if (c->blocking)
+      *blockingStatus = std::move(status);
+    else
+      c->request.work->complete(std::move(status));
+    c->request = OpRequest{};  // lets go of the Work and the arrays
+    spare_.emplace_back(c);
+  }
+  running_.resize(kept);
+}
+
+Status P2pGroupRunner::run(std::vector<OpRequest>& batch, OpRequest* blocking,
+                           CallQueue* absorb) {
+  group_.begin();
+  planner_.hold(true);
+  Status blockingStatus;
   for (OpRequest& r : batch) add(std::move(r), false);
   batch.clear();
   if (blocking != nullptr) add(std::move(*blocking), true);
-  reap();
-  while (p2pGroup_->active()) {
+  reap(&blockingStatus);
+  while (group_.active()) {
     // The snapshot comes before the look at the queue: a call queued after the look
-    // interrupts the wait (submit), one queued before it is taken here.
-    const std::uint32_t seen = transport_->progressSignal().snapshot();
-    if (absorb) {
-      {
-        std::lock_guard<std::mutex> lock(queueMutex_);
-        takeQueuedP2pLocked(batch);
-      }
+    // interrupts the wait (CallQueue::submit), one queued before it is taken here.
+    const std::uint32_t seen = transport_.progressSignal().snapshot();
+    if (absorb != nullptr) {
+      absorb->takeQueuedPointToPoint(batch);
       for (OpRequest& r : batch) add(std::move(r), false);
       batch.clear();
     }
-    p2pGroup_->turn(seen);
-    reap();
+    group_.turn(seen);
+    reap(&blockingStatus);
   }
-  reap();
-  p2pGroupActive_ = false;
-  p2pGroup_->end();
+  reap(&blockingStatus);
+  planner_.hold(false);
+  group_.end();
   return blockingStatus;
 }
 

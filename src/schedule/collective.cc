@@ -286,15 +286,23 @@ Status validateOwnArgs(const CollectiveSpec& s) {
   TUTTI_RETURN_IF_ERROR(checkArrays(s, s.counts, "sendcounts", &s.displs, "sdispls"));
   TUTTI_RETURN_IF_ERROR(checkArrays(s, s.recvCounts, "recvcounts", &s.recvDispls, "rdispls"));
   TUTTI_RETURN_IF_ERROR(checkDisjoint(s, s.recvCounts, s.recvDispls, "the receive buffer's"));
-  TUTTI_CHECK_ARG(!s.inPlace || (s.counts == s.recvCounts && s.displs == s.recvDispls),
+  TUTTI_RETURN_IF_ERROR(validateInPlaceArgs(s));
+  return checkBufferBytes(s, largestBufferCount(s));
+}
+
+Status validateInPlaceArgs(const CollectiveSpec& s) {
+  TUTTI_CHECK_ARG(!s.inPlace || s.kind != Collective::kAllToAllV ||
+                      (s.counts == s.recvCounts && s.displs == s.recvDispls),
                   "alltoallv in place needs the same counts and displacements for sending "
                   "and receiving");
-  return checkBufferBytes(s, largestBufferCount(s));
+  return Status::Ok();
 }
 
 Status validateSpec(const CollectiveSpec& s) {
   TUTTI_RETURN_IF_ERROR(validateSharedArgs(s));
   return validateOwnArgs(s);
 }
+
+std::uint64_t CallKey::bytes() const { return count * dataTypeSize(dtype); }
 
 }  // namespace tutti

@@ -41,11 +41,11 @@
 
 namespace tutti {
 
-/// Everything an algorithm needs to know about one call on one rank.
-struct CollectiveSpec {
+/// What one call is on one rank, apart from its buffers and the v-collectives' arrays: the
+/// one type the communicator's caches compare calls by (two calls with equal keys and equal
+/// arrays are checked, chosen for and scheduled alike).
+struct CallKey {
   Collective kind = Collective::kAllReduce;
-  int rank = 0;
-  int size = 1;
   /// Uniform collectives: elements per rank block as the table above defines `count`.
   std::uint64_t count = 0;
   DataType dtype = DataType::kFloat32;
@@ -53,6 +53,22 @@ struct CollectiveSpec {
   int root = 0;  // rooted collectives
   int peer = -1;  // send/recv
   bool inPlace = false;
+
+  friend bool operator==(const CallKey&, const CallKey&) = default;
+  friend auto operator<=>(const CallKey&, const CallKey&) = default;
+  /// count elements of dtype, in bytes.
+  std::uint64_t bytes() const;
+};
+
+/// True for send and recv.
+inline bool isPointToPoint(Collective kind) {
+  return kind == Collective::kSend || kind == Collective::kRecv;
+}
+
+/// Everything an algorithm needs to know about one call on one rank.
+struct CollectiveSpec : CallKey {
+  int rank = 0;
+  int size = 1;
   /// Pipelining segment, in elements (>= 1).
   std::uint64_t segmentCount = 1;
   /// Every rank reaches every other through shared memory (one host). The same on every
@@ -100,6 +116,10 @@ Status validateSharedArgs(const CollectiveSpec& spec);
 /// do not overlap) and alltoallv in place (equal send and receive arrays).
 /// kInvalidArgument naming the problem.
 Status validateOwnArgs(const CollectiveSpec& spec);
+
+/// The rule of calls in place that validateOwnArgs checks when spec.inPlace: alltoallv in
+/// place sends and receives with the same arrays.
+Status validateInPlaceArgs(const CollectiveSpec& spec);
 
 /// validateSharedArgs, then validateOwnArgs: the spec's whole consistency.
 Status validateSpec(const CollectiveSpec& spec);

@@ -22,10 +22,6 @@
 namespace tutti {
 namespace {
 
-bool isPointToPoint(Collective kind) {
-  return kind == Collective::kSend || kind == Collective::kRecv;
-}
-
 // A rank left out of a point-to-point world (verifier.h).
 bool idle(const CollectiveSpec& spec) {
   return isPointToPoint(spec.kind) && spec.peer < 0 && spec.count == 0;

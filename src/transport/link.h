@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "base/wait.h"
 #include "transport/tag.h"
@@ -215,33 +216,7 @@ class ProgressHook {
 };
 
 class CallChecker;
-
-/// One rank's part of a flat exchange (Transport::flatExchange): the one round of a direct
-/// algorithm whose every message is the sender's whole contribution, carried without
-/// messages where the ranks share memory.
-struct FlatCall {
-  /// How many flat exchanges the communicator ran before this one (the same on every rank).
-  std::uint64_t index = 0;
-  /// The call's sequence number and stamp: every contribution must carry the same.
-  std::uint64_t seq = 0;
-  CallStamp stamp;
-  const void* data = nullptr;
-  std::size_t bytes = 0;  // at most flatBytes()
-  /// Where contributions differ in size (allgatherv): rank r's must hold peerBytes[r]
-  /// bytes (peerBytes[rank()] == bytes). Null: every rank's holds `bytes`.
-  const std::size_t* peerBytes = nullptr;
-  Deadline deadline = Deadline::never();
-  std::int64_t spinNs = 0;
-  /// When set, the call is registered with it (CallChecker::begin) once this rank's
-  /// contribution is published, as the executor does after its first sends.
-  CallChecker* checker = nullptr;
-};
-
-/// Why a flat exchange stopped, when it failed.
-struct FlatStop {
-  int peer = -1;           // the rank waited for, or whose contribution conflicts
-  CallStamp peerStamp;     // kMismatch: the stamp that rank's contribution carried
-};
+class TransportExtension;
 
 class Transport {
  public:
@@ -281,34 +256,17 @@ class Transport {
   /// only when the deadline has passed.
   virtual bool waitForProgress(std::uint32_t seen, Deadline deadline, std::int64_t spinNs) = 0;
 
-  /// The least bytes of a message this transport may move directly between the two
-  /// processes (read or written in place by one end) rather than through its buffers, unless
-  /// its send prefers a copy (TransferRequest::preferCopy); 0: it never does.
-  virtual std::uint64_t directFrom() const { return 0; }
-  /// Whether moving a message directly measured slow here (the kernel's copy), so that a
-  /// call which does not learn its way should prefer a copy; directFrom() still says from
-  /// which size a call that learns may try it.
-  virtual bool directSlow() const { return false; }
-  /// The least bytes of a message this transport may copy into its buffers past the caches
-  /// (TransferRequest::streamPieces) where a call asks; 0: it never does.
-  virtual std::uint64_t streamedFrom() const { return 0; }
-
-  /// Bytes one rank may contribute to flatExchange(); 0 when this transport has no flat
-  /// exchange (only shared memory with every rank on one host has one).
-  virtual std::size_t flatBytes() const { return 0; }
-
-  /// Called by the driving thread: publishes `call.bytes` bytes at `call.data` as this
-  /// rank's contribution where every rank reads it in place, then waits until every rank's
-  /// contribution to the same call is visible. views[r] is rank r's (views[rank()] this
-  /// rank's own copy), valid until this rank's next flatExchange. kMismatch when a rank
-  /// contributed to the same call number under another stamp (*stop names it), kTimeout
-  /// at the deadline (*stop: the first rank still missing), the transport's failure when
-  /// it fails. On an error the caller fails the transport, as the executor does.
-  virtual Status flatExchange(const FlatCall& call, const char** views, FlatStop* stop) {
-    (void)call;
-    (void)views;
-    (void)stop;
-    return Status(ErrorCode::kInternal, "this transport has no flat exchange");
+  /// The optional capability named `name` (an extension's kName, extensions.h), or null
+  /// where this transport lacks it. Core asks for what it can use and works without any:
+  /// a transport implements the members above and nothing else until it has the mechanism.
+  virtual TransportExtension* extension(std::string_view name) {
+    (void)name;
+    return nullptr;
+  }
+  /// extension(T::kName) as a T.
+  template <typename T>
+  T* find() {
+    return static_cast<T*>(extension(T::kName));
   }
 
   /// Makes a waitForProgress() on another thread return soon: that thread has been given

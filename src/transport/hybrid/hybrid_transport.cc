@@ -61,4 +61,10 @@ void HybridTransport::shutdown(Deadline deadline) {
   tcp_->shutdown(deadline);
 }
 
+TransportExtension* HybridTransport::extension(std::string_view name) {
+  if (name == DirectCopy::kName) return static_cast<DirectCopy*>(this);
+  if (name == MappedBuffers::kName) return shm_->extension(name);
+  return nullptr;
+}
+
 }  // namespace tutti

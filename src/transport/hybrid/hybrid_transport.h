@@ -24,7 +24,7 @@
 
 namespace tutti {
 
-class HybridTransport final : public Transport {
+class HybridTransport final : public Transport, public DirectCopy {
  public:
   /// Takes both transports, built for the same communicator (same rank and size).
   HybridTransport(std::unique_ptr<shm::ShmTransport> shm, std::unique_ptr<tcp::TcpTransport> tcp);
@@ -32,8 +32,12 @@ class HybridTransport final : public Transport {
 
   int rank() const override { return shm_->rank(); }
   int size() const override { return shm_->size(); }
+  /// The shared-memory side's direct moves (without streaming: no flat exchange to learn
+  /// by) and its mapped buffers; no flat exchange, which needs every rank on one host.
+  TransportExtension* extension(std::string_view name) override;
   std::uint64_t directFrom() const override { return shm_->directFrom(); }
   bool directSlow() const override { return shm_->directSlow(); }
+  std::uint64_t streamedFrom() const override { return 0; }
   Link& link(int peer) override;
   WaitSignal& progressSignal() override { return shm_->progressSignal(); }
   /// The TCP side keeps its own thread; the waiter drives the shared-memory side only.

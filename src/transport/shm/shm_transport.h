@@ -41,6 +41,8 @@
 
 #include "base/wait.h"
 #include "transport/done_list.h"
+#include "base/config.h"
+#include "transport/extensions.h"
 #include "transport/link.h"
 #include "transport/shm/segment.h"
 #include "tutti/store.h"
@@ -50,7 +52,11 @@ namespace tutti::shm {
 class ShmLink;
 using tutti::DoneList;
 
-class ShmTransport final : public Transport, public ProgressHook {
+class ShmTransport final : public Transport,
+                           public FlatExchange,
+                           public DirectCopy,
+                           public MappedBuffers,
+                           public ProgressHook {
  public:
   /// Slots of the rings by default (Options::slotBytes = 0). A message crosses a ring in
   /// pieces of 32 KiB, larger for large messages up to the slot (ShmLink::pieceBytes).
@@ -160,6 +166,11 @@ class ShmTransport final : public Transport, public ProgressHook {
     bool requireAll = true;
   };
 
+  /// What the configuration sets of the options (TUTTI_SHM_*, and TUTTI_TCP_MAX_UNEXPECTED
+  /// for the unexpected bytes); the caller sets the rest (rank, size, commUid, learnsPath,
+  /// the copies, deadline, requireAll). kInvalidArgument naming a variable out of range.
+  static Result<Options> optionsFrom(const Config& config);
+
   /// Builds the transport through `store` (keys "<keyPrefix>shm/..."). Every rank of the
   /// communicator must call it. kNotSupported when `requireAll` and the ranks are not all
   /// on one host (every rank sees it), or when no other rank shares this rank's host; the
@@ -182,6 +193,8 @@ class ShmTransport final : public Transport, public ProgressHook {
   /// Flat exchanges (flat.cc) where every rank is on this host: each rank writes its
   /// contribution into a slot of its own segment (FlatSlot), every other rank reads it there.
   std::size_t flatBytes() const override;
+  TransportExtension* extension(std::string_view name) override;
+  bool mapped(const void* data, std::size_t bytes) const override;
   std::uint64_t directFrom() const override { return cmaFrom_; }
   bool directSlow() const override { return directSlow_; }
   /// Where every rank of the host has a core, from Options::streamedBytes (a rank that

@@ -54,10 +54,6 @@ bool isVector(Collective kind) {
          kind == Collective::kAllToAllV;
 }
 
-bool isPointToPoint(Collective kind) {
-  return kind == Collective::kSend || kind == Collective::kRecv;
-}
-
 // Per-rank block sizes around `c` with zeros and uneven values: rank b's block (or what b
 // sends to q for alltoallv; symmetric when `symmetric`, as in-place alltoallv needs).
 std::uint64_t blockCount(std::uint64_t c, int b, int q, bool symmetric) {

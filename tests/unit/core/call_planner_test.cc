@@ -1,19 +1,26 @@
-// CallCheckCache: a call that repeats the last one checkCall() passed is answered from the
-// cache, anything else is checked again, so that a loop of good calls followed by a bad one
-// still gets the bad one's error.
+// CallPlanner: a call that repeats the last one checked is answered from memory, anything
+// else is checked again (so that a loop of good calls followed by a bad one still gets the
+// bad one's error); plans are kept per call shape and algorithm.
 
 #include <gtest/gtest.h>
 
+#include <set>
 #include <vector>
 
-#include "core/call_checks.h"
-#include "core/comm_impl.h"
+#include "core/call_planner.h"
 
 namespace tutti::detail {
 namespace {
 
 constexpr int kRank = 1;
 constexpr int kSize = 4;
+
+CallPlanner::Setup setup() {
+  CallPlanner::Setup s;
+  s.rank = kRank;
+  s.size = kSize;
+  return s;
+}
 
 OpRequest allreduce(const void* in, void* out, std::uint64_t count) {
   OpRequest r;
@@ -26,19 +33,15 @@ OpRequest allreduce(const void* in, void* out, std::uint64_t count) {
   return r;
 }
 
-// Checks `r` the way the communicator does: the cache first, else checkCall (remembered
-// when it passes). Returns the verdict and whether the cache answered.
-Status check(CallCheckCache& cache, OpRequest& r, bool* reused) {
-  *reused = cache.reuse(r, kRank, kSize);
-  if (*reused) return Status::Ok();
-  CallCheck verdict = checkCall(r, kRank, kSize);
-  if (verdict.status.ok()) cache.remember(r);
-  return verdict.status;
+// Checks `r` on the thread running calls; *reused: whether memory answered.
+Status check(CallPlanner& planner, OpRequest& r, bool* reused) {
+  *reused = planner.repeats(r);
+  return planner.checkRepeat(r).status;
 }
 
-TEST(CallCheckCache, RepeatedCallIsReusedWithTheSameSpecAsCheckCall) {
+TEST(CallPlanner, RepeatedCallIsAnsweredWithTheSpecOfAFullCheck) {
   std::vector<float> a(8), b(8);
-  CallCheckCache cache;
+  CallPlanner cache(setup());
   bool reused = true;
   OpRequest first = allreduce(a.data(), b.data(), 8);
   ASSERT_TRUE(check(cache, first, &reused).ok());
@@ -63,9 +66,9 @@ TEST(CallCheckCache, RepeatedCallIsReusedWithTheSameSpecAsCheckCall) {
   EXPECT_TRUE(inPlaceAgain.spec.inPlace);
 }
 
-TEST(CallCheckCache, AnyChangedArgumentIsCheckedAgain) {
+TEST(CallPlanner, AnyChangedArgumentIsCheckedAgain) {
   std::vector<float> a(16), b(16);
-  CallCheckCache cache;
+  CallPlanner cache(setup());
   bool reused = false;
   OpRequest good = allreduce(a.data(), b.data(), 8);
   ASSERT_TRUE(check(cache, good, &reused).ok());
@@ -85,7 +88,7 @@ TEST(CallCheckCache, AnyChangedArgumentIsCheckedAgain) {
   auto refused = [&](auto change) {
     OpRequest r = allreduce(a.data(), b.data(), 8);
     change(r);
-    return !cache.reuse(r, kRank, kSize);
+    return !cache.repeats(r);
   };
   EXPECT_TRUE(refused([](OpRequest& r) { r.spec.kind = Collective::kBroadcast; }));
   EXPECT_TRUE(refused([](OpRequest& r) { r.spec.count = 7; }));
@@ -107,9 +110,9 @@ TEST(CallCheckCache, AnyChangedArgumentIsCheckedAgain) {
   EXPECT_NE(s.message().find("dtype 42"), std::string::npos) << s.message();
 }
 
-TEST(CallCheckCache, PerRankArraysAreNeverKept) {
+TEST(CallPlanner, PerRankArraysAreNeverKept) {
   std::vector<float> a(16), b(16);
-  CallCheckCache cache;
+  CallPlanner cache(setup());
   bool reused = false;
   OpRequest r;
   r.spec.kind = Collective::kAllGatherV;
@@ -121,11 +124,61 @@ TEST(CallCheckCache, PerRankArraysAreNeverKept) {
   r.output = b.data();
   ASSERT_TRUE(check(cache, r, &reused).ok());
   OpRequest same = r;
-  EXPECT_FALSE(cache.reuse(same, kRank, kSize));
+  EXPECT_FALSE(cache.repeats(same));
   // And an unchecked cache answers nothing.
-  CallCheckCache empty;
+  CallPlanner empty(setup());
   OpRequest any = allreduce(a.data(), b.data(), 8);
-  EXPECT_FALSE(empty.reuse(any, kRank, kSize));
+  EXPECT_FALSE(empty.repeats(any));
+}
+
+// The same shape and algorithm get the same plan, kept; another shape, another algorithm
+// forced, or buffers the ranks agreed are mapped get their own.
+TEST(CallPlanner, PlansAreKeptPerShapeAndAlgorithm) {
+  std::vector<float> a(64), b(64);
+  CallPlanner planner(setup());
+  auto planOf = [&](OpRequest r, std::string_view forced = "") {
+    EXPECT_TRUE(planner.check(r).status.ok());
+    Result<CallPlan> plan = planner.plan(r, forced);
+    EXPECT_TRUE(plan.ok()) << plan.status().message();
+    return *plan;
+  };
+  const CallPlan first = planOf(allreduce(a.data(), b.data(), 8));
+  EXPECT_EQ(planOf(allreduce(a.data(), b.data(), 8)).plan, first.plan);
+  EXPECT_EQ(planOf(allreduce(b.data(), a.data(), 8)).plan, first.plan);  // other buffers
+  const CallPlan other = planOf(allreduce(a.data(), b.data(), 16));
+  EXPECT_NE(other.plan, first.plan);
+  EXPECT_EQ(planOf(allreduce(a.data(), b.data(), 8)).plan, first.plan);  // from the cache
+  const CallPlan ring = planOf(allreduce(a.data(), b.data(), 8), "ring");
+  EXPECT_STREQ(ring.algorithm->name, "ring");
+  const CallPlan doubling = planOf(allreduce(a.data(), b.data(), 8), "recursive_doubling");
+  EXPECT_STREQ(doubling.algorithm->name, "recursive_doubling");
+  EXPECT_NE(ring.plan, doubling.plan);
+  // An algorithm that does not exist is refused, naming it, however often the shape ran.
+  OpRequest bad = allreduce(a.data(), b.data(), 8);
+  ASSERT_TRUE(planner.check(bad).status.ok());
+  Result<CallPlan> refused = planner.plan(bad, "no_such_algorithm");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("no_such_algorithm"), std::string::npos);
+}
+
+// While held (point-to-point calls in flight), no plan moves however many shapes come.
+TEST(CallPlanner, HeldPlansStayWhereTheyAre) {
+  std::vector<float> a(256), b(256);
+  CallPlanner planner(setup());
+  std::vector<const Plan*> plans;
+  planner.hold(true);
+  for (std::uint64_t count = 1; count <= 100; ++count) {
+    OpRequest r = allreduce(a.data(), b.data(), count);
+    ASSERT_TRUE(planner.check(r).status.ok());
+    plans.push_back(planner.plan(r, "").value().plan);
+  }
+  for (std::uint64_t count = 1; count <= 100; ++count) {
+    OpRequest r = allreduce(a.data(), b.data(), count);
+    ASSERT_TRUE(planner.check(r).status.ok());
+    EXPECT_EQ(planner.plan(r, "").value().plan, plans[count - 1]) << count;
+  }
+  planner.hold(false);
+  EXPECT_EQ(std::set<const Plan*>(plans.begin(), plans.end()).size(), plans.size());
 }
 
 }  // namespace

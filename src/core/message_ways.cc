@@ -1,10 +1,6 @@
-// How a call's messages travel: whether its senders ask the transport to copy rather than
-// let the receiver read in place, and whether to write those copies past the caches.
-// Decided from the call's shape alone (prefersCopy), or, where TUTTI_MESSAGE_PATH is learn
-// (the default), learnt from the calls' times with every rank deciding alike
-// (path_learner.h).
+// How a call's messages travel (message_ways.h).
 
-#include "core/comm_impl.h"
+#include "core/message_ways.h"
 
 #include <bit>
 #include <cstdio>
@@ -44,15 +40,15 @@ bool prefersCopy(const CollectiveSpec& spec) {
     case Collective::kReduceScatterV:
       return true;
     case Collective::kAllReduce:
-      return spec.size > 2 || spec.count * dataTypeSize(spec.dtype) <= (4u << 20) ||
-             spec.count * dataTypeSize(spec.dtype) / 2 >= kStreamedBlockBytes;
+      return spec.size > 2 || spec.bytes() <= (4u << 20) ||
+             spec.bytes() / 2 >= kStreamedBlockBytes;
     case Collective::kAllGather:
     case Collective::kAllToAll:
       // Every rank sends and receives at once, so both cores copy anyway. A block of
       // kStreamedBlockBytes moves faster through the rings, copied into cache by its
       // sender and streamed out by its receiver, than by the kernel's copy from memory to
       // memory.
-      return spec.count * dataTypeSize(spec.dtype) >= kStreamedBlockBytes;
+      return spec.bytes() >= kStreamedBlockBytes;
     default:
       return false;
   }
@@ -113,9 +109,12 @@ Status agreeOnMessagePath(Store& store, const std::string& prefix, int rank, int
   return Status::Ok();
 }
 
-Status CommImpl::choosePath(const OpRequest& r, const CallStamp& stamp, const OpDescriber& what,
-                            ExecParams* params, std::optional<std::uint32_t>* shape,
-                            ExecReport* report) {
+MessageWays::MessageWays(MessagePath path, const DirectCopy* direct, FlatExchangeRunner* flat)
+    : path_(path), direct_(direct), flat_(flat) {}
+
+Status MessageWays::choose(const OpRequest& r, const CallStamp& stamp, const OpDescriber& what,
+                           ExecParams* params, std::optional<std::uint32_t>* shape,
+                           ExecReport* report) {
   PathLearner::Way way = PathLearner::Way::kDirect;
   TUTTI_RETURN_IF_ERROR(chooseWay(r, stamp, what, &way, shape, report));
   params->preferCopy = way != PathLearner::Way::kDirect;
@@ -123,12 +122,12 @@ Status CommImpl::choosePath(const OpRequest& r, const CallStamp& stamp, const Op
   return Status::Ok();
 }
 
-Status CommImpl::chooseWay(const OpRequest& r, const CallStamp& stamp, const OpDescriber& what,
-                           PathLearner::Way* way, std::optional<std::uint32_t>* shape,
-                           ExecReport* report) {
+Status MessageWays::chooseWay(const OpRequest& r, const CallStamp& stamp, const OpDescriber& what,
+                              PathLearner::Way* way, std::optional<std::uint32_t>* shape,
+                              ExecReport* report) {
   using Way = PathLearner::Way;
   const CollectiveSpec& spec = r.spec;
-  switch (messagePath_) {
+  switch (path_) {
     case MessagePath::kRule:
       *way = prefersCopy(spec) ? Way::kBuffered : Way::kDirect;
       return Status::Ok();
@@ -146,21 +145,22 @@ Status CommImpl::chooseWay(const OpRequest& r, const CallStamp& stamp, const OpD
   }
   // Where the transport kept direct moves although they measured slow, only calls that
   // learn try them.
-  const bool rule = prefersCopy(spec) || transport_->directSlow();
+  const bool rule = prefersCopy(spec) || (direct_ != nullptr && direct_->directSlow());
   *way = rule ? Way::kBuffered : Way::kDirect;
   // Learnt where the choice can matter (PathLearner::waysFor) and the ranks can agree
   // cheaply (a flat exchange: every rank on this host), for calls whose shape is the same on
   // every rank (a v-collective's count is this rank's).
-  const std::uint64_t bytes = spec.count * dataTypeSize(spec.dtype);
+  if (direct_ == nullptr || flat_ == nullptr || flat_->room() < sizeof(PathLearner::Times))
+    return Status::Ok();
+  const std::uint64_t bytes = spec.bytes();
   // About a call's largest message: an all-reduce's block (count is the whole vector), a
   // block for the others (allgather, alltoall, reduce-scatter...), the whole for broadcast
   // and reduce.
   const std::uint64_t message =
-      spec.kind == Collective::kAllReduce ? bytes / static_cast<std::uint64_t>(size_) : bytes;
-  const unsigned ways = PathLearner::waysFor(spec.kind, message, rule, transport_->directFrom(),
-                                             transport_->streamedFrom());
-  if (std::popcount(ways) < 2 || transport_->flatBytes() < sizeof(PathLearner::Times))
-    return Status::Ok();
+      spec.kind == Collective::kAllReduce ? bytes / static_cast<std::uint64_t>(spec.size) : bytes;
+  const unsigned ways = PathLearner::waysFor(spec.kind, message, rule, direct_->directFrom(),
+                                             direct_->streamedFrom());
+  if (std::popcount(ways) < 2) return Status::Ok();
   // Where nothing goes directly, the rule's way is the buffers'.
   if ((ways & PathLearner::bit(*way)) == 0) *way = Way::kBuffered;
   const std::uint32_t s = PathLearner::shapeOf(spec.kind, spec.dtype, bytes);
@@ -168,17 +168,17 @@ Status CommImpl::chooseWay(const OpRequest& r, const CallStamp& stamp, const OpD
   *shape = s;
   *way = choice.way;
   if (!choice.decides) return Status::Ok();
-  return agreePath(r, stamp, what, s, way, report);
+  return agree(r, stamp, what, s, way, report);
 }
 
-Status CommImpl::agreePath(const OpRequest& r, const CallStamp& stamp, const OpDescriber& what,
-                           std::uint32_t shape, PathLearner::Way* way, ExecReport* report) {
+Status MessageWays::agree(const OpRequest& r, const CallStamp& stamp, const OpDescriber& what,
+                          std::uint32_t shape, PathLearner::Way* way, ExecReport* report) {
   const PathLearner::Times mine = paths_.estimates(shape);
   FlatStop stop;
-  const Status status = exchangeFlat(r, stamp, mine.data(), sizeof(mine), &stop);
-  if (!status.ok()) return flatFailure(what, status, stop, report);
+  const Status status = flat_->exchange(r, stamp, mine.data(), sizeof(mine), &stop);
+  if (!status.ok()) return flat_->failure(what, status, stop, report);
   PathLearner::Times sums{};
-  for (const char* view : flatViews_) {
+  for (const char* view : flat_->views()) {
     PathLearner::Times theirs;
     std::memcpy(theirs.data(), view, sizeof(theirs));
     for (std::size_t w = 0; w < PathLearner::kWays; ++w)
@@ -195,8 +195,8 @@ Status CommImpl::agreePath(const OpRequest& r, const CallStamp& stamp, const OpD
     TUTTI_DEBUG(kTune,
                 "rank %d: %s of %llu bytes now sends %s (summed over the ranks: %.1f us "
                 "through the buffers, %.1f directly, %.1f streamed; -0.0 untimed)",
-                rank_, collectiveName(r.spec.kind),
-                static_cast<unsigned long long>(r.spec.count * dataTypeSize(r.spec.dtype)),
+                r.spec.rank, collectiveName(r.spec.kind),
+                static_cast<unsigned long long>(r.spec.bytes()),
                 kNames[static_cast<std::size_t>(*way)], us(PathLearner::Way::kBuffered),
                 us(PathLearner::Way::kDirect), us(PathLearner::Way::kStreamed));
   }

@@ -1,0 +1,260 @@
+#include "core/call_planner.h"
+
+#include <algorithm>
+#include <span>
+#include <tuple>
+
+#include "base/macros.h"
+#include "base/strings.h"
+#include "core/call_stamp.h"
+#include "schedule/verifier.h"
+
+namespace tutti::detail {
+namespace {
+
+// Bound on cached plans per communicator; a workload with more distinct shapes simply
+// rebuilds (building is cheap next to running).
+constexpr std::size_t kMaxCachedPlans = 64;
+
+// A key's or a probe's fields in one form, so that both order alike.
+struct ShapeView {
+  const CallKey& call;
+  const AlgorithmInfo* algorithm;
+  std::array<std::span<const std::uint64_t>, 4> arrays;
+};
+
+bool viewLess(const ShapeView& a, const ShapeView& b) {
+  if (a.call != b.call) return a.call < b.call;
+  if (a.algorithm != b.algorithm) return std::less<>()(a.algorithm, b.algorithm);
+  for (std::size_t i = 0; i < a.arrays.size(); ++i) {
+    const auto& x = a.arrays[i];
+    const auto& y = b.arrays[i];
+    if (!std::equal(x.begin(), x.end(), y.begin(), y.end()))
+      return std::lexicographical_compare(x.begin(), x.end(), y.begin(), y.end());
+  }
+  return false;
+}
+
+}  // namespace
+
+bool choiceNeedsBuffers(const CollectiveSpec& spec) {
+  // From 1 MiB, where direct_rs_ag was measured: the agreement is a flat exchange (a few
+  // microseconds on 4 to 8 ranks of 2 cores), which heap buffers pay for nothing.
+  return spec.kind == Collective::kAllReduce && spec.sharedMemory && spec.size >= 3 &&
+         spec.size <= 8 && spec.bytes() >= (1u << 20);
+}
+
+bool CallPlanner::PlanLess::operator()(const PlanKey& a, const PlanKey& b) const {
+  return viewLess({a.call, a.algorithm, {a.counts, a.displs, a.recvCounts, a.recvDispls}},
+                  {b.call, b.algorithm, {b.counts, b.displs, b.recvCounts, b.recvDispls}});
+}
+bool CallPlanner::PlanLess::operator()(const PlanKey& a, const PlanProbe& b) const {
+  const CollectiveSpec& s = *b.spec;
+  return viewLess({a.call, a.algorithm, {a.counts, a.displs, a.recvCounts, a.recvDispls}},
+                  {s, b.algorithm, {s.counts, s.displs, s.recvCounts, s.recvDispls}});
+}
+bool CallPlanner::PlanLess::operator()(const PlanProbe& a, const PlanKey& b) const {
+  const CollectiveSpec& s = *a.spec;
+  return viewLess({s, a.algorithm, {s.counts, s.displs, s.recvCounts, s.recvDispls}},
+                  {b.call, b.algorithm, {b.counts, b.displs, b.recvCounts, b.recvDispls}});
+}
+
+CallPlanner::CallPlanner(Setup setup) : setup_(std::move(setup)) {
+  for (int t = 0; t < kNumDataTypes; ++t)
+    segmentCounts_[static_cast<std::size_t>(t)] = std::max<std::uint64_t>(
+        1, setup_.segmentBytes / dataTypeSize(static_cast<DataType>(t)));
+}
+
+CallCheck CallPlanner::check(OpRequest& r) const {
+  CallCheck verdict = checkCall(r, setup_.rank, setup_.size);
+  // A valid dtype indexes the table (checkCall checked it first).
+  if (verdict.status.ok())
+    r.spec.segmentCount = segmentCounts_[static_cast<std::size_t>(r.spec.dtype)];
+  r.spec.sharedMemory = setup_.sharedMemory;
+  return verdict;
+}
+
+bool CallPlanner::repeats(const OpRequest& r) const {
+  if (!last_.checked || r.ownCount || !r.withoutArrays() || r.tag != last_.tag ||
+      r.input != last_.input || r.output != last_.output)
+    return false;
+  CallKey arguments = r.spec;
+  arguments.inPlace = false;  // the check decides it
+  return arguments == last_.arguments;
+}
+
+CallCheck CallPlanner::checkRepeat(OpRequest& r) {
+  CollectiveSpec& s = r.spec;
+  if (repeats(r)) {
+    // checkCall() is pure: the same arguments get the same verdict, and the same spec.
+    s.rank = setup_.rank;
+    s.size = setup_.size;
+    s.inPlace = last_.inPlace;
+    s.segmentCount = segmentCounts_[static_cast<std::size_t>(s.dtype)];
+    s.sharedMemory = setup_.sharedMemory;
+    return CallCheck{};
+  }
+  CallCheck verdict = check(r);
+  if (!verdict.status.ok()) return verdict;  // the last good call stays remembered
+  last_.checked = !r.ownCount && r.withoutArrays();
+  if (last_.checked) {
+    last_.arguments = s;
+    last_.arguments.inPlace = false;
+    last_.tag = r.tag;
+    last_.input = r.input;
+    last_.output = r.output;
+    last_.inPlace = s.inPlace;
+  }
+  return verdict;
+}
+
+std::string_view CallPlanner::forcedAlgorithm(std::string_view requested, Collective kind) const {
+  if (!requested.empty()) return requested;
+  return setup_.forced[static_cast<std::size_t>(kind)];
+}
+
+Result<CallPlan> CallPlanner::plan(const OpRequest& r, std::string_view requested) {
+  const CollectiveSpec& spec = r.spec;
+  const std::string_view forced = forcedAlgorithm(requested, spec.kind);
+  // selectAlgorithm() and the plan are pure functions of the call: a call repeating the
+  // last one's shape gets its answers.
+  if (last_.planned && spec.sharedBuffers == last_.sharedBuffers &&
+      static_cast<const CallKey&>(spec) == last_.shape && r.withoutArrays() &&
+      forced == last_.forced)
+    return last_.plan;
+  auto algorithm = selectAlgorithm(spec, forced);
+  if (!algorithm.ok()) return algorithm.status();
+  CallPlan plan;
+  plan.algorithm = *algorithm;
+  plan.plan = &planFor(spec, **algorithm);
+  plan.flatBytes = flatBytesFor(spec, **algorithm);
+  last_.planned = r.withoutArrays();
+  if (last_.planned) {
+    last_.shape = spec;
+    last_.sharedBuffers = spec.sharedBuffers;
+    last_.forced.assign(forced.data(), forced.size());
+    last_.plan = plan;
+  }
+  return plan;
+}
+
+const Plan& CallPlanner::planFor(const CollectiveSpec& spec, const AlgorithmInfo& algorithm) {
+  // Found without building a key: a key copies the v-collectives' arrays.
+  auto it = plans_.find(PlanProbe{&spec, &algorithm});
+  if (it != plans_.end()) return it->second;
+  // Not while plans are held; a clear forgets the last call's plan with the rest.
+  if (plans_.size() >= kMaxCachedPlans && !held_) {
+    plans_.clear();
+    last_.planned = false;
+  }
+  PlanKey key{spec, &algorithm, spec.counts, spec.displs, spec.recvCounts, spec.recvDispls};
+  return plans_.emplace(std::move(key), Plan{algorithm.build(spec), stampFor(spec, algorithm)})
+      .first->second;
+}
+
+std::size_t CallPlanner::flatBytesFor(const CollectiveSpec& spec,
+                                      const AlgorithmInfo& algorithm) const {
+  if (algorithm.flatBytes == nullptr || setup_.flatRoom == 0) return kNotFlat;
+  const std::size_t bytes = algorithm.flatBytes(spec);
+  return bytes <= setup_.flatRoom ? bytes : kNotFlat;
+}
+
+// --- questions answered without running the call ------------------------------------------
+
+CollectiveSpec CallPlanner::representativeSpec(const CallShape& call, int rank) const {
+  // The v-collectives with `count` elements per rank, packed in rank order.
+  CollectiveSpec spec;
+  spec.sharedMemory = setup_.sharedMemory;
+  spec.kind = call.kind;
+  spec.rank = rank;
+  spec.size = setup_.size;
+  spec.count = call.count;
+  spec.dtype = call.dtype;
+  spec.op = call.op;
+  spec.root = call.root;
+  spec.inPlace = call.inPlace;
+  spec.peer = (rank + 1) % setup_.size;
+  spec.segmentCount = std::max<std::uint64_t>(1, setup_.segmentBytes / dataTypeSize(call.dtype));
+  spec.sharedBuffers = call.sharedBuffers && choiceNeedsBuffers(spec);  // as agreed in a call
+  const auto ranks = static_cast<std::size_t>(setup_.size);
+  if (call.kind == Collective::kGatherV || call.kind == Collective::kScatterV ||
+      call.kind == Collective::kAllGatherV || call.kind == Collective::kReduceScatterV ||
+      call.kind == Collective::kAllToAllV) {
+    spec.counts.assign(ranks, call.count);
+    spec.displs.resize(ranks);
+    for (std::size_t i = 0; i < ranks; ++i) spec.displs[i] = i * call.count;
+    if (call.kind == Collective::kAllToAllV) {
+      spec.recvCounts = spec.counts;
+      spec.recvDispls = spec.displs;
+    }
+  }
+  return spec;
+}
+
+Result<std::string> CallPlanner::algorithmFor(Collective kind, std::size_t count, DataType dtype,
+                                              const std::string& forced,
+                                              bool sharedBuffers) const {
+  CallShape call;
+  call.kind = kind;
+  call.count = count;
+  call.dtype = dtype;
+  call.sharedBuffers = sharedBuffers;
+  const CollectiveSpec spec = representativeSpec(call, setup_.rank);
+  TUTTI_RETURN_IF_ERROR(validateSpec(spec));
+  auto algorithm = selectAlgorithm(spec, forcedAlgorithm(forced, kind));
+  if (!algorithm.ok()) return algorithm.status();
+  return std::string((*algorithm)->name);
+}
+
+Status CallPlanner::verifyCall(const CallShape& call, const std::string& forced) const {
+  const int n = setup_.size;
+  const bool p2p = isPointToPoint(call.kind);
+  TUTTI_CHECK_ARG(!p2p || n >= 2, "%s: a world of one rank has no peer to verify against",
+                  collectiveName(call.kind));
+  // The arguments every rank shares are checked once here, each rank's whole spec by the
+  // verifier; an algorithm is never asked about a call it cannot take.
+  TUTTI_RETURN_IF_ERROR(validateSharedArgs(representativeSpec(call, 0)));
+  std::vector<CollectiveSpec> specs;
+  std::vector<Schedule> schedules;
+  specs.reserve(static_cast<std::size_t>(n));
+  schedules.reserve(static_cast<std::size_t>(n));
+  const char* name = nullptr;
+  for (int q = 0; q < n; ++q) {
+    CollectiveSpec spec = representativeSpec(call, q);
+    if (p2p) {
+      // Pairs (0 -> 1, 2 -> 3, ...); the last rank of an odd world takes no part.
+      const bool sender = q % 2 == 0;
+      const int partner = sender ? q + 1 : q - 1;
+      spec.kind = sender ? Collective::kSend : Collective::kRecv;
+      spec.peer = partner < n ? partner : -1;
+      spec.inPlace = false;
+      if (spec.peer < 0) {
+        spec.count = 0;
+        Schedule idle;
+        idle.rank = q;
+        idle.size = n;
+        specs.push_back(std::move(spec));
+        schedules.push_back(std::move(idle));
+        continue;
+      }
+    }
+    auto algorithm = selectAlgorithm(spec, forcedAlgorithm(forced, spec.kind));
+    if (!algorithm.ok()) return algorithm.status();
+    // Every rank must pick the same algorithm for the same call, or they would not meet.
+    if (name != nullptr && !p2p && std::string_view(name) != (*algorithm)->name) {
+      return Status(ErrorCode::kInternal,
+                    strFormat("%s: rank %d would run %s but rank 0 %s", collectiveName(call.kind),
+                              q, (*algorithm)->name, name));
+    }
+    name = (*algorithm)->name;
+    schedules.push_back((*algorithm)->build(spec));
+    specs.push_back(std::move(spec));
+  }
+  VerifyOptions options;
+  options.maxInflight = setup_.maxInflight;
+  Status status = verifySchedules(specs, schedules, options);
+  if (!status.ok() && name != nullptr) return status.withContext(name);
+  return status;
+}
+
+}  // namespace tutti::detail

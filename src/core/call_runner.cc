@@ -1,0 +1,66 @@
+#include "core/call_runner.h"
+
+#include <chrono>
+
+#include "base/log.h"
+#include "base/macros.h"
+#include "base/strings.h"
+#include "transport/tag.h"
+
+namespace tutti::detail {
+
+CallRunner::CallRunner(Setup setup, Transport& transport, CallChecker& checker,
+                       FlatExchangeRunner* flat)
+    : setup_(setup),
+      transport_(transport),
+      checker_(checker),
+      flat_(flat),
+      ways_(setup.messagePath, transport.find<DirectCopy>(), flat) {}
+
+ExecParams CallRunner::execParams(const OpRequest& r, const Plan& plan, const OpDescriber& what) {
+  const CollectiveSpec& spec = r.spec;
+  ExecParams params;
+  params.dtype = spec.dtype;
+  params.op = spec.op;
+  params.worldSize = spec.size;
+  params.tagBase = isPointToPoint(spec.kind) ? p2pTag(0, static_cast<std::uint32_t>(r.tag))
+                                             : collectiveTagBase(0, r.seq);
+  params.deadline = r.deadline;
+  params.spinNs = setup_.spinNs;
+  params.maxInflight = setup_.maxInflight;
+  params.what = &what;
+  params.stamp = plan.stamp;
+  // The run registers the call for mismatch detection once its first messages are out.
+  params.checker = &checker_;
+  params.seq = r.seq;
+  return params;
+}
+
+Status CallRunner::run(const OpRequest& r, const CallPlan& plan, const OpDescriber& what,
+                       ExecReport* report) {
+  const Plan& p = *plan.plan;
+  if (plan.flatBytes != kNotFlat)
+    return flat_->run(r, *plan.algorithm, p.stamp, plan.flatBytes, what, report);
+  const Schedule& schedule = p.schedule;
+  ExecParams params = execParams(r, p, what);
+  std::optional<std::uint32_t> shape;
+  TUTTI_RETURN_IF_ERROR(ways_.choose(r, p.stamp, what, &params, &shape, report));
+  if (schedule.scratchCount > 0) {
+    // Pooled: grows to the largest need once, then every call reuses it.
+    const std::size_t bytes = schedule.scratchCount * dataTypeSize(r.spec.dtype);
+    if (scratch_.size() < bytes) scratch_.resize(bytes);
+  }
+  const ExecBuffers buffers{r.input, r.output, scratch_.data()};
+  TUTTI_TRACE(kColl, "%s starting: %zu steps", what.describe().c_str(), schedule.steps.size());
+  const auto start = shape ? std::chrono::steady_clock::now()
+                           : std::chrono::steady_clock::time_point{};
+  Status status = tutti::execute(transport_, schedule, buffers, params, pool_, report);
+  if (shape && status.ok())
+    ways_.record(*shape, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::chrono::steady_clock::now() - start).count());
+  if (status.ok()) return status;
+  return status.withContext(
+      strFormat("%s failed on rank %d", what.describe().c_str(), r.spec.rank));
+}
+
+}  // namespace tutti::detail

@@ -1,0 +1,73 @@
+#pragma once
+// MessageWays: how a call's large messages travel where the transport can move them directly
+// (DirectCopy, transport/extensions.h): whether its senders ask the transport to copy rather
+// than let the receiver read in place, and whether to write those copies past the caches.
+// Decided by the call's shape alone (prefersCopy), forced (TUTTI_MESSAGE_PATH), or learnt per
+// shape from the calls' times with every rank deciding alike (path_learner.h) through the
+// flat exchange. Owns the learner; must not touch the queue, the planner or the executor.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "tutti/store.h"
+#include "core/flat_runner.h"
+#include "core/op_request.h"
+#include "core/path_learner.h"
+#include "executor/executor.h"
+#include "transport/extensions.h"
+#include "tutti/deadline.h"
+
+namespace tutti::detail {
+
+/// TUTTI_MESSAGE_PATH.
+enum class MessagePath {
+  kLearn,     // per shape, the faster way as timed (path_learner.h)
+  kRule,      // prefersCopy
+  kBuffered,  // through the transport's buffers
+  kDirect,    // read or written in place
+  kStreamed,  // through the transport's buffers, written past the caches
+};
+std::optional<MessagePath> parseMessagePath(const std::string& text);
+
+/// Whether the call's sends ask links to copy rather than let the receiver read in place
+/// (TransferRequest::preferCopy), by its shape alone.
+bool prefersCopy(const CollectiveSpec& spec);
+
+/// Every rank publishes whether it learns the way of large messages and from which sizes
+/// they may go directly or streamed, and checks every rank's against its own: creation fails
+/// on a difference, naming both.
+Status agreeOnMessagePath(Store& store, const std::string& prefix, int rank, int size,
+                          bool learns, std::uint64_t directFrom, std::uint64_t streamedFrom,
+                          Deadline deadline);
+
+class MessageWays {
+ public:
+  /// `direct`: the transport's, or null where it has none; `flat`: where the ranks agree
+  /// on what they learnt (null: they learn nothing).
+  MessageWays(MessagePath path, const DirectCopy* direct, FlatExchangeRunner* flat);
+
+  /// Sets params->preferCopy and streamPieces for `request`, stamped `stamp`. Sets *shape
+  /// where the learner chose, for record() once the call ran. Fails where the ranks'
+  /// agreement on a way failed (which failed the communicator, worded for `what`).
+  Status choose(const OpRequest& request, const CallStamp& stamp, const OpDescriber& what,
+                ExecParams* params, std::optional<std::uint32_t>* shape, ExecReport* report);
+  /// The call of `shape` that choose() chose for took `ns`.
+  void record(std::uint32_t shape, std::int64_t ns) { paths_.record(shape, ns); }
+
+ private:
+  Status chooseWay(const OpRequest& request, const CallStamp& stamp, const OpDescriber& what,
+                   PathLearner::Way* way, std::optional<std::uint32_t>* shape,
+                   ExecReport* report);
+  /// A decision of the learner for `shape`: the ranks add up their estimates in a flat
+  /// exchange.
+  Status agree(const OpRequest& request, const CallStamp& stamp, const OpDescriber& what,
+               std::uint32_t shape, PathLearner::Way* way, ExecReport* report);
+
+  const MessagePath path_;
+  const DirectCopy* const direct_;
+  FlatExchangeRunner* const flat_;
+  PathLearner paths_;
+};
+
+}  // namespace tutti::detail

@@ -1,0 +1,169 @@
+#include "core/transport_factory.h"
+
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "base/cpus.h"
+#include "base/log.h"
+#include "base/macros.h"
+#include "base/strings.h"
+#include "base/wait.h"
+#include "core/message_ways.h"
+#include "transport/hybrid/hybrid_transport.h"
+#include "transport/shm/shm_transport.h"
+#include "transport/tcp/tcp_transport.h"
+
+namespace tutti::detail {
+namespace {
+
+using Request = TransportFactory::Request;
+
+// Whether this host's ranks have a core each, and two each, where no shared-memory transport
+// joined them (TUTTI_TRANSPORT=tcp): every rank publishes its host and affinity mask, reads
+// every rank's, and matches this host's ranks to CPUs as ShmTransport does. A rank bound to
+// one core (mpirun --bind-to core) would otherwise compare the launcher's ranks per host
+// with the one CPU of its own mask, read as oversubscribed and never spin.
+Result<std::pair<bool, bool>> hostCoresOverStore(const Request& q, const std::string& host) {
+  const std::vector<int> cpus = allowedCpuList();
+  const std::string mine = host + " " + formatMaskField(cpus);
+  TUTTI_RETURN_IF_ERROR(q.store->set(q.prefix + "host/" + std::to_string(q.rank),
+                                     std::vector<std::uint8_t>(mine.begin(), mine.end())));
+  std::vector<std::vector<int>> hostMasks;  // this host's ranks', this one's included
+  for (int r = 0; r < q.size; ++r) {
+    auto raw = q.store->get(q.prefix + "host/" + std::to_string(r), q.deadline);
+    if (!raw.ok())
+      return raw.status().withContext(strFormat("waiting for rank %d's host and CPUs", r));
+    const std::string text(raw->begin(), raw->end());
+    // The mask is the last field: a host named by TUTTI_SHM_HOST may hold spaces.
+    const std::size_t space = text.rfind(' ');
+    const std::optional<std::vector<int>> mask =
+        space == std::string::npos ? std::nullopt
+                                   : parseMaskField(std::string_view(text).substr(space + 1));
+    if (!mask)
+      return Status(ErrorCode::kProtocolError,
+                    strFormat("rank %d published a malformed host and CPU list '%s'", r,
+                              text.c_str()));
+    if (std::string_view(text).substr(0, space) == host) hostMasks.push_back(*mask);
+  }
+  return std::make_pair(eachRankHasCores(hostMasks, 1, quotaCores()),
+                        eachRankHasCores(hostMasks, 2, quotaCores()));
+}
+
+Result<std::unique_ptr<shm::ShmTransport>> createShm(const Request& q,
+                                                     shm::ShmTransport::Options options) {
+  options.rank = q.rank;
+  options.size = q.size;
+  options.commUid = q.uid;
+  options.learnsPath = q.learnsPath;
+  if (q.copy != nullptr) options.copy = q.copy;
+  if (q.copyTwo != nullptr) options.copyTwo = q.copyTwo;
+  options.deadline = q.deadline;
+  options.requireAll = q.choice == "shm";
+  return shm::ShmTransport::create(*q.store, q.prefix, options);
+}
+
+Result<std::unique_ptr<tcp::TcpTransport>> createTcp(const Request& q, const Config& config) {
+  tcp::TcpTransport::Options options;
+  options.rank = q.rank;
+  options.size = q.size;
+  options.commUid = q.uid;
+  // TUTTI_BIND_ADDR is the user's explicit choice and wins over the interface that happens
+  // to reach the store; the listener binds that one address only.
+  options.bindHost = !config.bindAddr.empty() ? config.bindAddr
+                     : !q.bindHost.empty()    ? q.bindHost
+                                              : std::string("127.0.0.1");
+  options.key = q.key;
+  TUTTI_ASSIGN_OR_RETURN(options.authTimeout, auth::authTimeout(config));
+  if (q.size > 1)
+    auth::warnIfUnauthenticated(q.key, "this rank's TCP listener on " + options.bindHost);
+  options.maxUnexpectedBytes = config.tcpMaxUnexpected;
+  options.deadline = q.deadline;
+  return tcp::TcpTransport::create(*q.store, q.prefix, options);
+}
+
+// Every peer over shared memory: the ranks agree on how large messages travel.
+Result<TransportSetup> allShared(const Request& q, std::unique_ptr<shm::ShmTransport> shm) {
+  if (q.size > 1)
+    TUTTI_RETURN_IF_ERROR(agreeOnMessagePath(*q.store, q.prefix, q.rank, q.size, q.learnsPath,
+                                             shm->directFrom(), shm->streamedFrom(),
+                                             q.deadline));
+  TransportSetup setup;
+  setup.sharedMemory = true;
+  setup.coreEach = shm->coreEach();
+  setup.twoCoresEach = shm->twoCoresEach();
+  setup.ringBytes = shm->ringBytes();
+  setup.transport = std::move(shm);
+  TUTTI_INFO(kInit, "communicator '%s': rank %d of %d ready, peers reached over shared memory",
+             q.name.c_str(), q.rank, q.size);
+  return setup;
+}
+
+// TCP to the ranks that `local` (the host's shared memory, or null) does not reach.
+Result<TransportSetup> overTcp(const Request& q, const Config& config,
+                               std::unique_ptr<shm::ShmTransport> local,
+                               std::optional<std::pair<bool, bool>> cores) {
+  TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<tcp::TcpTransport> tcp, createTcp(q, config));
+  TransportSetup setup;
+  setup.bindHost = !config.bindAddr.empty() ? config.bindAddr
+                   : !q.bindHost.empty()    ? q.bindHost
+                                            : std::string("127.0.0.1");
+  if (local) cores = std::make_pair(local->coreEach(), local->twoCoresEach());
+  // Without a word from the host's ranks, the launcher's ranks per host against the cores.
+  setup.coreEach = cores ? cores->first : q.localSize <= usableCores();
+  setup.twoCoresEach = cores ? cores->second : 2 * q.localSize <= usableCores();
+  if (local) {
+    const std::size_t peers = local->localPeers();
+    setup.transport = std::make_unique<HybridTransport>(std::move(local), std::move(tcp));
+    TUTTI_INFO(kInit, "communicator '%s': rank %d of %d ready, %zu peers over shared memory, "
+               "the others over TCP from %s", q.name.c_str(), q.rank, q.size, peers,
+               setup.bindHost.c_str());
+    return setup;
+  }
+  setup.transport = std::move(tcp);
+  TUTTI_INFO(kInit, "communicator '%s': rank %d of %d ready, peers reached over TCP from %s",
+             q.name.c_str(), q.rank, q.size, setup.bindHost.c_str());
+  return setup;
+}
+
+}  // namespace
+
+Result<TransportSetup> TransportFactory::build(const Request& q, const Config& config) {
+  const std::string where =
+      strFormat("creating communicator '%s' (rank %d of %d)", q.name.c_str(), q.rank, q.size);
+  TUTTI_CHECK_ARG(q.choice == "auto" || q.choice == "shm" || q.choice == "tcp",
+                  "the transport (TUTTI_TRANSPORT or CommOptions::transport) must be auto, shm "
+                  "or tcp, got '%s'", q.choice.c_str());
+  std::optional<std::pair<bool, bool>> cores;
+  std::unique_ptr<shm::ShmTransport> local;
+  if (q.choice == "tcp" && q.size > 1) {
+    auto found = hostCoresOverStore(q, config.shmHost.empty() ? shm::hostKey() : config.shmHost);
+    if (!found.ok()) return found.status().withContext(where);
+    cores = *found;
+    TUTTI_INFO(kInit, "rank %d: TCP only, %s", q.rank,
+               found->second ? "two cores for each rank"
+               : found->first ? "a core for each rank"
+                              : "more ranks than cores");
+  }
+  if (q.choice != "tcp") {
+    // A setting out of range is the user's error, not a reason to do without shared memory.
+    TUTTI_ASSIGN_OR_RETURN(shm::ShmTransport::Options options,
+                           shm::ShmTransport::optionsFrom(config));
+    auto shm = createShm(q, std::move(options));
+    if (shm.ok() && (*shm)->localPeers() + 1 == static_cast<std::size_t>(q.size)) {
+      auto setup = allShared(q, std::move(shm).value());
+      if (!setup.ok()) return setup.status().withContext(where);
+      return setup;
+    }
+    // Each pair of ranks reaches the same verdict (shm_transport.h): a rank without shared
+    // memory is reached over TCP by all.
+    if (shm.ok()) local = std::move(shm).value();
+    else if (q.choice == "shm") return shm.status().withContext(where + " with TUTTI_TRANSPORT=shm");
+    else TUTTI_INFO(kInit, "shared memory not used: %s", shm.status().message().c_str());
+  }
+  auto setup = overTcp(q, config, std::move(local), cores);
+  if (!setup.ok()) return setup.status().withContext(where);
+  return setup;
+}
+
+}  // namespace tutti::detail
