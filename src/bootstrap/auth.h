@@ -120,7 +120,8 @@ Result<Key> jobKey(const Config& config);
 /// starts accepting with `key`: when that is the no-secret key, logs a WARN that connections
 /// are not authenticated and how to set a secret, once per process.
 void warnIfUnauthenticated(const Key& key, const std::string& listener);
-/// TUTTI_AUTH_TIMEOUT as a duration; kInvalidArgument unless it is positive.
+/// TUTTI_AUTH_TIMEOUT as a duration (the registry has checked its range; never fails, kept a
+/// Result for its callers).
 Result<std::chrono::milliseconds> authTimeout(const Config& config);
 /// The TUTTI_SECRET_FILE part of jobKey(), for tests.
 Result<Key> keyFromSecretFile(const std::string& path);

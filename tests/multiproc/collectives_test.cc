@@ -125,8 +125,8 @@ TEST(CollectiveProcs, LargeMessagesHaveZeroWrongEitherWay) {
   ASSERT_FALSE(bad.timedOut) << bad.out << bad.err;
   EXPECT_NE(bad.exitCode(), 0);
   EXPECT_NE((bad.out + bad.err)
-                .find("TUTTI_MESSAGE_PATH must be learn, rule, buffered, direct or streamed, "
-                      "got 'sideways'"),
+                .find("TUTTI_MESSAGE_PATH='sideways' is not allowed: one of learn, rule, "
+                      "buffered, direct, streamed"),
             std::string::npos)
       << bad.out << bad.err;
 }

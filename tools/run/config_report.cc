@@ -20,6 +20,15 @@ std::string describeConfig(const std::map<std::string, std::string>& env) {
       out += strFormat("%s=%s (set; default %s)\n", var.name, it->second.c_str(), def.c_str());
     else
       out += strFormat("%s (default %s)\n", var.name, def.c_str());
+    if (var.audience == ConfigAudience::Launcher)
+      out += "    set by a launcher\n";
+    else
+      out += strFormat("    %s knob: %s\n", configAudienceName(var.audience),
+                       configAllowedValues(var).c_str());
+    if (it != env.end() && !secret) {
+      const Status valid = validateConfigValue(var.name, it->second);
+      if (!valid.ok()) out += strFormat("    REFUSED: %s\n", valid.message().c_str());
+    }
     out += strFormat("    %s\n", var.doc);
   }
   return out;
