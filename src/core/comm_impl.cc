@@ -70,15 +70,11 @@ struct Choices {
 
 Result<Choices> choicesFor(const Config& config, const CommOptions& options) {
   Choices c;
+  TUTTI_RETURN_IF_ERROR(validateConfigValue("TUTTI_ASYNC_PROGRESS", options.asyncProgress,
+                                            "CommOptions::asyncProgress"));
   c.progress = options.asyncProgress.empty() ? config.asyncProgress : options.asyncProgress;
-  TUTTI_CHECK_ARG(c.progress == "auto" || c.progress == "thread" || c.progress == "wait",
-                  "async progress (TUTTI_ASYNC_PROGRESS or CommOptions::asyncProgress) must be "
-                  "auto, thread or wait, got '%s'", c.progress.c_str());
-  const std::optional<MessagePath> path = parseMessagePath(config.messagePath);
-  TUTTI_CHECK_ARG(path.has_value(),
-                  "TUTTI_MESSAGE_PATH must be learn, rule, buffered, direct or streamed, got '%s'",
-                  config.messagePath.c_str());
-  c.path = *path;
+  // The registry allows only the values parseMessagePath() knows.
+  c.path = parseMessagePath(config.messagePath).value_or(MessagePath::kLearn);
   auto overrides = parseAlgorithmOverrides(config.algorithms);
   if (!overrides.ok()) return overrides.status().withContext("TUTTI_ALGO");
   for (const auto& [kind, algorithm] : *overrides)
@@ -102,8 +98,7 @@ CommImpl::Parts partsFor(const Config& config, const Choices& choices,
     parts.planner.segmentBytes = std::min<std::uint64_t>(
         config.segmentBytes,
         std::max<std::uint64_t>(transport.ringBytes / oneHostRingShare(), 4096));
-  parts.planner.maxInflight =
-      static_cast<std::size_t>(std::max<std::int64_t>(1, config.maxInflight));
+  parts.planner.maxInflight = static_cast<std::size_t>(config.maxInflight);  // 1 or more
   parts.runner.spinNs = spinBudgetNs(config.spinUs, transport.coreEach);
   parts.runner.maxInflight = parts.planner.maxInflight;
   parts.runner.messagePath = choices.path;
@@ -129,13 +124,9 @@ Result<std::unique_ptr<CommImpl>> CommImpl::create(InitParams params) {
   TUTTI_CHECK_ARG(!params.options.name.empty() && params.options.name.find('/') == std::string::npos,
                   "communicator name '%s' must be non-empty and contain no '/'",
                   params.options.name.c_str());
-  TUTTI_CHECK_ARG(config->flightRecorderSize >= 0 && config->flightRecorderSize <= (1 << 20),
-                  "TUTTI_FLIGHT_RECORDER_SIZE must be between 0 and 1048576, got %lld",
-                  static_cast<long long>(config->flightRecorderSize));
-  // Bounded, so that the report's wait is too (a huge value would make it wait forever).
-  TUTTI_CHECK_ARG(config->hangReportSec >= 0 && config->hangReportSec <= 3600,
-                  "TUTTI_HANG_REPORT_SEC must be between 0 and 3600 seconds, got %g",
-                  config->hangReportSec);
+  // The API's values are checked as the registry checks the environment's.
+  TUTTI_RETURN_IF_ERROR(validateConfigValue("TUTTI_TRANSPORT", params.options.transport,
+                                            "CommOptions::transport"));
   log::setRank(params.rank);
   Identity id;
   id.name = params.options.name;

@@ -131,9 +131,6 @@ Result<TransportSetup> overTcp(const Request& q, const Config& config,
 Result<TransportSetup> TransportFactory::build(const Request& q, const Config& config) {
   const std::string where =
       strFormat("creating communicator '%s' (rank %d of %d)", q.name.c_str(), q.rank, q.size);
-  TUTTI_CHECK_ARG(q.choice == "auto" || q.choice == "shm" || q.choice == "tcp",
-                  "the transport (TUTTI_TRANSPORT or CommOptions::transport) must be auto, shm "
-                  "or tcp, got '%s'", q.choice.c_str());
   std::optional<std::pair<bool, bool>> cores;
   std::unique_ptr<shm::ShmTransport> local;
   if (q.choice == "tcp" && q.size > 1) {
@@ -146,10 +143,7 @@ Result<TransportSetup> TransportFactory::build(const Request& q, const Config& c
                               : "more ranks than cores");
   }
   if (q.choice != "tcp") {
-    // A setting out of range is the user's error, not a reason to do without shared memory.
-    TUTTI_ASSIGN_OR_RETURN(shm::ShmTransport::Options options,
-                           shm::ShmTransport::optionsFrom(config));
-    auto shm = createShm(q, std::move(options));
+    auto shm = createShm(q, shm::ShmTransport::optionsFrom(config));
     if (shm.ok() && (*shm)->localPeers() + 1 == static_cast<std::size_t>(q.size)) {
       auto setup = allShared(q, std::move(shm).value());
       if (!setup.ok()) return setup.status().withContext(where);

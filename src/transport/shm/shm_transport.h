@@ -168,8 +168,8 @@ class ShmTransport final : public Transport,
 
   /// What the configuration sets of the options (TUTTI_SHM_*, and TUTTI_TCP_MAX_UNEXPECTED
   /// for the unexpected bytes); the caller sets the rest (rank, size, commUid, learnsPath,
-  /// the copies, deadline, requireAll). kInvalidArgument naming a variable out of range.
-  static Result<Options> optionsFrom(const Config& config);
+  /// the copies, deadline, requireAll). The registry has checked every value.
+  static Options optionsFrom(const Config& config);
 
   /// Builds the transport through `store` (keys "<keyPrefix>shm/..."). Every rank of the
   /// communicator must call it. kNotSupported when `requireAll` and the ranks are not all
