@@ -9,6 +9,7 @@
 
 #include "base/assert.h"
 #include "base/cpus.h"
+#include "base/host_props.h"
 #include "base/log.h"
 #include "base/macros.h"
 #include "base/stack.h"
@@ -313,7 +314,8 @@ Status CommImpl::connect(const InitParams& params, const Config& config, const s
       if (!config.isSet("TUTTI_SEGMENT_BYTES"))
         setSegmentBytes(std::min<std::uint64_t>(
             config_.segmentBytes,
-            std::max<std::uint64_t>((*shm)->ringBytes() / oneHostRingShare(), 4096)));
+            std::max<std::uint64_t>(
+                (*shm)->ringBytes() / oneHostRingShare((*shm)->hostKernelCopyRatio()), 4096)));
       if (params.size > 1) {
         const Status agreed =
             agreeOnMessagePath(*store_, prefix, params.rank, params.size,

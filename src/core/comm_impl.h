@@ -42,11 +42,6 @@ namespace tutti::detail {
 
 class WorkState;
 
-/// On one host with more than 2 ranks, a ring algorithm's segment by default is the
-/// shared-memory ring's bytes divided by this (comm_impl.cc): half on AMD, an eighth on
-/// Intel, as measured on each.
-inline std::uint64_t oneHostRingShare() { return cpuIsAmd() ? 2 : 8; }
-
 /// One operation as issued by the user: the collective's definition (rank, size and the
 /// in-place flag are filled in by the communicator), the buffers, and how to run it.
 struct OpRequest {
