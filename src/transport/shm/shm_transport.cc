@@ -63,7 +63,7 @@ struct PeerInfo {
   int pid = 0;
   int fd = -1;
   std::uint64_t address = 0;
-  double kernelCopyRatio = 0;  // ShmTransport::kernelCopyRatio(); 0: not measured
+  double kernelCopyRatio = 0;  // kernelCopyRatio() (base/host_props.h); 0: it failed
   std::vector<int> cpus;       // its affinity mask ("-": not known, empty)
 };
 

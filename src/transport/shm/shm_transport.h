@@ -219,11 +219,9 @@ class ShmTransport final : public Transport, public ProgressHook {
   /// not wait for a descheduled sender); and the message is at most exchangeMaxBytes_.
   bool leavesExchangeToSender(int peer, std::uint64_t bytes) const;
   /// The automatic rendezvous threshold for heap buffers (Options::cmaAuto); 0: never.
-  /// Never where the host's kernel copy takes more than kSlowKernelCopyRatio times memcpy's
-  /// time: the rings' copies, two cores at once from cache, cost less. Else where it is
-  /// costly (kernelCopyCostly) the rings carry messages below 256K with a core each and 2M
-  /// without, and elsewhere below 16K and 256K: one copy by the kernel then beats the
-  /// ring's two from smaller sizes. docs/host-rules.md has the measurements.
+  /// Never past kSlowKernelCopyRatio; else 256K with a core each and 2M without where the
+  /// host's kernel copy is costly, 16K and 256K where it is not: the cheaper the kernel's one
+  /// copy against the ring's two, the smaller the messages it wins (docs/host-rules.md).
   static std::uint64_t autoCmaBytes(bool coreEach, double hostRatio);
   /// The rendezvous threshold for heap buffers in force (cmaFrom(); 0: none), and whether
   /// it was kept although the kernel's copy is slow (directSlow(), Options::learnsPath):
@@ -234,11 +232,13 @@ class ShmTransport final : public Transport, public ProgressHook {
     bool slow = false;
   };
   static DirectMoves directMoves(const Options& options, bool coreEach, double hostRatio);
+  /// Past this ratio the kernel's copy is slow: the rings' copies, made by two cores at once
+  /// through the cache, cost less at every size (docs/host-rules.md).
   static constexpr double kSlowKernelCopyRatio = 4.0;
   /// The automatic limit of a two-way exchange written by its senders (Options::
-  /// exchangeMaxBytes unset): none where the host's kernel copy is costly (one whole copy
-  /// per message beats sharing it at every size), else a quarter of the ranks' smallest L2
-  /// (`l2Bytes`; 512K where not known), so that each end's blocks stay in its L2.
+  /// exchangeMaxBytes unset): none where the host's kernel copy is costly, else a quarter of
+  /// the ranks' smallest L2 (512K where not known), so that each end's blocks stay in its L2
+  /// (docs/host-rules.md).
   static std::uint64_t autoExchangeBytes(double hostRatio, std::uint64_t l2Bytes);
   /// Whether `peer` shares this rank's host (and so has a link here).
   bool isLocal(int peer) const { return isLocal_[static_cast<std::size_t>(peer)]; }
