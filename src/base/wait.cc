@@ -38,17 +38,6 @@ bool cpuHasPrefetchW() {
 #endif
 }
 
-bool cpuIsAmd() {
-#if defined(__x86_64__)
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (__get_cpuid(0, &eax, &ebx, &ecx, &edx) == 0) return false;
-  // The twelve characters come in EBX, EDX, ECX order.
-  return ebx == 0x68747541u && edx == 0x69746e65u && ecx == 0x444d4163u;  // "Auth" "enti" "cAMD"
-#else
-  return false;
-#endif
-}
-
 bool futexWait(std::atomic<std::uint32_t>* word, std::uint32_t expected, Deadline deadline) {
   // FUTEX_WAIT takes a relative timeout; we recompute it from the deadline on each call.
   // Sleeps are capped so that a wake-up lost to a bug costs at most this long, never a hang.

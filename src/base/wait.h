@@ -47,11 +47,6 @@ inline constexpr std::int64_t kDefaultSpinNs = 20'000;
 /// True where the processor has PREFETCHW (CPUID 0x80000001, ECX bit 8); read once.
 bool cpuHasPrefetchW();
 
-/// True where CPUID names the processor's maker as AMD ("AuthenticAMD"). Some protocol
-/// choices were measured to differ between AMD and Intel processors (the kernel's copy
-/// between processes against memcpy, docs/performance.md); those key on it.
-bool cpuIsAmd();
-
 /// Asks for the cache line at `p` in a state this core may write (an exclusive copy), so a
 /// store to it later does not wait for the other cores' copies to be invalidated. On x86
 /// that is PREFETCHW: __builtin_prefetch(p, 1) emits it only where the compile target

@@ -92,12 +92,8 @@ CommImpl::Parts partsFor(const Config& config, const Choices& choices,
   parts.planner.forced = choices.forced;
   parts.planner.sharedMemory = transport.sharedMemory;
   parts.planner.segmentBytes = config.segmentBytes;
-  // A ring's segment is its message: where the rings hold less than two of them (more than
-  // 2 ranks), the next one would wait for the first to drain.
   if (transport.sharedMemory && !config.isSet("TUTTI_SEGMENT_BYTES"))
-    parts.planner.segmentBytes = std::min<std::uint64_t>(
-        config.segmentBytes,
-        std::max<std::uint64_t>(transport.ringBytes / oneHostRingShare(), 4096));
+    parts.planner.segmentBytes = std::min(config.segmentBytes, transport.ringSegmentBytes);
   parts.planner.maxInflight = static_cast<std::size_t>(config.maxInflight);  // 1 or more
   parts.runner.spinNs = spinBudgetNs(config.spinUs, transport.coreEach);
   parts.runner.maxInflight = parts.planner.maxInflight;

@@ -18,7 +18,6 @@
 #include <string_view>
 
 #include "base/config.h"
-#include "base/wait.h"
 #include "bootstrap/auth.h"
 #include "core/call_planner.h"
 #include "core/call_queue.h"
@@ -36,10 +35,6 @@ class TcpStoreServer;
 }
 
 namespace tutti::detail {
-
-/// On one host with more than 2 ranks, a ring algorithm's segment by default is the
-/// shared-memory ring's bytes divided by this (docs/performance.md has the measurements).
-inline std::uint64_t oneHostRingShare() { return cpuIsAmd() ? 2 : 8; }
 
 class CommImpl final : private CallQueue::Runner {
  public:

@@ -1,10 +1,12 @@
 #include "core/transport_factory.h"
 
+#include <algorithm>
 #include <optional>
 #include <utility>
 #include <vector>
 
 #include "base/cpus.h"
+#include "base/host_props.h"
 #include "base/log.h"
 #include "base/macros.h"
 #include "base/strings.h"
@@ -92,7 +94,8 @@ Result<TransportSetup> allShared(const Request& q, std::unique_ptr<shm::ShmTrans
   setup.sharedMemory = true;
   setup.coreEach = shm->coreEach();
   setup.twoCoresEach = shm->twoCoresEach();
-  setup.ringBytes = shm->ringBytes();
+  setup.ringSegmentBytes = std::max<std::uint64_t>(
+      shm->ringBytes() / oneHostRingShare(shm->hostKernelCopyRatio()), 4096);
   setup.transport = std::move(shm);
   TUTTI_INFO(kInit, "communicator '%s': rank %d of %d ready, peers reached over shared memory",
              q.name.c_str(), q.rank, q.size);

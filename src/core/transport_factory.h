@@ -26,9 +26,11 @@ struct TransportSetup {
   /// thread): from every local rank's affinity mask.
   bool coreEach = false;
   bool twoCoresEach = false;
-  /// Bytes of one shared-memory ring, where every peer is reached through shared memory;
-  /// 0 otherwise.
-  std::uint64_t ringBytes = 0;
+  /// Where every peer is reached through shared memory, a ring algorithm's segment unless
+  /// TUTTI_SEGMENT_BYTES says: a share of a ring (oneHostRingShare: a ring's segment is its
+  /// message, and where the rings hold less than two, the next waits for the first to
+  /// drain). 0 otherwise.
+  std::uint64_t ringSegmentBytes = 0;
   /// Where this rank accepts TCP peers (a split's children accept there too); empty
   /// without TCP.
   std::string bindHost;

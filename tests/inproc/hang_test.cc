@@ -18,8 +18,8 @@
 #include <sstream>
 #include <vector>
 
+#include "base/host_props.h"
 #include "base/log.h"
-#include "core/comm_impl.h"
 #include "common/threads.h"
 
 namespace tutti::test {
@@ -151,18 +151,18 @@ TEST_P(Hang, ARankArrivingAfterTheFailureIsToldWhereTheOthersWere) {
 
 // The report counts the steps of the schedule each rank runs, which shows the ring's
 // segments: on one host with more than 2 ranks a segment is a share of a ring (16 slots of
-// 32 KiB: 256 KiB on AMD, 64 KiB on Intel, detail::oneHostRingShare), elsewhere
-// TUTTI_SEGMENT_BYTES' 512 KiB. A ring all-reduce of 3 chunks of 320 KiB (under the 1 MiB
-// from which ranks on one host first agree on their buffers) has 2n - 1 = 5 steps per
-// segment: 10 in two segments (AMD) or 25 in five (Intel) over shared memory, 5 in one over
-// TCP.
+// 32 KiB: 256 KiB where the kernel's copy is costly, else 64 KiB, oneHostRingShare),
+// elsewhere TUTTI_SEGMENT_BYTES' 512 KiB. A ring all-reduce of 3 chunks of 320 KiB (under
+// the 1 MiB from which ranks on one host first agree on their buffers) has 2n - 1 = 5 steps
+// per segment: 10 in two segments or 25 in five over shared memory, 5 in one over TCP. The
+// ranks are threads of this process: the host's ratio is this process's.
 TEST_P(Hang, TheReportCountsTheRingSegmentsOfTheTransport) {
   CommOptions options;
   options.transport = GetParam();
   DoneCount done;
   DoneCount past;
   const std::size_t count = 3 * (std::size_t{320} << 10) / sizeof(float);
-  const std::size_t segment = (std::size_t{512} << 10) / detail::oneHostRingShare();
+  const std::size_t segment = (std::size_t{512} << 10) / oneHostRingShare(kernelCopyRatio());
   const std::size_t shmSegments = ((std::size_t{320} << 10) + segment - 1) / segment;
   const std::string steps =
       " of " + std::to_string(GetParam() == "shm" ? 5 * shmSegments : 5) + " steps done";

@@ -308,9 +308,8 @@ TEST(BenchProcs, ExchangedBlocksCheckClean) {
 }
 
 // TUTTI_SHM_CMA_BYTES is `auto` or a byte count. Blocks of 16 KiB on 2 ranks go by
-// rendezvous under `auto` where each rank has a core on a processor other than AMD's and
-// the kernel's copy is not slow (ShmTransport::autoCmaBytes), through the rings otherwise
-// and under 64K and 0;
+// rendezvous under `auto` where each rank has a core and the kernel's copy is not costly
+// (ShmTransport::autoCmaBytes), through the rings otherwise and under 64K and 0;
 // anything else fails creation on every rank, naming the variable and the value.
 TEST(BenchProcs, ShmCmaBytesIsAutoOrAByteCount) {
   auto run = [](const std::string& value) {

@@ -10,11 +10,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "base/assert.h"
 #include "base/cpus.h"
+#include "base/host_props.h"
 #include "base/log.h"
 #include "base/macros.h"
 #include "base/strings.h"
@@ -61,7 +63,7 @@ struct PeerInfo {
   int pid = 0;
   int fd = -1;
   std::uint64_t address = 0;
-  double kernelCopyRatio = 0;  // ShmTransport::kernelCopyRatio(); 0: not measured
+  double kernelCopyRatio = 0;  // kernelCopyRatio() (base/host_props.h); 0: it failed
   std::vector<int> cpus;       // its affinity mask ("-": not known, empty)
 };
 
@@ -82,6 +84,13 @@ Result<PeerInfo> parseInfo(const std::string& text, int rank) {
   return Status(ErrorCode::kProtocolError,
                 strFormat("rank %d published a malformed shared-memory address '%s'", rank,
                           text.c_str()));
+}
+
+// The automatic rendezvous threshold where the kernel's copy is not slow: from how much it
+// costs, and whether both ends can copy at once (ShmTransport::autoCmaBytes).
+std::uint64_t ringsBelow(bool coreEach, bool costly) {
+  if (costly) return coreEach ? 256u << 10 : 2u << 20;
+  return coreEach ? 16u << 10 : 256u << 10;
 }
 
 }  // namespace
@@ -126,11 +135,10 @@ Status ShmTransport::setUp(Store& store, const std::string& keyPrefix) {
   TUTTI_ASSIGN_OR_RETURN(own_, Segment::create(layout_, options_.commUid, rank_));
   own_.control().writesPieces = options_.cmaShare && options_.cmaBytes > 0 ? 1 : 0;
   const std::string host = options_.host.empty() ? hostKey() : options_.host;
-  // The kernel's copy against memcpy, measured where the automatic threshold needs it, in
-  // hundredths: the host's is the highest any of its ranks measured (one rank's measurement
-  // can come out low while its neighbours copy at once), and all its ranks agree on it.
-  const bool measure = options_.cmaAuto && options_.cmaBytes > 0;
-  const auto ratio = static_cast<unsigned long>(measure ? kernelCopyRatio() * 100 : 0);
+  // The kernel's copy against memcpy, in hundredths: the host's is the highest any of its
+  // ranks measured (one rank's measurement can come out low while its neighbours copy at
+  // once), and all its ranks agree on it.
+  const auto ratio = static_cast<unsigned long>(std::lround(kernelCopyRatio() * 100));
   // The CPUs this rank may run on: its host's ranks decide together whether each has a core.
   const std::vector<int> cpus = allowedCpuList();
   TUTTI_RETURN_IF_ERROR(store.set(
@@ -215,17 +223,7 @@ Status ShmTransport::setUp(Store& store, const std::string& keyPrefix) {
   // time over shared memory, 5x over TCP, before this was exchanged).
   coreEach_ = eachRankHasCores(hostMasks, 1, quotaCores());
   twoCoresEach_ = eachRankHasCores(hostMasks, 2, quotaCores());
-  const DirectMoves direct = directMoves(options_, cpuIsAmd(), coreEach_, hostKernelCopyRatio_);
-  cmaFrom_ = direct.from;
-  directSlow_ = direct.slow;
-  if (options_.exchangeMaxBytes.has_value()) {
-    exchangeMaxBytes_ = *options_.exchangeMaxBytes;
-  } else if (cpuIsAmd()) {
-    exchangeMaxBytes_ = UINT64_MAX;
-  } else {
-    const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    if (l2 > 0) exchangeMaxBytes_ = static_cast<std::uint64_t>(l2) / 4;
-  }
+  applyHostRules(hostMasks);
   pidfds_.assign(n, -1);
   flatChecked_.assign(2 * n, 0);  // here, not on the first call that needs it
   links_.resize(n);
@@ -239,14 +237,10 @@ Status ShmTransport::setUp(Store& store, const std::string& keyPrefix) {
                                 : coreEach_   ? std::string("a core for each rank")
                                               : "more ranks than cores (CPUs " + formatCpuList(cpus) + " here)";
   TUTTI_INFO(kShm, "rank %d: shared memory with %zu peers, %u slots of %u bytes per ring, "
-             "heap rendezvous from %llu bytes (0: never%s), %s%s", rank_, local_.size(), slots,
+             "heap rendezvous from %llu bytes (0: never%s), %s", rank_, local_.size(), slots,
              layout_.slotBytes, static_cast<unsigned long long>(cmaFrom_),
              directSlow_ ? "; only for calls that learn their way" : "",
-             coresText.c_str(),
-             options_.cmaAuto && options_.cmaBytes > 0
-                 ? strFormat("; the kernel's copy takes %.1f times memcpy's time here, %.1f on "
-                             "the host", kernelCopyRatio(), hostKernelCopyRatio_).c_str()
-                 : "");
+             coresText.c_str());
   return Status::Ok();
 }
 
@@ -260,50 +254,59 @@ void ShmTransport::onProgress() {
   own_.ring();
 }
 
-double ShmTransport::kernelCopyRatio() {
-  static const double ratio = [] {
-    constexpr std::size_t kBytes = 256u << 10;
-    std::vector<char> from(kBytes, 1), to(kBytes, 2);  // touched: no page faults timed
-    using Clock = std::chrono::steady_clock;
-    auto best = [](Clock::duration a, Clock::duration b) { return std::min(a, b); };
-    Clock::duration copy = Clock::duration::max(), kernel = Clock::duration::max();
-    for (int i = 0; i < 16; ++i) {
-      const auto start = Clock::now();
-      std::memcpy(to.data(), from.data(), kBytes);
-      asm volatile("" : : "r"(to.data()) : "memory");  // the copy happens here
-      const auto copied = Clock::now();
-      iovec mine{to.data(), kBytes};
-      iovec theirs{from.data(), kBytes};
-      if (process_vm_readv(getpid(), &mine, 1, &theirs, 1, 0) != static_cast<ssize_t>(kBytes))
-        return 0.0;
-      const auto read = Clock::now();
-      copy = best(copy, copied - start);
-      kernel = best(kernel, read - copied);
-    }
-    return static_cast<double>(kernel.count()) /
-           static_cast<double>(std::max<Clock::rep>(1, copy.count()));
-  }();
-  return ratio;
+void ShmTransport::applyHostRules(const std::vector<std::vector<int>>& hostMasks) {
+  std::vector<int> cpus;  // every local rank's, so that they all read the same caches
+  for (const std::vector<int>& mask : hostMasks) cpus.insert(cpus.end(), mask.begin(), mask.end());
+  const CacheProps caches = cachePropsOf(hostCpuCaches(), cpus);
+  const DirectMoves direct = directMoves(options_, coreEach_, hostKernelCopyRatio_);
+  cmaFrom_ = direct.from;
+  directSlow_ = direct.slow;
+  exchangeMaxBytes_ = options_.exchangeMaxBytes.value_or(
+      autoExchangeBytes(hostKernelCopyRatio_, caches.l2Bytes));
+  const double ratio = hostKernelCopyRatio_;
+  const bool costly = kernelCopyCostly(ratio);
+  const bool slow = ratio > kSlowKernelCopyRatio;
+  const std::uint64_t exchange = autoExchangeBytes(ratio, caches.l2Bytes);
+  auto known = [](std::uint64_t b) { return b != 0 ? humanBytes(b) : std::string("not known"); };
+  const std::string verdict = slow     ? strFormat("slow, over %g", kSlowKernelCopyRatio)
+                              : costly ? strFormat("costly, over %g", kCostlyKernelCopyRatio)
+                                       : strFormat("cheap, at most %g", kCostlyKernelCopyRatio);
+  TUTTI_INFO(kShm, "rank %d: host: the kernel's copy takes %.2f times memcpy's time (%.2f here): "
+             "%s; L2 %s, L3 %s, %s the ranks' CPUs. Rules (docs/host-rules.md): heap messages "
+             "by rendezvous %sfrom %s with a core each, %s without; two-way exchanges written "
+             "by their senders %s%s; one-host ring segments 1/%llu of a ring", rank_, ratio,
+             kernelCopyRatio(), verdict.c_str(),
+             known(caches.l2Bytes).c_str(), known(caches.l3Bytes).c_str(),
+             caches.l3Shared ? "one for all" : "not one for all",
+             slow ? "only for calls that learn their way, " : "",
+             humanBytes(ringsBelow(true, costly)).c_str(),
+             humanBytes(ringsBelow(false, costly)).c_str(),
+             exchange == UINT64_MAX ? "at any size" : "up to ",
+             exchange == UINT64_MAX ? "" : humanBytes(exchange).c_str(),
+             static_cast<unsigned long long>(oneHostRingShare(ratio)));
 }
 
-ShmTransport::DirectMoves ShmTransport::directMoves(const Options& o, bool amd, bool coreEach,
+ShmTransport::DirectMoves ShmTransport::directMoves(const Options& o, bool coreEach,
                                                     double hostRatio) {
   if (o.cmaBytes == 0) return DirectMoves{0, false};
   if (!o.cmaAuto)
     return DirectMoves{coreEach ? std::max<std::uint64_t>(1, o.cmaBytesWithCores) : o.cmaBytes,
                        false};
   // A slow kernel's copy turns rendezvous off for heap buffers, unless the calls learn
-  // their way: in some minutes it wins even so (2 ranks, 1 MiB all-to-all on the AMD VM:
-  // 78 us directly, 146 us through the rings, where the ratio reads 3.4-3.6 and at times 4).
-  const bool slow = hostRatio > kSlowKernelCopyRatio;
-  if (slow && o.learnsPath) return DirectMoves{autoCmaBytes(amd, coreEach, 0), true};
-  return DirectMoves{autoCmaBytes(amd, coreEach, hostRatio), false};
+  // their way: in some minutes it wins even so (docs/host-rules.md).
+  if (hostRatio > kSlowKernelCopyRatio && o.learnsPath)
+    return DirectMoves{ringsBelow(coreEach, true), true};  // a slow kernel's copy is costly
+  return DirectMoves{autoCmaBytes(coreEach, hostRatio), false};
 }
 
-std::uint64_t ShmTransport::autoCmaBytes(bool amd, bool coreEach, double kernelCopyRatio) {
-  if (kernelCopyRatio > kSlowKernelCopyRatio) return 0;
-  if (amd) return coreEach ? 256u << 10 : 2u << 20;
-  return coreEach ? 16u << 10 : 256u << 10;
+std::uint64_t ShmTransport::autoCmaBytes(bool coreEach, double hostRatio) {
+  if (hostRatio > kSlowKernelCopyRatio) return 0;
+  return ringsBelow(coreEach, kernelCopyCostly(hostRatio));
+}
+
+std::uint64_t ShmTransport::autoExchangeBytes(double hostRatio, std::uint64_t l2Bytes) {
+  if (kernelCopyCostly(hostRatio)) return UINT64_MAX;
+  return l2Bytes != 0 ? l2Bytes / 4 : 512u << 10;
 }
 
 bool ShmTransport::rendezvousTo(int peer) const {

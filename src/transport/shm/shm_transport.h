@@ -85,9 +85,9 @@ class ShmTransport final : public Transport,
     /// The same where every rank of the host has a core of its own. Ignored when cmaBytes
     /// is 0 or cmaAuto is set.
     std::uint64_t cmaBytesWithCores = 16 << 10;
-    /// The thresholds follow autoCmaBytes() (the kernel's copy measured against memcpy,
-    /// the processor, and whether every rank of the host has a core) rather than the two
-    /// above; cmaBytes 0 still means never.
+    /// The thresholds follow autoCmaBytes() (the host's kernel copy against memcpy, and
+    /// whether every rank of the host has a core) rather than the two above; cmaBytes 0
+    /// still means never.
     bool cmaAuto = false;
     /// The communicator learns per call which way a collective's large messages go
     /// (TUTTI_MESSAGE_PATH=learn): where cmaAuto finds the kernel's copy slow, the threshold
@@ -108,10 +108,7 @@ class ShmTransport final : public Transport,
     bool cmaShare = true;
     /// Rendezvous messages of at most this many bytes that two ranks send each other at
     /// once are each written whole by their sender (leavesExchangeToSender); 0 never;
-    /// unset: automatic. Automatic is no limit on AMD processors, where it was faster at
-    /// every block size measured (512 KiB to 32 MiB, 2 ranks: 0.65-0.91 of the time of the
-    /// shared copy), and a quarter of the L2 elsewhere (an Intel Ice Lake server lost at
-    /// 2 MiB blocks, 1.14, and won at 512 KiB, 0.76-0.81).
+    /// unset: autoExchangeBytes().
     std::optional<std::uint64_t> exchangeMaxBytes;
     /// Payload bytes of one ring slot; 0: kTwoRankSlotBytes between 2 ranks, else
     /// kSlotBytes. Every rank of the communicator must pass the same.
@@ -216,8 +213,8 @@ class ShmTransport final : public Transport,
   /// The size from which heap-buffer messages go by rendezvous on this host (0: never), as
   /// chosen at creation from the options and the host.
   std::uint64_t cmaFrom() const { return cmaFrom_; }
-  /// The highest kernelCopyRatio() that this host's ranks measured (0 where none did: the
-  /// threshold was not automatic), on which the automatic threshold was decided.
+  /// The highest kernelCopyRatio() (base/host_props.h) that this host's ranks measured (0
+  /// where the kernel's copy failed), on which the host's rules decide.
   double hostKernelCopyRatio() const { return hostKernelCopyRatio_; }
 
   /// Whether `peer` can read this rank's memory, so that large messages to it may go by
@@ -235,46 +232,27 @@ class ShmTransport final : public Transport,
   /// not wait for a descheduled sender); and the message is at most exchangeMaxBytes_.
   bool leavesExchangeToSender(int peer, std::uint64_t bytes) const;
   /// The automatic rendezvous threshold for heap buffers (Options::cmaAuto); 0: never.
-  /// First the kernel's copy against memcpy on this host (`kernelCopyRatio`, measured once
-  /// per process, the highest of the host's ranks): where process_vm_readv takes more than kSlowKernelCopyRatio times
-  /// memcpy's time for the same bytes, the rings carry every heap message. Through a ring
-  /// each byte is copied twice, but by two cores at once and through the cache, which cost
-  /// about 3.6 memcpys per byte on the AMD EPYC VM of PEERS.md (2 ranks, all-gather 1 MiB:
-  /// memcpy of a 512 KiB block 7 us, the kernel's 45, the ring's 25). There the kernel's
-  /// copy measured 8 times memcpy's (it pins every 4 KiB page of both buffers), and the
-  /// rings took, in alternating runs against rendezvous (TUTTI_SHM_CMA_BYTES=0 against
-  /// auto), 2 ranks: all-gather 1/4/16/64 MiB 0.56/0.55/0.72/0.96, all-to-all 0.57/0.54/
-  /// 0.77/1.03, broadcast 1/4/16/64 MiB 0.63/0.83/0.84/0.69, gather 16/64 MiB 0.81/0.60,
-  /// all-reduce 8/16 MiB 0.33/0.43; 4 ranks on 2 cores: all-gather 4/16 MiB 0.54/0.69,
-  /// broadcast 0.78/0.67, all-to-all 1.10/0.94; 8 ranks: all-gather 0.79/0.87, broadcast
-  /// 0.80/0.72, all-to-all 1.01/1.12.
-  /// Otherwise by processor and cores. Where every rank has a core both ends copy at once,
-  /// and on an Intel Ice Lake server the kernel's single copy beat the ring's two from
-  /// small messages (2 ranks, alternating runs against 256K: all-gather 64 KiB 0.74 and
-  /// 256 KiB 0.54, all-to-all 0.70 and 0.61, gather and scatter 256 KiB 0.79 and 0.71,
-  /// broadcast 0.98): 16K there, 256K without the cores. On the AMD EPYC (Zen 5), in runs
-  /// of an earlier day (no ratio measured then; the rings now win by more), the rings were
-  /// faster up to larger messages: with a core each below 256 KiB (2 ranks, against 16K: all-gather and
-  /// all-to-all 128 KiB 0.43, broadcast 16 KiB 0.33 and 128 KiB 0.61; level at 256-512
-  /// KiB, slower from 1 MiB), and with more ranks than cores below 2 MiB (4 ranks, against
-  /// 256K: broadcast 256 KiB 0.56, all-gather and all-to-all 1 MiB 0.55, all-to-all 4 MiB
-  /// 0.83; 8 ranks: broadcast 256 KiB 0.55, all-gather and all-to-all 2 MiB 0.65).
-  static std::uint64_t autoCmaBytes(bool amd, bool coreEach, double kernelCopyRatio);
+  /// Never past kSlowKernelCopyRatio; else 256K with a core each and 2M without where the
+  /// host's kernel copy is costly, 16K and 256K where it is not: the cheaper the kernel's one
+  /// copy against the ring's two, the smaller the messages it wins (docs/host-rules.md).
+  static std::uint64_t autoCmaBytes(bool coreEach, double hostRatio);
   /// The rendezvous threshold for heap buffers in force (cmaFrom(); 0: none), and whether
   /// it was kept although the kernel's copy is slow (directSlow(), Options::learnsPath):
-  /// from the options, the processor, whether every rank of the host has a core, and the
-  /// host's kernelCopyRatio().
+  /// from the options, whether every rank of the host has a core, and the host's
+  /// kernel-copy ratio.
   struct DirectMoves {
     std::uint64_t from = 0;
     bool slow = false;
   };
-  static DirectMoves directMoves(const Options& options, bool amd, bool coreEach,
-                                 double hostRatio);
+  static DirectMoves directMoves(const Options& options, bool coreEach, double hostRatio);
+  /// Past this ratio the kernel's copy is slow: the rings' copies, made by two cores at once
+  /// through the cache, cost less at every size (docs/host-rules.md).
   static constexpr double kSlowKernelCopyRatio = 4.0;
-  /// process_vm_readv's time over memcpy's for the same 256 KiB (the size of a two-rank
-  /// ring slot) within this process, the best of a few alternating tries: measured on the
-  /// first call (about 0.2 ms), then remembered. 0 when the kernel's copy fails here.
-  static double kernelCopyRatio();
+  /// The automatic limit of a two-way exchange written by its senders (Options::
+  /// exchangeMaxBytes unset): none where the host's kernel copy is costly, else a quarter of
+  /// the ranks' smallest L2 (512K where not known), so that each end's blocks stay in its L2
+  /// (docs/host-rules.md).
+  static std::uint64_t autoExchangeBytes(double hostRatio, std::uint64_t l2Bytes);
   /// Whether `peer` shares this rank's host (and so has a link here).
   bool isLocal(int peer) const { return isLocal_[static_cast<std::size_t>(peer)]; }
   /// How many other ranks share this host.
@@ -327,6 +305,10 @@ class ShmTransport final : public Transport,
 
   ShmTransport(const Options& options);
   Status setUp(Store& store, const std::string& keyPrefix);
+  /// The thresholds that follow the host (cmaFrom_, directSlow_, exchangeMaxBytes_), from
+  /// the options, coreEach_, hostKernelCopyRatio_ and the caches of the CPUs in `hostMasks`
+  /// (this host's ranks' affinity masks); logs the host's properties and the rules' verdicts.
+  void applyHostRules(const std::vector<std::vector<int>>& hostMasks);
   /// One pass over every link. True when anything moved. Needs mutex_.
   bool progressLocked(DoneList& done);
   /// Records that this rank posted a receive of the collective call of `tag`: the latest
@@ -389,11 +371,7 @@ class ShmTransport final : public Transport,
   std::uint64_t cmaFrom_ = 0;          // the rendezvous threshold in force (0: none; setUp)
   bool directSlow_ = false;            // kept although the kernel's copy is slow (learnsPath)
   double hostKernelCopyRatio_ = 0;     // the highest kernelCopyRatio() of this host's ranks
-  // Exchanged messages up to a quarter of a core's L2 are each written by their sender:
-  // an end's own block, its copy in its output and its copy in the peer's output then stay
-  // in its L2 (2 ranks, all-gather, against both ends reading: blocks of 512K 0.81 of the
-  // time, 1M 1.00, 2M 1.14 on a 2 MiB L2). 512K where the size is not known.
-  std::uint64_t exchangeMaxBytes_ = 512 << 10;
+  std::uint64_t exchangeMaxBytes_ = 0;  // as set, or autoExchangeBytes() (setUp)
   std::vector<bool> isLocal_;
   std::vector<int> pids_;
   std::vector<int> pidfds_;            // -1 where pidfd_open is not available

@@ -138,20 +138,6 @@ TEST(PrefetchForWrite, DetectionAgreesWithTheKernelsCpuFlags) {
   }
   EXPECT_EQ(cpuHasPrefetchW(), listed);
 }
-
-TEST(CpuVendor, AmdDetectionAgreesWithTheKernelsVendorId) {
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  ASSERT_TRUE(cpuinfo.good());
-  std::string vendor;
-  for (std::string line; std::getline(cpuinfo, line);) {
-    if (line.rfind("vendor_id", 0) != 0) continue;
-    std::istringstream words(line.substr(line.find(':') + 1));
-    words >> vendor;
-    break;
-  }
-  ASSERT_FALSE(vendor.empty()) << "no vendor_id line in /proc/cpuinfo";
-  EXPECT_EQ(cpuIsAmd(), vendor == "AuthenticAMD") << vendor;
-}
 #endif
 
 // A hint: it changes no byte, and on a page that may only be read it does not fault.

@@ -18,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include "base/cpus.h"
+#include "base/host_props.h"
 #include "transport/tag.h"
 #include "unit/transport/conformance.h"
 #include "unit/transport/shm_setup.h"
@@ -704,10 +706,10 @@ TEST_P(ShmShareTest, ExchangedMessagesArriveWholeAndSmallOnesAreWrittenByTheirSe
 }
 
 // The size up to which a two-way exchange is left to its senders: as set, none when set to
-// 0, and by default no limit on AMD processors and a quarter of the L2 on others. Like any
-// exchange, only where every rank of the host has a core: a 1-byte message tells whether
-// that holds here.
-TEST(ShmExchangeLimit, IsAsSetOrFollowsTheProcessor) {
+// 0, and by default autoExchangeBytes() over the host's kernel copy and the ranks' L2. Like
+// any exchange, only where every rank of the host has a core: a 1-byte message tells
+// whether that holds here.
+TEST(ShmExchangeLimit, IsAsSetOrFollowsTheHost) {
   auto limitOf = [](std::optional<std::uint64_t> set) {
     ShmSetup setup;
     setup.exchangeMaxBytes = set;
@@ -730,77 +732,83 @@ TEST(ShmExchangeLimit, IsAsSetOrFollowsTheProcessor) {
   auto ts = limitOf(std::nullopt);
   ASSERT_EQ(ts.size(), 2u);
   const bool exchanges = ts[0]->leavesExchangeToSender(1, 1);
-  const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-  if (cpuIsAmd()) {
+  // Both ranks are this process: their masks are its mask.
+  const std::uint64_t l2 = cachePropsOf(hostCpuCaches(), allowedCpuList()).l2Bytes;
+  const std::uint64_t limit = ShmTransport::autoExchangeBytes(ts[0]->hostKernelCopyRatio(), l2);
+  if (limit == UINT64_MAX) {
     EXPECT_EQ(ts[0]->leavesExchangeToSender(1, std::uint64_t{1} << 40), exchanges);
-  } else if (l2 > 0) {
-    const auto quarter = static_cast<std::uint64_t>(l2) / 4;
-    EXPECT_EQ(ts[0]->leavesExchangeToSender(1, quarter), exchanges);
-    EXPECT_FALSE(ts[0]->leavesExchangeToSender(1, quarter + 1));
+  } else {
+    EXPECT_EQ(ts[0]->leavesExchangeToSender(1, limit), exchanges);
+    EXPECT_FALSE(ts[0]->leavesExchangeToSender(1, limit + 1));
   }
+}
+
+// The automatic exchange limit: none where the kernel's copy is costly, else a quarter of
+// the L2 (512K where the L2 is not known).
+TEST(ShmExchangeLimit, AutomaticIsNoneWhereTheKernelsCopyIsCostlyElseAQuarterOfTheL2) {
+  const double costly = kCostlyKernelCopyRatio + 0.01;
+  EXPECT_EQ(ShmTransport::autoExchangeBytes(costly, 2u << 20), UINT64_MAX);
+  EXPECT_EQ(ShmTransport::autoExchangeBytes(8.0, 1u << 20), UINT64_MAX);
+  EXPECT_EQ(ShmTransport::autoExchangeBytes(kCostlyKernelCopyRatio, 2u << 20), 512u << 10);
+  EXPECT_EQ(ShmTransport::autoExchangeBytes(1.8, 1u << 20), 256u << 10);
+  EXPECT_EQ(ShmTransport::autoExchangeBytes(1.8, 0), 512u << 10);
+  EXPECT_EQ(ShmTransport::autoExchangeBytes(0.0, 2u << 20), 512u << 10);  // not measured
 }
 
 // The rendezvous threshold of heap buffers: as set (one for hosts where every rank has a
 // core, one for the others), never when 0, and the automatic one when asked: never where
-// the kernel's copy is slow against memcpy, else by processor (AMD: 256K with a core each,
-// else 2M; others: 16K and 256K).
-TEST(ShmCmaThreshold, AutomaticIsNeverWhereTheKernelsCopyIsSlow) {
-  for (const bool amd : {true, false}) {
-    for (const bool coreEach : {true, false}) {
-      const double slow = ShmTransport::kSlowKernelCopyRatio;
-      EXPECT_EQ(ShmTransport::autoCmaBytes(amd, coreEach, slow * 1.01), 0u);
-      EXPECT_EQ(ShmTransport::autoCmaBytes(amd, coreEach, 50.0), 0u);
-      const std::uint64_t table =
-          amd ? (coreEach ? 256u << 10 : 2u << 20) : (coreEach ? 16u << 10 : 256u << 10);
-      EXPECT_EQ(ShmTransport::autoCmaBytes(amd, coreEach, slow), table);
-      EXPECT_EQ(ShmTransport::autoCmaBytes(amd, coreEach, 1.5), table);
-      EXPECT_EQ(ShmTransport::autoCmaBytes(amd, coreEach, 0.0), table);  // not measured
-    }
+// the kernel's copy is slow against memcpy, else 256K with a core each and 2M without where
+// it is costly, and 16K and 256K where it is not.
+TEST(ShmCmaThreshold, AutomaticIsNeverWhereTheKernelsCopyIsSlowElseByItsCost) {
+  const double slow = ShmTransport::kSlowKernelCopyRatio;
+  const double costly = kCostlyKernelCopyRatio;
+  for (const bool coreEach : {true, false}) {
+    EXPECT_EQ(ShmTransport::autoCmaBytes(coreEach, slow * 1.01), 0u);
+    EXPECT_EQ(ShmTransport::autoCmaBytes(coreEach, 50.0), 0u);
+    const std::uint64_t dear = coreEach ? 256u << 10 : 2u << 20;
+    const std::uint64_t cheap = coreEach ? 16u << 10 : 256u << 10;
+    EXPECT_EQ(ShmTransport::autoCmaBytes(coreEach, slow), dear);
+    EXPECT_EQ(ShmTransport::autoCmaBytes(coreEach, 3.2), dear);
+    EXPECT_EQ(ShmTransport::autoCmaBytes(coreEach, costly + 0.01), dear);
+    EXPECT_EQ(ShmTransport::autoCmaBytes(coreEach, costly), cheap);
+    EXPECT_EQ(ShmTransport::autoCmaBytes(coreEach, 1.8), cheap);
+    EXPECT_EQ(ShmTransport::autoCmaBytes(coreEach, 0.0), cheap);  // not measured
   }
 }
 
 // Where the calls learn their way (TUTTI_MESSAGE_PATH=learn), a slow kernel's copy keeps the
-// automatic threshold and says it is slow (directSlow), so that only the calls that learn
-// try it; without learning it is never, as above. Set thresholds are as set either way.
+// automatic threshold of a costly one and says it is slow (directSlow), so that only the
+// calls that learn try it; without learning it is never, as above. Set thresholds are as
+// set either way.
 TEST(ShmCmaThreshold, ASlowKernelsCopyStaysForCallsThatLearn) {
   const double slow = ShmTransport::kSlowKernelCopyRatio * 2;
-  for (const bool amd : {true, false}) {
-    for (const bool coreEach : {true, false}) {
-      const std::uint64_t table = ShmTransport::autoCmaBytes(amd, coreEach, 0.0);
-      ShmTransport::Options o;
-      o.cmaAuto = true;
-      for (const bool learns : {true, false}) {
-        o.learnsPath = learns;
-        const auto fast = ShmTransport::directMoves(o, amd, coreEach, 1.5);
-        EXPECT_EQ(fast.from, table);
-        EXPECT_FALSE(fast.slow);
-        const auto slowOnes = ShmTransport::directMoves(o, amd, coreEach, slow);
-        EXPECT_EQ(slowOnes.from, learns ? table : 0u);
-        EXPECT_EQ(slowOnes.slow, learns);
-      }
-      o.cmaBytes = 0;  // never, learning or not
-      EXPECT_EQ(ShmTransport::directMoves(o, amd, coreEach, slow).from, 0u);
-      EXPECT_FALSE(ShmTransport::directMoves(o, amd, coreEach, slow).slow);
-      o.cmaAuto = false;
-      o.cmaBytes = 100000;
-      o.cmaBytesWithCores = 5000;
-      EXPECT_EQ(ShmTransport::directMoves(o, amd, coreEach, slow).from,
-                coreEach ? 5000u : 100000u);
-      EXPECT_FALSE(ShmTransport::directMoves(o, amd, coreEach, slow).slow);
+  for (const bool coreEach : {true, false}) {
+    const std::uint64_t costly = ShmTransport::autoCmaBytes(coreEach, 3.2);
+    const std::uint64_t cheap = ShmTransport::autoCmaBytes(coreEach, 1.5);
+    ShmTransport::Options o;
+    o.cmaAuto = true;
+    for (const bool learns : {true, false}) {
+      o.learnsPath = learns;
+      const auto fast = ShmTransport::directMoves(o, coreEach, 1.5);
+      EXPECT_EQ(fast.from, cheap);
+      EXPECT_FALSE(fast.slow);
+      EXPECT_EQ(ShmTransport::directMoves(o, coreEach, 3.2).from, costly);
+      const auto slowOnes = ShmTransport::directMoves(o, coreEach, slow);
+      EXPECT_EQ(slowOnes.from, learns ? costly : 0u);
+      EXPECT_EQ(slowOnes.slow, learns);
     }
+    o.cmaBytes = 0;  // never, learning or not
+    EXPECT_EQ(ShmTransport::directMoves(o, coreEach, slow).from, 0u);
+    EXPECT_FALSE(ShmTransport::directMoves(o, coreEach, slow).slow);
+    o.cmaAuto = false;
+    o.cmaBytes = 100000;
+    o.cmaBytesWithCores = 5000;
+    EXPECT_EQ(ShmTransport::directMoves(o, coreEach, slow).from, coreEach ? 5000u : 100000u);
+    EXPECT_FALSE(ShmTransport::directMoves(o, coreEach, slow).slow);
   }
 }
 
-// The ratio is measured (a real copy takes time either way, and the kernel's copy works
-// within a process), once: every later call answers the same.
-TEST(ShmCmaThreshold, TheKernelsCopyIsMeasuredOnce) {
-  const double ratio = ShmTransport::kernelCopyRatio();
-  EXPECT_GT(ratio, 0.0);
-  EXPECT_LT(ratio, 1e6);
-  EXPECT_EQ(ShmTransport::kernelCopyRatio(), ratio);
-}
-
-TEST(ShmCmaThreshold, IsAsSetOrFollowsTheProcessorAndTheCores) {
+TEST(ShmCmaThreshold, IsAsSetOrFollowsTheHostAndTheCores) {
   const bool coreEach = usableCores() >= 2;
   {
     ShmSetup setup;
@@ -809,9 +817,9 @@ TEST(ShmCmaThreshold, IsAsSetOrFollowsTheProcessorAndTheCores) {
     ASSERT_EQ(ts.size(), 2u);
     // Both ranks (here in one process, so with the same measurement) decide on the host's.
     EXPECT_EQ(ts[0]->hostKernelCopyRatio(), ts[1]->hostKernelCopyRatio());
-    EXPECT_NEAR(ts[0]->hostKernelCopyRatio(), ShmTransport::kernelCopyRatio(), 0.01);
+    EXPECT_EQ(ts[0]->hostKernelCopyRatio(), kernelCopyRatio());
     const std::uint64_t expect =
-        ShmTransport::autoCmaBytes(cpuIsAmd(), coreEach, ts[0]->hostKernelCopyRatio());
+        ShmTransport::autoCmaBytes(coreEach, ts[0]->hostKernelCopyRatio());
     EXPECT_EQ(ts[0]->cmaFrom(), expect);
     EXPECT_EQ(ts[1]->cmaFrom(), expect);
   }
@@ -821,7 +829,8 @@ TEST(ShmCmaThreshold, IsAsSetOrFollowsTheProcessorAndTheCores) {
     auto ts = connectAll(2, setup);  // shm_setup passes cmaBytes for both kinds of host
     ASSERT_EQ(ts.size(), 2u);
     EXPECT_EQ(ts[0]->cmaFrom(), 100000u);
-    EXPECT_EQ(ts[0]->hostKernelCopyRatio(), 0.0);  // not automatic: nothing measured
+    // Measured all the same: the exchange limit and the ring segments follow it.
+    EXPECT_EQ(ts[0]->hostKernelCopyRatio(), kernelCopyRatio());
   }
   {
     ShmSetup setup;
