@@ -7,10 +7,11 @@
 RUN_DIR is a compare.sh output directory (--out). Its records.txt holds one line per round
 and implementation ("round collective ranks bytes impl time_us busbw_gbs wrong"), which
 compare.sh takes from tutti-bench's --json rows and the peer benchmarks' RESULT lines
-(bench/peers/bench_common.h): the same sizes and nccl-tests' busbw factors on both sides.
-Each point is the median over rounds of that implementation's busbw; Gloo counts as one
-peer, its best algorithm in each round, as compare.sh's table does. Failed, timed-out and
-wrong records, and the floors (copy_floor, exchange_floor), are left out.
+(bench/peers/bench_common.h): the same sizes on both sides. busbw is computed again from the
+time with nccl-tests' factors. Each point is the median over rounds of that implementation's
+busbw; Gloo counts as one peer, its best algorithm in each round, as compare.sh's table
+does. Failed, timed-out and wrong records, and the floors (copy_floor, exchange_floor), are
+left out.
 
 The CSV keeps the medians and compare.sh's header (commit, date, machine, memory probe) as
 '#' lines, small enough to commit next to the PNG; --from-csv redraws the PNG from it.
@@ -47,6 +48,18 @@ def human(nbytes):
     return f"{nbytes} B"
 
 
+def busbw_of(coll, ranks, nbytes, time_us):
+    """GB/s by nccl-tests' factors (bench_common.h's busFactor), from the time: the peers
+    print busbw with four decimals, which reads 0 for small messages."""
+    if coll == "allreduce":
+        factor = 2.0 * (ranks - 1) / ranks
+    elif coll in ("broadcast", "reduce"):
+        factor = 1.0
+    else:
+        factor = (ranks - 1) / ranks
+    return nbytes / (time_us * 1e3) * factor
+
+
 def read_records(run_dir):
     """{(collective, ranks, bytes, impl): [busbw per round]} and the run's header lines."""
     best = {}  # (coll, ranks, bytes, impl, round) -> (time_us, busbw): Gloo's best algorithm
@@ -55,13 +68,14 @@ def read_records(run_dir):
             fields = line.split()
             if len(fields) != 8:
                 continue
-            rnd, coll, ranks, nbytes, impl, time_us, busbw, wrong = fields
+            rnd, coll, ranks, nbytes, impl, time_us, _, wrong = fields
             if time_us in ("FAIL", "TIMEOUT") or wrong != "0" or impl == "floor":
                 continue
             impl = impl.split(":")[0]
             key = (coll, int(ranks), int(nbytes), impl, int(rnd))
             if key not in best or float(time_us) < best[key][0]:
-                best[key] = (float(time_us), float(busbw))
+                best[key] = (float(time_us), busbw_of(coll, int(ranks), int(nbytes),
+                                                      float(time_us)))
     rounds = defaultdict(list)
     for (coll, ranks, nbytes, impl, _), (time_us, busbw) in sorted(best.items()):
         rounds[(coll, ranks, nbytes, impl)].append((time_us, busbw))
@@ -132,8 +146,10 @@ def plot(rows, header, png):
         ax.grid(True, which="major", alpha=0.3)
     axes[0][0].set_ylabel("busbw, GB/s (median over rounds)", fontsize=9)
     axes[0][-1].legend(fontsize=8, loc="lower right")
-    # The run's commit, date and machine, from compare.sh's header, under the plots.
-    note = [line for line in header if line.startswith(("compare.sh", "machine"))]
+    # The run's commit, date, machine and load, from compare.sh's header, under the plots:
+    # a plot made on a busy machine says so.
+    note = [line for line in header
+            if line.startswith(("compare.sh", "machine", "load average at start"))]
     if note:
         fig.text(0.01, 0.005, " | ".join(note), fontsize=7, color="#555555")
     fig.tight_layout(rect=(0, 0.03, 1, 1))

@@ -6,13 +6,14 @@
 # bench/peers/setup.sh (the peers, the benchmarks and python3-matplotlib).
 #
 #   bench/peers/busbw_sweep.sh [--rounds R] [--worlds "2 4"] [--sizes "8 32 ..."]
-#                              [--peers "ompi mpich gloo"] [--collective C] [--out DIR]
-#                              [--img DIR]
+#                              [--peers "ompi mpich gloo"] [--collective C] [--target S]
+#                              [--out DIR] [--img DIR]
 #
-# Defaults: 5 rounds; sizes 8 B x 4 up to 32 MiB, and 64 MiB; --out
-# build/peers/sweep-<time>; --img docs/img, where it writes busbw_<collective>.csv and
-# busbw_<collective>.png. About 15 minutes on 2 vCPUs. Run it on a quiet machine: the
-# peers' busy-polling suffers more than tutti from other work on the cores.
+# Defaults: 5 rounds; sizes 8 B x 4 up to 32 MiB, and 64 MiB; --target 0.3 (seconds a
+# measurement, compare.sh's); --out build/peers/sweep-<time>; --img docs/img, where it
+# writes busbw_<collective>.csv and busbw_<collective>.png. About 15 minutes on 2 vCPUs.
+# Run it on a quiet machine: the peers' busy-polling suffers more than tutti from other work
+# on the cores.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -21,6 +22,7 @@ worlds="2 4"
 sizes="8 32 128 512 2K 8K 32K 128K 512K 2M 8M 32M 64M"
 peers="ompi mpich gloo"
 collective=allreduce
+target=0.3
 out=""
 img=docs/img
 while [ $# -gt 0 ]; do
@@ -30,6 +32,7 @@ while [ $# -gt 0 ]; do
     --sizes) sizes=$2; shift ;;
     --peers) peers=$2; shift ;;
     --collective) collective=$2; shift ;;
+    --target) target=$2; shift ;;
     --out) out=$2; shift ;;
     --img) img=$2; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -42,7 +45,7 @@ done
   { echo "busbw_sweep.sh: no matplotlib: run bench/peers/setup.sh first" >&2; exit 1; }
 
 bench/peers/compare.sh --collectives "$collective" --worlds "$worlds" --sizes "$sizes" \
-  --peers "$peers" --rounds "$rounds" --out "$out"
+  --peers "$peers" --rounds "$rounds" --target "$target" --out "$out"
 mkdir -p "$img"
 /usr/bin/python3 bench/plot_busbw.py "$out" --csv "$img/busbw_$collective.csv" \
   --png "$img/busbw_$collective.png"
