@@ -11,9 +11,9 @@
 #
 # Defaults: 5 rounds; sizes 8 B x 4 up to 32 MiB, and 64 MiB; --target 0.3 (seconds a
 # measurement, compare.sh's); --out build/peers/sweep-<time>; --img docs/img, where it
-# writes busbw_<collective>.csv and busbw_<collective>.png. About 15 minutes on 2 vCPUs.
-# Run it on a quiet machine: the peers' busy-polling suffers more than tutti from other work
-# on the cores.
+# writes busbw_<collective>.csv and busbw_<collective>.png. Three rounds took 33 minutes on
+# 2 vCPUs loaded by other work. Run it on a quiet machine: on a loaded one every
+# implementation whose waiters poll (MPICH, tutti) loses most, and the plot shows the load.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
