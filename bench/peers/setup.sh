@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the peers tutti is measured against (Debian 12 packages, as root: Open MPI,
-# MPICH, Gloo), builds tutti's release preset (tutti-run, tutti-bench) and the peer
-# benchmarks into build/peers/. Safe to run again: it only installs what is missing.
+# MPICH, Gloo; and matplotlib for bench/plot_busbw.py), builds tutti's release preset
+# (tutti-run, tutti-bench) and the peer benchmarks into build/peers/. Safe to run again: it
+# only installs what is missing.
 # None of this is part of the main build or of CI; bench/peers/compare.sh runs the lot.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -11,6 +12,7 @@ PACKAGES=(
   mpich libmpich-dev           # MPICH 4.0 (mpirun.mpich, mpicxx.mpich)
   libgloo-dev                  # Gloo (headers, libgloo.so)
   make g++                     # the peer benchmarks' build
+  python3-matplotlib           # bench/plot_busbw.py (the plot in docs/performance.md)
 )
 
 missing=()
