@@ -13,7 +13,15 @@ namespace tutti::detail {
 
 /// The call as the flight recorder keeps it; `algorithm` is a registry entry's name (or a
 /// literal).
-CallSummary summarize(const OpRequest& request, const char* algorithm);
+inline CallSummary summarize(const OpRequest& r, const char* algorithm) {
+  CallSummary call;
+  static_cast<CallKey&>(call) = r.spec;
+  call.perRankCounts = !r.spec.counts.empty();
+  call.tag = r.tag;
+  call.seq = r.seq;
+  call.algorithm = algorithm;
+  return call;
+}
 
 class CallDescriber final : public OpDescriber {
  public:

@@ -37,13 +37,6 @@ bool viewLess(const ShapeView& a, const ShapeView& b) {
 
 }  // namespace
 
-bool choiceNeedsBuffers(const CollectiveSpec& spec) {
-  // From 1 MiB, where direct_rs_ag was measured: the agreement is a flat exchange (a few
-  // microseconds on 4 to 8 ranks of 2 cores), which heap buffers pay for nothing.
-  return spec.kind == Collective::kAllReduce && spec.sharedMemory && spec.size >= 3 &&
-         spec.size <= 8 && spec.bytes() >= (1u << 20);
-}
-
 bool CallPlanner::PlanLess::operator()(const PlanKey& a, const PlanKey& b) const {
   return viewLess({a.call, a.algorithm, {a.counts, a.displs, a.recvCounts, a.recvDispls}},
                   {b.call, b.algorithm, {b.counts, b.displs, b.recvCounts, b.recvDispls}});
@@ -74,38 +67,16 @@ CallCheck CallPlanner::check(OpRequest& r) const {
   return verdict;
 }
 
-bool CallPlanner::repeats(const OpRequest& r) const {
-  if (!last_.checked || r.ownCount || !r.withoutArrays() || r.tag != last_.tag ||
-      r.input != last_.input || r.output != last_.output)
-    return false;
-  CallKey arguments = r.spec;
-  arguments.inPlace = false;  // the check decides it
-  return arguments == last_.arguments;
-}
-
-CallCheck CallPlanner::checkRepeat(OpRequest& r) {
-  CollectiveSpec& s = r.spec;
-  if (repeats(r)) {
-    // checkCall() is pure: the same arguments get the same verdict, and the same spec.
-    s.rank = setup_.rank;
-    s.size = setup_.size;
-    s.inPlace = last_.inPlace;
-    s.segmentCount = segmentCounts_[static_cast<std::size_t>(s.dtype)];
-    s.sharedMemory = setup_.sharedMemory;
-    return CallCheck{};
-  }
-  CallCheck verdict = check(r);
-  if (!verdict.status.ok()) return verdict;  // the last good call stays remembered
-  last_.checked = !r.ownCount && r.withoutArrays();
-  if (last_.checked) {
-    last_.arguments = s;
-    last_.arguments.inPlace = false;
-    last_.tag = r.tag;
-    last_.input = r.input;
-    last_.output = r.output;
-    last_.inPlace = s.inPlace;
-  }
-  return verdict;
+void CallPlanner::remember(OpRequest& r) {
+  if (r.ownCount || !r.withoutArrays()) return;
+  issued_.generation = ++generations_;
+  issued_.arguments = r.spec;
+  issued_.arguments.inPlace = false;
+  issued_.tag = r.tag;
+  issued_.input = r.input;
+  issued_.output = r.output;
+  issued_.inPlace = r.spec.inPlace;
+  r.memo = issued_.generation;
 }
 
 std::string_view CallPlanner::forcedAlgorithm(std::string_view requested, Collective kind) const {
@@ -113,29 +84,34 @@ std::string_view CallPlanner::forcedAlgorithm(std::string_view requested, Collec
   return setup_.forced[static_cast<std::size_t>(kind)];
 }
 
-Result<CallPlan> CallPlanner::plan(const OpRequest& r, std::string_view requested) {
+const CallPlan* CallPlanner::plan(const OpRequest& r, std::string_view requested,
+                                  Status* error) {
   const CollectiveSpec& spec = r.spec;
   const std::string_view forced = forcedAlgorithm(requested, spec.kind);
-  // selectAlgorithm() and the plan are pure functions of the call: a call repeating the
-  // last one's shape gets its answers.
-  if (last_.planned && spec.sharedBuffers == last_.sharedBuffers &&
-      static_cast<const CallKey&>(spec) == last_.shape && r.withoutArrays() &&
-      forced == last_.forced)
-    return last_.plan;
-  auto algorithm = selectAlgorithm(spec, forced);
-  if (!algorithm.ok()) return algorithm.status();
-  CallPlan plan;
-  plan.algorithm = *algorithm;
-  plan.plan = &planFor(spec, **algorithm);
-  plan.flatBytes = flatBytesFor(spec, **algorithm);
-  last_.planned = r.withoutArrays();
-  if (last_.planned) {
-    last_.shape = spec;
-    last_.sharedBuffers = spec.sharedBuffers;
-    last_.forced.assign(forced.data(), forced.size());
-    last_.plan = plan;
+  // selectAlgorithm() and the plan are pure functions of the call: a call of the last one's
+  // shape (and arrays: none) gets its answers.
+  if (last_.valid && spec.sharedBuffers == last_.sharedBuffers && r.withoutArrays() &&
+      static_cast<const CallKey&>(spec) == last_.shape && forced == last_.forced) {
+    last_.memo = r.memo;
+    if (requested != last_.requested) last_.requested.assign(requested.data(), requested.size());
+    return &last_.plan;
   }
-  return plan;
+  auto algorithm = selectAlgorithm(spec, forced);
+  if (!algorithm.ok()) {
+    *error = algorithm.status();
+    return nullptr;
+  }
+  last_.plan.algorithm = *algorithm;
+  last_.plan.plan = &planFor(spec, **algorithm);
+  last_.plan.flatBytes = flatBytesFor(spec, **algorithm);
+  // Kept for the next call, unless the v-collectives' arrays would need comparing.
+  last_.valid = r.withoutArrays();
+  last_.memo = last_.valid ? r.memo : 0;
+  last_.shape = spec;
+  last_.sharedBuffers = spec.sharedBuffers;
+  last_.forced.assign(forced.data(), forced.size());
+  last_.requested.assign(requested.data(), requested.size());
+  return &last_.plan;
 }
 
 const Plan& CallPlanner::planFor(const CollectiveSpec& spec, const AlgorithmInfo& algorithm) {
@@ -145,7 +121,8 @@ const Plan& CallPlanner::planFor(const CollectiveSpec& spec, const AlgorithmInfo
   // Not while plans are held; a clear forgets the last call's plan with the rest.
   if (plans_.size() >= kMaxCachedPlans && !held_) {
     plans_.clear();
-    last_.planned = false;
+    last_.valid = false;
+    last_.memo = 0;
   }
   PlanKey key{spec, &algorithm, spec.counts, spec.displs, spec.recvCounts, spec.recvDispls};
   return plans_.emplace(std::move(key), Plan{algorithm.build(spec), stampFor(spec, algorithm)})

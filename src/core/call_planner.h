@@ -1,8 +1,14 @@
 #pragma once
 // CallPlanner: what a call runs. Owns the arguments' check, the algorithm's choice
 // (TUTTI_ALGO, the defaults), the plans (schedule and stamp) cached by call shape, and the
-// memory of the last call, so that a loop repeating one call skips all three.
-// It must not touch the transport, the queue or any thread: one thread at a time plans.
+// memory of the last call, so that a loop repeating one call skips all three. It must not
+// touch the transport, the queue or any thread.
+//
+// The last call is remembered in two halves, each used by one thread: its arguments and
+// their check's verdict by the thread that issues calls (recall, remember), its plan by the
+// thread running calls (planned, plan). A generation number links them: remember() stamps
+// the call with a new one, recall() with the one remembered, and plan() keeps the one of the
+// call it planned, so a call whose number is the plan's has its arguments.
 
 #include <array>
 #include <cstdint>
@@ -39,8 +45,13 @@ struct CallPlan {
 
 /// Whether the algorithm `spec` gets depends on whether every rank's buffers come from
 /// memAlloc (an all-reduce of 1 MiB or more among 3 to 8 ranks on one host): the ranks then
-/// agree on it first (FlatExchangeRunner::agreeOnBuffers). The same on every rank.
-bool choiceNeedsBuffers(const CollectiveSpec& spec);
+/// agree on it first (FlatExchangeRunner::agreeOnBuffers). The same on every rank. From
+/// 1 MiB, where direct_rs_ag was measured: the agreement is a flat exchange of a few
+/// microseconds, which heap buffers pay for nothing.
+inline bool choiceNeedsBuffers(const CollectiveSpec& spec) {
+  return spec.kind == Collective::kAllReduce && spec.sharedMemory && spec.size >= 3 &&
+         spec.size <= 8 && spec.bytes() >= (1u << 20);
+}
 
 class CallPlanner {
  public:
@@ -65,17 +76,47 @@ class CallPlanner {
   /// Checks every argument of `request` (call_checks.h) and fills in what the communicator
   /// adds to its spec: rank, size, in place, segment, shared memory. Pure: any thread.
   CallCheck check(OpRequest& request) const;
-  /// The same for the thread running calls, which skips the check of a call repeating the
-  /// last one it checked (same arguments and buffers).
-  CallCheck checkRepeat(OpRequest& request);
-  /// Whether checkRepeat() would answer `request` from memory.
-  bool repeats(const OpRequest& request) const;
+  /// For the thread issuing calls: true when `request` repeats the last call remembered
+  /// (same arguments and buffers), whose check it then need not repeat; fills in its spec as
+  /// check() would, with the remembered generation (OpRequest::memo). False: check it (and
+  /// remember it if it passes).
+  bool recall(OpRequest& request) const {
+    // The API leaves the in-place flag unset: the check decides it.
+    CollectiveSpec& s = request.spec;
+    if (issued_.generation == 0 || request.tag != issued_.tag || request.input != issued_.input ||
+        request.output != issued_.output || request.ownCount || !request.withoutArrays() ||
+        !(static_cast<const CallKey&>(s) == issued_.arguments)) [[unlikely]]
+      return false;
+    // checkCall() is pure: the same arguments get the same verdict, and the same spec.
+    s.rank = setup_.rank;
+    s.size = setup_.size;
+    s.inPlace = issued_.inPlace;
+    s.segmentCount = segmentCounts_[static_cast<std::size_t>(s.dtype)];
+    s.sharedMemory = setup_.sharedMemory;
+    request.memo = issued_.generation;
+    return true;
+  }
+  /// Remembers `request`, which check() has just passed, for recall(), under a new
+  /// generation (a no-op for calls with per-rank arrays or a stated own count: comparing
+  /// them costs what checking does). The thread issuing calls.
+  void remember(OpRequest& request);
 
   /// The algorithm and plan of `request` (checked; its buffers agreed on where
   /// choiceNeedsBuffers), with `requested` the algorithm its options force: the last call's
-  /// when this one has its shape, else chosen and planned now. kInvalidArgument where the
-  /// algorithm forced does not apply. The thread running calls.
-  Result<CallPlan> plan(const OpRequest& request, std::string_view requested);
+  /// when this one has its shape, else chosen and planned now. Valid until the next plan().
+  /// Null, with *error set (kInvalidArgument), where the algorithm forced does not apply.
+  /// The thread running calls.
+  const CallPlan* plan(const OpRequest& request, std::string_view requested, Status* error);
+  /// plan()'s answer where it is known without a look: `request` has the arguments of the
+  /// call planned last (the same generation), it requests what that call requested, and
+  /// the ranks agreed as then. Null: ask plan().
+  const CallPlan* planned(const OpRequest& request, std::string_view requested) const {
+    return request.memo != 0 && request.memo == last_.memo &&
+                   request.spec.sharedBuffers == last_.sharedBuffers &&
+                   requested == last_.requested
+               ? &last_.plan
+               : nullptr;
+  }
   /// While held, plans stay where they are (point-to-point calls in flight hold theirs).
   void hold(bool held) { held_ = held; }
 
@@ -104,20 +145,25 @@ class CallPlanner {
     bool operator()(const PlanKey& a, const PlanProbe& b) const;
     bool operator()(const PlanProbe& a, const PlanKey& b) const;
   };
-  // The last call: its arguments and its check's verdict (checkRepeat), and its shape with
-  // what plan() decided for it. Calls with per-rank arrays or a stated own count are not
-  // kept: comparing them would cost what checking and looking them up does.
-  struct LastCall {
-    bool checked = false;
+  // The last call remembered by the thread issuing calls: its arguments and its check's
+  // verdict. Calls with per-rank arrays or a stated own count are not kept: comparing them
+  // would cost what checking them does. Generation 0: none.
+  struct IssuedCall {
+    std::uint64_t generation = 0;
     CallKey arguments;  // in place unset: the check decides it
     int tag = 0;
     const void* input = nullptr;
     const void* output = nullptr;
     bool inPlace = false;
-    bool planned = false;
+  };
+  // The last call planned by the thread running calls, and what plan() decided for it.
+  struct PlannedCall {
+    bool valid = false;
+    std::uint64_t memo = 0;  // its generation (OpRequest::memo); 0: not remembered
     CallKey shape;
     bool sharedBuffers = false;
-    std::string forced;
+    std::string requested;  // the algorithm the call's options forced (empty: none)
+    std::string forced;     // what forced it: requested, else TUTTI_ALGO's (empty: none)
     CallPlan plan;
   };
 
@@ -134,7 +180,10 @@ class CallPlanner {
   std::array<std::uint64_t, kNumDataTypes> segmentCounts_{};
   std::map<PlanKey, Plan, PlanLess> plans_;
   bool held_ = false;
-  LastCall last_;
+  IssuedCall issued_;          // the thread issuing calls'
+  std::uint64_t generations_ = 0;  // the thread issuing calls'
+  PlannedCall last_;           // the thread running calls'
+
 };
 
 }  // namespace tutti::detail

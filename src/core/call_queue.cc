@@ -67,16 +67,10 @@ void CallQueue::issue(OpRequest& r, const CallOptions& options) {
   r.seq = isPointToPoint(r.spec.kind) ? nextSeq_ : nextSeq_++;
 }
 
-Status CallQueue::runNow(OpRequest& request, const CallOptions& options) {
-  TUTTI_RETURN_IF_ERROR(runner_.check(request, true));
-  issue(request, options);
-  return runner_.run(request, options.algorithm);
-}
-
 Status CallQueue::runBlocking(OpRequest&& request, const CallOptions& options) {
   // Without a worker (no async call was issued yet) no other thread runs calls, and the
   // lock would only order this thread with itself: skipped.
-  if (!workerStarted_) return runNow(request, options);
+  if (!workerStarted_) return runner_.runNow(request, options);
   {
     std::unique_lock<std::mutex> lock(mutex_);
     if (!workerBusy_ && !inlineBusy_ && queue_.empty()) {
@@ -84,12 +78,12 @@ Status CallQueue::runBlocking(OpRequest&& request, const CallOptions& options) {
       // runs calls, as before any async call.
       inlineBusy_ = true;
       lock.unlock();
-      Status status = runNow(request, options);
+      Status status = runner_.runNow(request, options);
       finishInline();
       return status;
     }
   }
-  TUTTI_RETURN_IF_ERROR(runner_.check(request, false));
+  TUTTI_RETURN_IF_ERROR(runner_.check(request));
   issue(request, options);
   return runBehindQueued(request, options);
 }
@@ -203,7 +197,7 @@ void CallQueue::finishInlineLocked(std::unique_lock<std::mutex>& lock) {
 
 Work CallQueue::submit(OpRequest request, const CallOptions& options) {
   std::shared_ptr<WorkState> work = newWork();
-  const Status valid = runner_.check(request, false);
+  const Status valid = runner_.check(request);
   if (!valid.ok()) {
     work->complete(valid);
     return Work(work);

@@ -36,10 +36,13 @@ class CallQueue final : public QueueRunner {
   /// runPointToPoint(), handed over under the queue's lock.
   class Runner {
    public:
-    /// Checks `request`'s arguments; `repeat`: on the thread running calls, which may
-    /// answer a call repeating the last one from memory. An error refuses the call.
-    virtual Status check(OpRequest& request, bool repeat) = 0;
-    /// Runs a checked and issued collective; `requested`: the algorithm its options force.
+    /// Checks a blocking call, issues it (CallQueue::issue) and runs it, on this thread,
+    /// with no other thread running calls.
+    virtual Status runNow(OpRequest& request, const CallOptions& options) = 0;
+    /// Checks `request`'s arguments before it is queued (the issuing thread). An error
+    /// refuses it.
+    virtual Status check(OpRequest& request) = 0;
+    /// Runs a checked and issued call; `requested`: the algorithm its options force.
     virtual Status run(OpRequest& request, std::string_view requested) = 0;
     /// Runs `batch` (point-to-point calls, in issue order, emptied) and then `blocking` (the
     /// caller's own, when not null) together; completes the batch's Work and returns the
@@ -72,6 +75,10 @@ class CallQueue final : public QueueRunner {
   /// Checks and issues an async call; its Work completes once it ran.
   Work submit(OpRequest request, const CallOptions& options);
 
+  /// Sets the request's issue time, deadline and sequence number: the issue order. The
+  /// issuing thread, for every call, before it runs or is queued.
+  void issue(OpRequest& request, const CallOptions& options);
+
   /// Moves the point-to-point calls at the front of the queue (up to the first collective)
   /// to the back of `out`: a group running takes them in.
   void takeQueuedPointToPoint(std::vector<OpRequest>& out);
@@ -88,10 +95,6 @@ class CallQueue final : public QueueRunner {
   void runSoon() override;
 
  private:
-  /// Sets the request's issue time, deadline and sequence number (issuing thread).
-  void issue(OpRequest& request, const CallOptions& options);
-  /// Runs a blocking call while no other thread runs calls.
-  Status runNow(OpRequest& request, const CallOptions& options);
   /// Runs a checked and issued blocking call behind the queued ones, in issue order:
   /// here when the worker is idle, else on the worker while this thread waits.
   Status runBehindQueued(OpRequest& request, const CallOptions& options);

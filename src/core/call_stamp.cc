@@ -1,6 +1,5 @@
 #include "core/call_stamp.h"
 
-#include "core/call_describer.h"
 
 #include <vector>
 
@@ -125,16 +124,6 @@ std::string describeStamp(const CallStamp& stamp, std::uint64_t seq) {
 std::optional<std::uint64_t> countArraysHash(const CollectiveSpec& spec) {
   if (!hasCountArrays(spec.kind)) return std::nullopt;
   return hashArrays(spec);
-}
-
-CallSummary summarize(const OpRequest& r, const char* algorithm) {
-  CallSummary call;
-  static_cast<CallKey&>(call) = r.spec;
-  call.perRankCounts = !r.spec.counts.empty();
-  call.tag = r.tag;
-  call.seq = r.seq;
-  call.algorithm = algorithm;
-  return call;
 }
 
 }  // namespace tutti::detail

@@ -214,12 +214,22 @@ CommImpl::~CommImpl() {
   if (id_.ownedServer) id_.ownedServer->stop();
 }
 
-Status CommImpl::check(OpRequest& r, bool repeat) {
-  const CallCheck check = repeat ? planner_.checkRepeat(r) : planner_.check(r);
+Status CommImpl::runNow(OpRequest& r, const CallOptions& options) {
+  if (!planner_.recall(r)) TUTTI_RETURN_IF_ERROR(checkAnew(r));
+  queue_.issue(r, options);
+  return run(r, options.algorithm);
+}
+
+Status CommImpl::checkAnew(OpRequest& r) {
+  CallCheck check = planner_.check(r);
+  if (check.status.ok()) {
+    planner_.remember(r);
+    return Status::Ok();
+  }
   // The peers taking part passed good arguments and would wait for this rank: failing the
   // communicator tells them now (the abort protocol), naming this rank and the reason.
-  if (!check.status.ok() && check.onlyHere) failures_.invalidArgument(r, check.status);
-  return check.status;
+  if (check.onlyHere) failures_.invalidArgument(r, check.status);
+  return std::move(check.status);
 }
 
 Status CommImpl::agreeOnBuffers(OpRequest& r) {
@@ -237,8 +247,12 @@ Status CommImpl::run(OpRequest& r, std::string_view requested) {
   // The same decision on every rank: the call's shape, then what the ranks agreed on.
   r.spec.sharedBuffers = false;
   if (flat_ != nullptr && choiceNeedsBuffers(r.spec)) TUTTI_RETURN_IF_ERROR(agreeOnBuffers(r));
-  const Result<CallPlan> plan = planner_.plan(r, requested);
-  if (!plan.ok()) return plan.status();
+  const CallPlan* plan = planner_.planned(r, requested);
+  if (plan == nullptr) {
+    Status error;
+    plan = planner_.plan(r, requested, &error);
+    if (plan == nullptr) return error;
+  }
   const char* name = plan->algorithm->name;
   const CallDescriber what(r, name);
   const FlightRecorder::Handle op = failures_.recorder().begin(summarize(r, name), r.issued);

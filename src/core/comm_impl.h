@@ -109,7 +109,10 @@ class CommImpl final : private CallQueue::Runner {
   CommImpl(Identity identity, TransportSetup transport, const Parts& parts);
 
   // CallQueue::Runner: the top of every call's path.
-  Status check(OpRequest& request, bool repeat) override;
+  Status runNow(OpRequest& request, const CallOptions& options) override;
+  Status check(OpRequest& request) override {
+    return planner_.recall(request) ? Status::Ok() : checkAnew(request);
+  }
   Status run(OpRequest& request, std::string_view requested) override;
   Status runPointToPoint(std::vector<OpRequest>& batch, OpRequest* blocking,
                          CallQueue* absorb) override {
@@ -117,6 +120,9 @@ class CommImpl final : private CallQueue::Runner {
   }
   void interruptWait() override { transport_->interruptWait(); }
 
+  /// Checks `request` (recall() did not know it) and remembers it when it passes; an error
+  /// only this rank can see also fails the communicator.
+  Status checkAnew(OpRequest& request);
   /// Sets request.spec.sharedBuffers, agreed with every rank (FlatExchangeRunner).
   Status agreeOnBuffers(OpRequest& request);
 

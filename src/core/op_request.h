@@ -33,6 +33,9 @@ struct OpRequest {
   // collective's (how many were issued before it).
   std::uint64_t seq = 0;
   std::shared_ptr<WorkState> work;  // async and queued calls: where their status goes
+  /// CallPlanner's generation of this call's arguments (recall, remember): equal numbers,
+  /// equal arguments; 0: not remembered.
+  std::uint64_t memo = 0;
 
   /// True when the v-collectives' arrays are all empty (every other collective).
   bool withoutArrays() const {

@@ -37,9 +37,8 @@ P2pGroupRunner::~P2pGroupRunner() {
 
 void P2pGroupRunner::start(Call& c) {
   const OpRequest& r = c.request;
-  auto plan = planner_.plan(r, r.algorithm);
-  if (!plan.ok()) {
-    c.status = plan.status();
+  const CallPlan* plan = planner_.plan(r, r.algorithm, &c.status);
+  if (plan == nullptr) {
     c.ended = true;
     return;
   }

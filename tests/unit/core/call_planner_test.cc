@@ -33,10 +33,13 @@ OpRequest allreduce(const void* in, void* out, std::uint64_t count) {
   return r;
 }
 
-// Checks `r` on the thread running calls; *reused: whether memory answered.
+// Checks `r` as the thread running calls does; *reused: whether memory answered.
 Status check(CallPlanner& planner, OpRequest& r, bool* reused) {
-  *reused = planner.repeats(r);
-  return planner.checkRepeat(r).status;
+  *reused = planner.recall(r);
+  if (*reused) return Status::Ok();
+  CallCheck verdict = planner.check(r);
+  if (verdict.status.ok()) planner.remember(r);
+  return verdict.status;
 }
 
 TEST(CallPlanner, RepeatedCallIsAnsweredWithTheSpecOfAFullCheck) {
@@ -48,7 +51,6 @@ TEST(CallPlanner, RepeatedCallIsAnsweredWithTheSpecOfAFullCheck) {
   EXPECT_FALSE(reused);
   OpRequest again = allreduce(a.data(), b.data(), 8);
   again.spec.rank = 99;  // whatever the caller left there is overwritten, as checkCall does
-  again.spec.inPlace = true;
   ASSERT_TRUE(check(cache, again, &reused).ok());
   EXPECT_TRUE(reused);
   EXPECT_EQ(again.spec.rank, kRank);
@@ -88,7 +90,7 @@ TEST(CallPlanner, AnyChangedArgumentIsCheckedAgain) {
   auto refused = [&](auto change) {
     OpRequest r = allreduce(a.data(), b.data(), 8);
     change(r);
-    return !cache.repeats(r);
+    return !cache.recall(r);
   };
   EXPECT_TRUE(refused([](OpRequest& r) { r.spec.kind = Collective::kBroadcast; }));
   EXPECT_TRUE(refused([](OpRequest& r) { r.spec.count = 7; }));
@@ -124,11 +126,11 @@ TEST(CallPlanner, PerRankArraysAreNeverKept) {
   r.output = b.data();
   ASSERT_TRUE(check(cache, r, &reused).ok());
   OpRequest same = r;
-  EXPECT_FALSE(cache.repeats(same));
+  EXPECT_FALSE(cache.recall(same));
   // And an unchecked cache answers nothing.
   CallPlanner empty(setup());
   OpRequest any = allreduce(a.data(), b.data(), 8);
-  EXPECT_FALSE(empty.repeats(any));
+  EXPECT_FALSE(empty.recall(any));
 }
 
 // The same shape and algorithm get the same plan, kept; another shape, another algorithm
@@ -138,9 +140,10 @@ TEST(CallPlanner, PlansAreKeptPerShapeAndAlgorithm) {
   CallPlanner planner(setup());
   auto planOf = [&](OpRequest r, std::string_view forced = "") {
     EXPECT_TRUE(planner.check(r).status.ok());
-    Result<CallPlan> plan = planner.plan(r, forced);
-    EXPECT_TRUE(plan.ok()) << plan.status().message();
-    return *plan;
+    Status error;
+    const CallPlan* plan = planner.plan(r, forced, &error);
+    EXPECT_NE(plan, nullptr) << error.message();
+    return plan != nullptr ? *plan : CallPlan{};
   };
   const CallPlan first = planOf(allreduce(a.data(), b.data(), 8));
   EXPECT_EQ(planOf(allreduce(a.data(), b.data(), 8)).plan, first.plan);
@@ -156,9 +159,40 @@ TEST(CallPlanner, PlansAreKeptPerShapeAndAlgorithm) {
   // An algorithm that does not exist is refused, naming it, however often the shape ran.
   OpRequest bad = allreduce(a.data(), b.data(), 8);
   ASSERT_TRUE(planner.check(bad).status.ok());
-  Result<CallPlan> refused = planner.plan(bad, "no_such_algorithm");
-  ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find("no_such_algorithm"), std::string::npos);
+  Status error;
+  EXPECT_EQ(planner.plan(bad, "no_such_algorithm", &error), nullptr);
+  EXPECT_NE(error.message().find("no_such_algorithm"), std::string::npos) << error.message();
+}
+
+// A call recall() answered is planned as the last call was, unless what was decided after
+// the check differs: the algorithm forced, or the buffers the ranks agreed on.
+TEST(CallPlanner, ARecalledCallGetsTheLastPlanUnlessTheChoiceDiffers) {
+  std::vector<float> a(64), b(64);
+  CallPlanner planner(setup());
+  OpRequest first = allreduce(a.data(), b.data(), 8);
+  bool reused = true;
+  ASSERT_TRUE(check(planner, first, &reused).ok());
+  Status error;
+  const CallPlan kept = *planner.plan(first, "", &error);
+  OpRequest again = allreduce(a.data(), b.data(), 8);
+  ASSERT_TRUE(check(planner, again, &reused).ok());
+  ASSERT_TRUE(reused);
+  EXPECT_EQ(again.memo, first.memo);
+  EXPECT_NE(again.memo, 0u);
+  EXPECT_EQ(planner.plan(again, "", &error)->plan, kept.plan);
+  OpRequest forced = allreduce(a.data(), b.data(), 8);
+  ASSERT_TRUE(check(planner, forced, &reused).ok());
+  ASSERT_TRUE(reused);
+  const CallPlan* forcedPlan = planner.plan(forced, "ring", &error);
+  ASSERT_NE(forcedPlan, nullptr) << error.message();
+  const CallPlan ring = *forcedPlan;  // plan() answers in place: copied before the next
+  EXPECT_STREQ(ring.algorithm->name, "ring");
+  OpRequest shared = allreduce(a.data(), b.data(), 8);
+  ASSERT_TRUE(check(planner, shared, &reused).ok());
+  shared.spec.sharedBuffers = true;  // as if the ranks had agreed their buffers are mapped
+  const CallPlan* other = planner.plan(shared, "ring", &error);
+  ASSERT_NE(other, nullptr);
+  EXPECT_EQ(other->plan, ring.plan);  // the same algorithm and shape: the cached plan
 }
 
 // While held (point-to-point calls in flight), no plan moves however many shapes come.
@@ -170,12 +204,14 @@ TEST(CallPlanner, HeldPlansStayWhereTheyAre) {
   for (std::uint64_t count = 1; count <= 100; ++count) {
     OpRequest r = allreduce(a.data(), b.data(), count);
     ASSERT_TRUE(planner.check(r).status.ok());
-    plans.push_back(planner.plan(r, "").value().plan);
+    Status error;
+    plans.push_back(planner.plan(r, "", &error)->plan);
   }
   for (std::uint64_t count = 1; count <= 100; ++count) {
     OpRequest r = allreduce(a.data(), b.data(), count);
     ASSERT_TRUE(planner.check(r).status.ok());
-    EXPECT_EQ(planner.plan(r, "").value().plan, plans[count - 1]) << count;
+    Status error;
+    EXPECT_EQ(planner.plan(r, "", &error)->plan, plans[count - 1]) << count;
   }
   planner.hold(false);
   EXPECT_EQ(std::set<const Plan*>(plans.begin(), plans.end()).size(), plans.size());
