@@ -27,7 +27,7 @@ CallSummary eightByteAllreduce(std::uint64_t seq) {
   return c;
 }
 
-// One call's recording, as CommImpl::execute does it (the issue time comes from the
+// One call's recording, as CommImpl::run does it (the issue time comes from the
 // deadline, computed before).
 void BM_BeginEnd(benchmark::State& state) {
   FlightRecorder recorder("world", 0, static_cast<std::size_t>(state.range(0)));

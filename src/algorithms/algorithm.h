@@ -26,7 +26,7 @@ struct AlgorithmInfo {
   Schedule (*build)(const CollectiveSpec& spec);
   /// Set where the schedule is one round in which every rank sends its whole contribution
   /// to every rank that needs it, so that a transport's flat exchange
-  /// (Transport::flatExchange) can carry the round instead of messages: the bytes of this
+  /// (FlatExchange::flatExchange) can carry the round instead of messages: the bytes of this
   /// rank's contribution (read from the input), and this rank's output computed from every
   /// rank's contribution (indexed by rank) exactly as the schedule computes it, operands in
   /// the same order, so the same bits.

@@ -44,7 +44,7 @@ constexpr Rule kRules[] = {
     // ranks on 2 cores direct was slower (1.03-1.06 over shared memory), at 8 more so
     // (1.10-1.17), and at 2 recursive doubling is one exchange with fewer steps.
     // Every rank on one host, up to 992 bytes (FlatSlot's room, shm/segment.h): direct's one
-    // round carried by the flat exchange (Transport::flatExchange: each rank writes its input
+    // round carried by the flat exchange (FlatExchange::flatExchange: each rank writes its input
     // once, every rank reads every input in place). Alternating runs (scripts/ab_latency.sh,
     // 8 and 960 bytes, time against recursive doubling's): 2 ranks 0.59 and 0.90, 3 ranks
     // on 2 cores 0.62 (8 bytes), 4 ranks 0.52 and 0.60, 8 ranks 0.78 and 0.66; against
@@ -89,7 +89,7 @@ constexpr Rule kRules[] = {
     {Collective::kAllReduce, 32 << 10, 8, "recursive_doubling", 8, true},
     {Collective::kAllReduce, 128 << 10, kAnyRanks, "reduce_bcast"},
     // 3 to 8 ranks on one host whose buffers all come from memAlloc (agreed per call from
-    // 1 MiB, CommImpl::agreeOnBuffers): every rank reduces its chunk reading every peer's input in
+    // 1 MiB, FlatExchangeRunner::agreeOnBuffers): every rank reduces its chunk reading every peer's input in
     // place, then copies every other chunk from its owner. Alternating runs, memAlloc
     // buffers, time against the default's (ring): 4 ranks 1 MiB 0.69, 16 MiB 0.80, 64 MiB
     // 0.94; 8 ranks 1 MiB 0.55, 4 MiB 0.50, 16 MiB 0.67, 64 MiB 0.59; 2 ranks 1.12-1.18

@@ -1,6 +1,6 @@
 // direct.cc's one-round all-reduce, all-gather(v), all-to-all, reduce-scatter(v) and barrier in
 // flat form: the output computed from every rank's whole contribution at once, for a
-// transport's flat exchange (Transport::flatExchange, AlgorithmInfo::flatBytes) to carry
+// transport's flat exchange (FlatExchange::flatExchange, AlgorithmInfo::flatBytes) to carry
 // the round instead of messages.
 
 #include <algorithm>

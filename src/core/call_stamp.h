@@ -28,7 +28,7 @@ CallStamp stampFor(const CollectiveSpec& spec, const AlgorithmInfo& algorithm);
 /// only with stamps of another call.
 CallStamp stampBeforeChoice(const CollectiveSpec& spec);
 
-/// The call as CommImpl::describe() words it ("allreduce #12 (count 1000 float32 sum,
+/// The call as CallDescriber::describe() words it ("allreduce #12 (count 1000 float32 sum,
 /// ring)"), `seq` being the sequence number. Fields that are out of range (a peer built
 /// from other sources) are shown as numbers.
 std::string describeStamp(const CallStamp& stamp, std::uint64_t seq);

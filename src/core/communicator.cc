@@ -129,7 +129,7 @@ void Communicator::abort() {
 
 namespace {
 
-// `values` in a vector of the communicator's spare ones (CommImpl::arrayOf), so that a
+// `values` in a vector of the communicator's spare ones (CallQueue::arrayOf), so that a
 // repeated v-collective allocates nothing; a moved-from communicator's call fails anyway.
 std::vector<std::uint64_t> toVector(CommImpl* impl, std::span<const std::size_t> values) {
   if (impl != nullptr) return impl->queue().arrayOf(values);

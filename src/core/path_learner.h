@@ -12,7 +12,7 @@
 // The ranks decide together. Every rank makes the same calls in the same order, so a shape's
 // n-th call is the same call on every rank, and the learner's schedule depends on n alone:
 // the calls that try a way are the same on every rank, and at each decision the ranks add up
-// their estimates (one flat exchange of a few bytes, CommImpl::agreePath) and so keep the
+// their estimates (one flat exchange of a few bytes, MessageWays::agree) and so keep the
 // same way. A rank that decided alone would see the other ranks' choices in its times.
 //
 // The calls go in cycles: a decision, calls the way kept, then three calls another way.

@@ -15,7 +15,7 @@ namespace tutti::detail {
 class WorkState;
 
 /// What runs a communicator's queued operations on a thread that waits for one of them
-/// (CommImpl::runQueuedUntil).
+/// (CallQueue::runQueuedUntil).
 class QueueRunner {
  public:
   /// Runs queued operations in issue order on the calling thread until `work` has
@@ -94,7 +94,7 @@ class WorkState {
   }
 
   /// Makes a finished state that nobody else holds any more new again
-  /// (CommImpl::newWork reuses states instead of allocating one per call).
+  /// (CallQueue::newWork reuses states instead of allocating one per call).
   void reset() {
     status_ = Status::Ok();
     done_.store(0, std::memory_order_relaxed);

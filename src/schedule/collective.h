@@ -76,7 +76,7 @@ struct CollectiveSpec : CallKey {
   bool sharedMemory = false;
   /// Every rank's input and output of this call come from tutti::memAlloc, so peers on the
   /// host can read them in place (agreed among the ranks for the call, so the same on
-  /// every rank: CommImpl::agreeOnBuffers, from 1 MiB). Only ever set with sharedMemory.
+  /// every rank: FlatExchangeRunner::agreeOnBuffers, from 1 MiB). Only ever set with sharedMemory.
   bool sharedBuffers = false;
   /// v-collectives (one entry per rank). gatherv/scatterv/allgatherv: counts and displs of
   /// the gathered/scattered buffer (meaningful on every rank, as MPI requires them on the

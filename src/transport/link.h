@@ -51,7 +51,7 @@ inline constexpr std::uint64_t kUnexpectedOverheadBytes = 64;
 inline constexpr std::size_t kQueuedRequests = 32;
 
 /// Set in CallStamp::what by a rank that has not chosen the call's algorithm yet (it is
-/// agreeing with the others on what the choice depends on, CommImpl::agreeOnBuffers): such
+/// agreeing with the others on what the choice depends on, FlatExchangeRunner::agreeOnBuffers): such
 /// a stamp agrees with every stamp of the same call, whatever its algorithm. The algorithm
 /// id sits in bits 39-24 of `what` (core/call_stamp.h).
 inline constexpr std::uint64_t kStampAnyAlgorithm = std::uint64_t{1} << 62;

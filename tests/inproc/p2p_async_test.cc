@@ -1,6 +1,6 @@
 // Point-to-point calls in flight together, ranks as threads over the real TCP transport:
 // the patterns MPI programs write with Irecv/Isend/Waitall. Each completes only when the
-// calls issued back to back run at once (CommImpl::runP2pGroup), not one after the other.
+// calls issued back to back run at once (P2pGroupRunner::run), not one after the other.
 // Every element received is compared with what its sender wrote.
 
 #include <gtest/gtest.h>

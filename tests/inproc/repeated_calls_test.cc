@@ -1,5 +1,5 @@
 // A loop that repeats one call skips the checks and choices after the first
-// (CommImpl::runRepeated): these tests make the repeats and then change one thing at a time
+// (CallPlanner::recall and planned): these tests make the repeats and then change one thing at a time
 // (the data, the buffers, the operator, the count, the collective, the root, the peer), so
 // that every repeat must still compute from this call's inputs, and a call that only looks
 // like the last must take the full path. Small calls over shared memory repeat through the

@@ -1,5 +1,5 @@
 // Waiting on a Work runs the communicator's queued calls on the waiting thread when no
-// other thread runs them (WorkState::wait, CommImpl::runQueuedUntil): these tests issue
+// other thread runs them (WorkState::wait, CallQueue::runQueuedUntil): these tests issue
 // async calls and wait on them in the ways programs do (the last of many only, from
 // threads other than the one that issued them, while the communicator is being destroyed)
 // and compare every element of every result with what the calls define. Whether the waiting

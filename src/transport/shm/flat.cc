@@ -1,4 +1,4 @@
-// Flat exchanges over shared memory (Transport::flatExchange): the one round of a direct
+// Flat exchanges over shared memory (FlatExchange::flatExchange): the one round of a direct
 // all-reduce, all-gather or barrier of up to 8 KiB per rank, without messages. Each rank
 // writes its contribution into a slot of its own segment (FlatSlot, segment.h) and reads
 // every other rank's where it lies, so a call costs one store of a line or two, one read of
