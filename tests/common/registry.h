@@ -4,6 +4,7 @@
 // the registry is tested the day it is registered, without editing the test. Tests about
 // one algorithm's own behaviour (its cost, its diagram) name it instead.
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,11 @@ struct RegisteredAlgorithm {
   /// "<collective>_<algorithm>", e.g. "allreduce_rs_ag": a gtest parameter name.
   std::string testName() const;
 };
+
+/// Shows a parameter as its test name (gtest's PrintTo, found by argument lookup).
+inline void PrintTo(const RegisteredAlgorithm& algorithm, std::ostream* os) {
+  *os << algorithm.testName();
+}
 
 /// Every registry entry whose collective is one of `kinds`, in registry order.
 std::vector<RegisteredAlgorithm> registeredAlgorithms(const std::vector<Collective>& kinds);

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,10 @@ struct LargeRun {
   RegisteredAlgorithm algorithm;
   std::string transport;
 };
+
+void PrintTo(const LargeRun& run, std::ostream* os) {
+  *os << run.algorithm.testName() << " over " << run.transport;
+}
 
 std::vector<LargeRun> largeRuns() {
   std::vector<Collective> kinds = registeredCollectives();

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -52,5 +53,8 @@ struct TransportKind {
   std::string name;
   std::function<Ranks(int size, const ConnectOptions& options)> connect;
 };
+
+/// Shows a parameter as its name (gtest's PrintTo, found by argument lookup).
+inline void PrintTo(const TransportKind& kind, std::ostream* os) { *os << kind.name; }
 
 }  // namespace tutti::test
