@@ -406,25 +406,5 @@ TEST(Costs, VerifierMeasuresWhatTheCommentsDocument) {
   }
 }
 
-TEST(Registry, NamesSelectTheNewAlgorithms) {
-  struct Case {
-    Collective kind;
-    const char* name;
-  };
-  for (Case c : {Case{Collective::kAllToAll, "pairwise"}, Case{Collective::kAllToAll, "bruck"},
-                 Case{Collective::kAllToAllV, "pairwise"}, Case{Collective::kAllGather, "bruck"}}) {
-    auto specs = c.kind == Collective::kAllToAllV ? std::vector<CollectiveSpec>{}
-                                                  : uniformSpecs(c.kind, 5, 3, false);
-    if (c.kind == Collective::kAllToAllV) {
-      std::mt19937_64 random(1);
-      specs = alltoallvSpecs(5, false, random);
-    }
-    auto selected = selectAlgorithm(specs[2], c.name);
-    ASSERT_TRUE(selected.ok()) << selected.status().message();
-    EXPECT_STREQ((*selected)->name, c.name);
-    EXPECT_EQ((*selected)->kind, c.kind);
-  }
-}
-
 }  // namespace
 }  // namespace tutti

@@ -1,8 +1,10 @@
-// Schedules of the ring and butterfly algorithms (allgather_ring.cc, reducescatter_ring.cc,
-// allreduce_rs_ag.cc, allreduce_recursive_doubling.cc, allgather_recursive_doubling.cc,
-// reducescatter_recursive_halving.cc, allreduce_rabenseifner.cc), run on symbolic data by
-// schedule_sim.h for many worlds and shapes, and their measured costs against the numbers
-// their header comments document.
+// Every algorithm of the collectives schedule_sim.h checks the results of (all-reduce,
+// all-gather(v), reduce-scatter(v); the list from the registry, one test per entry), run
+// on symbolic data for many worlds and shapes and under narrow windows; then the ring and
+// butterfly algorithms' (allgather_ring.cc, reducescatter_ring.cc, allreduce_rs_ag.cc,
+// allreduce_recursive_doubling.cc, allgather_recursive_doubling.cc,
+// reducescatter_recursive_halving.cc, allreduce_rabenseifner.cc) measured costs against
+// the numbers their header comments document.
 
 #include <gtest/gtest.h>
 
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "algorithms/algorithm.h"
+#include "common/registry.h"
 #include "schedule/verifier.h"
 #include "unit/algorithms/schedule_sim.h"
 
@@ -19,32 +22,18 @@ namespace {
 using testing::buildAndSimulate;
 using testing::SimStats;
 
-struct Entry {
-  const char* name;
-  Collective kind;
-};
+using test::RegisteredAlgorithm;
 
-constexpr Entry kEntries[] = {
-    {"ring", Collective::kAllGather},
-    {"ring", Collective::kAllGatherV},
-    {"ring", Collective::kReduceScatter},
-    {"ring", Collective::kReduceScatterV},
-    {"rs_ag", Collective::kAllReduce},
-    {"direct_rs_ag", Collective::kAllReduce},
-    {"recursive_doubling", Collective::kAllReduce},
-    {"recursive_doubling", Collective::kAllGather},
-    {"recursive_doubling", Collective::kAllGatherV},
-    {"recursive_halving", Collective::kReduceScatter},
-    {"recursive_halving", Collective::kReduceScatterV},
-    {"rabenseifner", Collective::kAllReduce},
-};
+// The collectives whose results the simulator checks.
+std::vector<RegisteredAlgorithm> simulated() {
+  return test::registeredAlgorithms({Collective::kAllReduce, Collective::kAllGather,
+                                     Collective::kAllGatherV, Collective::kReduceScatter,
+                                     Collective::kReduceScatterV});
+}
 
-const AlgorithmInfo& lookup(const Entry& e) {
-  for (const AlgorithmInfo& info : algorithmRegistry()) {
-    if (info.kind == e.kind && std::string(info.name) == e.name) return info;
-  }
-  ADD_FAILURE() << "no registry entry " << e.name << " for " << collectiveName(e.kind);
-  return algorithmRegistry().front();
+const AlgorithmInfo& lookup(const char* name, Collective kind) {
+  const AlgorithmInfo* info = test::findAlgorithm(kind, name);
+  return info != nullptr ? *info : algorithmRegistry().front();
 }
 
 bool isV(Collective kind) {
@@ -130,42 +119,44 @@ std::string describe(const CollectiveSpec& s) {
   return out;
 }
 
-class RingButterfly : public ::testing::TestWithParam<int> {};
+class SimulatedAlgorithm : public ::testing::TestWithParam<RegisteredAlgorithm> {};
 
-TEST_P(RingButterfly, EveryShapeIsCorrect) {
-  const int n = GetParam();
-  for (const Entry& e : kEntries) {
-    const AlgorithmInfo& info = lookup(e);
+TEST_P(SimulatedAlgorithm, EveryShapeIsCorrect) {
+  const RegisteredAlgorithm& e = GetParam();
+  std::vector<int> worlds;
+  for (int n = 1; n <= 17; ++n) worlds.push_back(n);
+  for (int n : {24, 32, 33}) worlds.push_back(n);
+  for (int n : worlds) {
     for (const CollectiveSpec& spec : shapes(e.kind, n, n > 17)) {
       ASSERT_TRUE(validateSpec(spec).ok()) << describe(spec);
-      ASSERT_TRUE(info.unsupportedReason(spec).empty()) << describe(spec);
-      const std::string err = buildAndSimulate(spec, info.build);
+      ASSERT_TRUE(e.info->unsupportedReason(spec).empty()) << describe(spec);
+      const std::string err = buildAndSimulate(spec, e.info->build);
       ASSERT_EQ(err, "") << e.name << " " << describe(spec);
     }
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Worlds, RingButterfly,
-                         ::testing::Values(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
-                                           17, 24, 32, 33));
-
-// A world of 64 ranks with the executor's smallest windows: a step that waits on a
+// Worlds of up to 12 ranks with the executor's smallest windows: a step that waits on a
 // dependency blocks those after it, so narrow windows find ordering deadlocks.
-TEST(RingButterflyWindows, NarrowWindowsDoNotDeadlock) {
+TEST_P(SimulatedAlgorithm, NarrowWindowsDoNotDeadlock) {
+  const RegisteredAlgorithm& e = GetParam();
   for (std::size_t window : {2u, 3u, 4u}) {
     testing::SimOptions options;
     options.window = window;
     options.checkHazards = false;
     for (int n : {2, 3, 5, 8, 12}) {
-      for (const Entry& e : kEntries) {
-        for (const CollectiveSpec& spec : shapes(e.kind, n, true)) {
-          const std::string err = buildAndSimulate(spec, lookup(e).build, options);
-          ASSERT_EQ(err, "") << e.name << " window=" << window << " " << describe(spec);
-        }
+      for (const CollectiveSpec& spec : shapes(e.kind, n, true)) {
+        const std::string err = buildAndSimulate(spec, e.info->build, options);
+        ASSERT_EQ(err, "") << e.name << " window=" << window << " " << describe(spec);
       }
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Registry, SimulatedAlgorithm, ::testing::ValuesIn(simulated()),
+                         [](const ::testing::TestParamInfo<RegisteredAlgorithm>& param) {
+                           return param.param.testName();
+                         });
 
 // Measured costs against the header comments.
 SimStats measure(const char* name, Collective kind, int n, std::uint64_t count,
@@ -176,14 +167,14 @@ SimStats measure(const char* name, Collective kind, int n, std::uint64_t count,
   spec.count = count;
   spec.segmentCount = segment;
   SimStats stats;
-  EXPECT_EQ(buildAndSimulate(spec, lookup({name, kind}).build, {}, &stats), "") << name;
+  EXPECT_EQ(buildAndSimulate(spec, lookup(name, kind).build, {}, &stats), "") << name;
   // The schedule verifier measures the same costs independently.
   std::vector<CollectiveSpec> specs;
   std::vector<Schedule> schedules;
   for (int r = 0; r < n; ++r) {
     specs.push_back(spec);
     specs.back().rank = r;
-    schedules.push_back(lookup({name, kind}).build(specs.back()));
+    schedules.push_back(lookup(name, kind).build(specs.back()));
   }
   VerifyStats verified;
   EXPECT_TRUE(verifySchedules(specs, schedules, {}, &verified).ok()) << name;
@@ -317,17 +308,6 @@ TEST(ScheduleSim, FindsRendezvousDeadlockAndWrongResults) {
   }
   EXPECT_NE(testing::simulate(specs, deadlock).find("deadlock"), std::string::npos);
   EXPECT_NE(testing::simulate(specs, wrong).find("output[0]"), std::string::npos);
-}
-
-TEST(ScheduleSim, AcceptsTheDirectAlgorithms) {
-  for (int n : {1, 2, 3, 5}) {
-    for (Collective kind : {Collective::kAllReduce, Collective::kAllGather,
-                            Collective::kReduceScatter, Collective::kAllGatherV,
-                            Collective::kReduceScatterV}) {
-      for (const CollectiveSpec& spec : shapes(kind, n, true))
-        EXPECT_EQ(buildAndSimulate(spec, buildDirect), "") << describe(spec);
-    }
-  }
 }
 
 }  // namespace

@@ -15,7 +15,8 @@
 //  - hazards: two steps of a rank whose regions conflict (one writes what the other reads
 //    or writes, with in-place aliasing) are ordered by dependencies;
 //  - results: allreduce, allgather(v) and reducescatter(v) outputs per collective.h, with
-//    the finalization applied exactly once and only after every contribution;
+//    the finalization applied exactly once and only after every contribution (optional
+//    over one rank, where it divides by 1);
 //    allreduce results identical (same expression tree) on every rank.
 
 #include <cstdint>

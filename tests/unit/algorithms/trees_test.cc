@@ -1,8 +1,10 @@
-// The tree algorithms (binomial, double_binary_tree, reduce_bcast) through the schedule
-// verifier in more shapes than the registry-wide verify_all_test.cc: every root class
-// (0, 3, n/2, n-1), worlds 31-33, pipelining with 1, 5, 7 and 64 elements per segment, and
-// gatherv/scatterv layouts whose blocks lie out of rank order (the root's staged path).
-// Then the measured costs (VerifyStats) against each file's documented cost.
+// Every algorithm of the rooted collectives and of all-reduce (the list from the registry,
+// one test per entry) through the schedule verifier in more shapes than the registry-wide
+// verify_all_test.cc: every root class (0, 3, n/2, n-1), worlds 31-33, pipelining with 1,
+// 5, 7 and 64 elements per segment, and gatherv/scatterv layouts whose blocks lie out of
+// rank order (the trees' staged path at the root). Then the tree algorithms' rank maths
+// (binomial, double_binary_tree, reduce_bcast) at 1,024 ranks, and their measured costs
+// (VerifyStats, scatter_allgather's too) against each file's documented cost.
 
 #include <gtest/gtest.h>
 
@@ -15,6 +17,7 @@
 #include "algorithms/partition.h"
 #include "algorithms/patterns/binomial_tree.h"
 #include "base/strings.h"
+#include "common/registry.h"
 #include "schedule/verifier.h"
 
 namespace tutti {
@@ -99,27 +102,24 @@ std::string sweep(Builder build, Collective kind, bool rooted) {
   return failures;
 }
 
-TEST(BinomialBroadcast, EveryWorldRootCountAndPlacement) {
-  EXPECT_EQ(sweep(buildBroadcastBinomial, Collective::kBroadcast, true), "");
+using test::RegisteredAlgorithm;
+
+std::string nameOf(const ::testing::TestParamInfo<RegisteredAlgorithm>& param) {
+  return param.param.testName();
 }
-TEST(BinomialReduce, EveryWorldRootCountAndPlacement) {
-  EXPECT_EQ(sweep(buildReduceBinomial, Collective::kReduce, true), "");
+
+class EveryRootAndSegment : public ::testing::TestWithParam<RegisteredAlgorithm> {};
+
+TEST_P(EveryRootAndSegment, EveryWorldRootCountAndPlacement) {
+  const RegisteredAlgorithm& e = GetParam();
+  EXPECT_EQ(sweep(e.info->build, e.kind, isRooted(e.kind)), "");
 }
-TEST(BinomialGather, EveryWorldRootCountAndPlacement) {
-  EXPECT_EQ(sweep(buildGatherBinomial, Collective::kGather, true), "");
-}
-TEST(BinomialScatter, EveryWorldRootCountAndPlacement) {
-  EXPECT_EQ(sweep(buildScatterBinomial, Collective::kScatter, true), "");
-}
-TEST(DoubleBinaryTreeBroadcast, EveryWorldRootCountAndPlacement) {
-  EXPECT_EQ(sweep(buildBroadcastDoubleBinaryTree, Collective::kBroadcast, true), "");
-}
-TEST(DoubleBinaryTreeAllreduce, EveryWorldCountAndPlacement) {
-  EXPECT_EQ(sweep(buildAllreduceDoubleBinaryTree, Collective::kAllReduce, false), "");
-}
-TEST(ReduceBcastAllreduce, EveryWorldCountAndPlacement) {
-  EXPECT_EQ(sweep(buildAllreduceReduceBcast, Collective::kAllReduce, false), "");
-}
+
+INSTANTIATE_TEST_SUITE_P(Registry, EveryRootAndSegment,
+                         ::testing::ValuesIn(test::registeredAlgorithms(
+                             {Collective::kBroadcast, Collective::kReduce, Collective::kGather,
+                              Collective::kScatter, Collective::kAllReduce})),
+                         nameOf);
 
 // The v-variants: zero counts, blocks out of rank order, gaps, all-empty.
 std::vector<std::pair<std::vector<std::uint64_t>, std::vector<std::uint64_t>>> vLayouts(int n) {
@@ -175,12 +175,16 @@ std::string sweepV(Builder build, Collective kind) {
   return failures;
 }
 
-TEST(BinomialGatherV, ZeroCountsScatteredDisplacementsAndGaps) {
-  EXPECT_EQ(sweepV(buildGatherBinomial, Collective::kGatherV), "");
+class VLayouts : public ::testing::TestWithParam<RegisteredAlgorithm> {};
+
+TEST_P(VLayouts, ZeroCountsScatteredDisplacementsAndGaps) {
+  EXPECT_EQ(sweepV(GetParam().info->build, GetParam().kind), "");
 }
-TEST(BinomialScatterV, ZeroCountsScatteredDisplacementsAndGaps) {
-  EXPECT_EQ(sweepV(buildScatterBinomial, Collective::kScatterV), "");
-}
+
+INSTANTIATE_TEST_SUITE_P(Registry, VLayouts,
+                         ::testing::ValuesIn(test::registeredAlgorithms(
+                             {Collective::kGatherV, Collective::kScatterV})),
+                         nameOf);
 
 // 1024 ranks, a few shapes each: the trees' maths at scale.
 TEST(Trees, ThousandRanks) {

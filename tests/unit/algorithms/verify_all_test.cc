@@ -1,7 +1,8 @@
 // Every algorithm of the registry, verified symbolically (schedule/verifier.h) over world
 // sizes 1..17, 64 and 1024, awkward counts, in and out of place, several roots and segment
 // sizes. Data-driven: an algorithm added to registry.cc is verified here without touching
-// this file. Each registry entry is one test, named after its collective and algorithm.
+// this file. Each registry entry is one test (and one that forces it by name), named after
+// its collective and algorithm.
 //
 // Cost is bounded per entry. Segments of 1 and 7 elements, which multiply the steps by the
 // number of segments, only run with counts that give a few segments per chunk (n + 1 and
@@ -261,6 +262,27 @@ TEST_P(VerifyAll, EveryShape) {
               collectiveName(info.kind), info.name, verified, unsupported, steps, seconds);
   EXPECT_GT(verified, 0u) << info.name << " (" << collectiveName(info.kind)
                           << ") applies to none of the shapes; last reason: " << why;
+}
+
+// Forced by its name, the entry is what selectAlgorithm picks wherever it applies (names
+// repeat across collectives: "ring" of all-gather must not run all-reduce's).
+TEST_P(VerifyAll, ForcedByNameItIsChosen) {
+  const AlgorithmInfo& info = algorithmRegistry()[GetParam()];
+  std::size_t applicable = 0;
+  for (const Shape& shape : shapesFor(info.kind)) {
+    if (shape.n > 17) continue;
+    for (int r = 0; r < shape.n; ++r) {
+      CollectiveSpec spec = specFor(info.kind, shape, r);
+      if (isPointToPoint(info.kind)) spec.peer = (r + 1) % shape.n;
+      if (!info.unsupportedReason(spec).empty()) continue;
+      ++applicable;
+      auto chosen = selectAlgorithm(spec, info.name);
+      ASSERT_TRUE(chosen.ok()) << shape.text() << ": " << chosen.status().toString();
+      ASSERT_EQ(*chosen, &info) << shape.text() << ": chose " << (*chosen)->name << " of "
+                                << collectiveName((*chosen)->kind);
+    }
+  }
+  EXPECT_GT(applicable, 0u);
 }
 
 std::string entryName(const testing::TestParamInfo<std::size_t>& param) {

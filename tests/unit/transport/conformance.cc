@@ -16,6 +16,18 @@ Status waitFor(Transport& t, TransferRequest& req) {
   return req.status();
 }
 
+Status waitForFailure(Transport& t) {
+  Deadline deadline = Deadline::afterSeconds(30);
+  while (t.health().ok()) {
+    auto seen = t.progressSignal().snapshot();
+    if (!t.health().ok()) break;
+    if (!t.waitForProgress(seen, Deadline::earliest(deadline, Deadline::afterSeconds(1)), 1000) &&
+        deadline.expired())
+      return Status(ErrorCode::kTimeout, "test wait for a failure timed out");
+  }
+  return t.health();
+}
+
 std::vector<std::uint8_t> pattern(std::size_t n, int seed) {
   std::vector<std::uint8_t> v(n);
   for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::uint8_t>(i * 31 + seed * 7 + (i >> 8));

@@ -1,8 +1,8 @@
-// The tree algorithms over real TCP, ranks as threads, in the shapes the registry-wide test
-// (collectives_test.cc) does not reach: buffers of many pipelining segments (several
-// segments in flight down and up the trees at once), and gatherv/scatterv layouts whose
-// blocks lie out of rank order, so the root stages subtrees in scratch. Every element is
-// checked against an expectation computed here or by tests/common/collective_check.h.
+// Gatherv and scatterv with every registered algorithm of theirs (the list from the
+// registry, one test per algorithm), ranks as threads, in layouts whose blocks lie out of
+// rank order with zero counts and gaps, so a tree's root stages subtrees in scratch; every
+// root class, in place and not, worlds of 1 to 8 ranks. Every element is checked against an expectation
+// computed here. (large_messages_test.cc runs every algorithm at large counts.)
 
 #include <gtest/gtest.h>
 
@@ -13,48 +13,12 @@
 
 #include "base/strings.h"
 #include "common/collective_check.h"
+#include "common/registry.h"
 #include "common/threads.h"
 #include "tutti/communicator.h"
 
 namespace tutti::test {
 namespace {
-
-// 3 MiB of float32 plus an odd tail: six 512 KiB segments (three per half for the double
-// binary tree), with the last segments of unequal length.
-constexpr std::size_t kLarge = (3u << 20) / 4 + 5;
-
-TEST(Trees, LargeBuffersPipelineThroughManySegments) {
-  for (int n : {3, 5, 8}) {
-    std::vector<CollectiveCase> cases;
-    auto add = [&](Collective kind, const char* algorithm, DataType dtype, ReduceOp op, int root,
-                   bool inPlace) {
-      CollectiveCase c;
-      c.kind = kind;
-      c.count = kLarge;
-      c.dtype = dtype;
-      c.op = op;
-      c.root = root;
-      c.inPlace = inPlace;
-      c.algorithm = algorithm;
-      cases.push_back(c);
-    };
-    add(Collective::kBroadcast, "binomial", DataType::kFloat32, ReduceOp::kSum, n - 1, false);
-    add(Collective::kBroadcast, "double_binary_tree", DataType::kFloat32, ReduceOp::kSum, 1, true);
-    add(Collective::kBroadcast, "scatter_allgather", DataType::kFloat64, ReduceOp::kSum, n / 2, true);
-    add(Collective::kBroadcast, "scatter_allgather", DataType::kInt8, ReduceOp::kSum, n - 1, false);
-    add(Collective::kReduce, "binomial", DataType::kFloat32, ReduceOp::kSum, n / 2, false);
-    add(Collective::kReduce, "binomial", DataType::kInt32, ReduceOp::kMax, 0, true);
-    add(Collective::kAllReduce, "double_binary_tree", DataType::kFloat32, ReduceOp::kSum, 0, false);
-    add(Collective::kAllReduce, "double_binary_tree", DataType::kFloat32, ReduceOp::kAvg, 0, true);
-    add(Collective::kAllReduce, "reduce_bcast", DataType::kInt32, ReduceOp::kMin, 0, true);
-    auto failures = runRanks(n, [&](int, Communicator& comm) -> std::string {
-      std::string out;
-      for (const CollectiveCase& c : cases) out += runAndCheck(comm, c);
-      return out;
-    });
-    EXPECT_EQ(joinFailures(failures), "") << "n=" << n;
-  }
-}
 
 // Counts with zeros, displacements in reverse rank order with gaps: a subtree's blocks fall
 // in many pieces of the root's buffer.
@@ -80,7 +44,8 @@ std::int32_t valueOf(int rank, std::size_t j) {
   return rank * 100000 + static_cast<std::int32_t>(j) + 1;
 }
 
-std::string gathervOnce(Communicator& comm, const VLayout& l, int root, bool inPlace) {
+std::string gathervOnce(Communicator& comm, const std::string& algorithm, const VLayout& l,
+                        int root, bool inPlace) {
   const int me = comm.rank();
   const auto m = static_cast<std::size_t>(me);
   std::vector<std::int32_t> input(l.counts[m]), output(l.extent, -1);
@@ -92,7 +57,7 @@ std::string gathervOnce(Communicator& comm, const VLayout& l, int root, bool inP
     send = output.data() + l.displs[m];
   }
   CallOptions options;
-  options.algorithm = "binomial";
+  options.algorithm = algorithm;
   Status s = comm.gatherv(send, l.counts[m], output.data(), l.counts, l.displs, DataType::kInt32,
                           root, options);
   const std::string what =
@@ -109,7 +74,8 @@ std::string gathervOnce(Communicator& comm, const VLayout& l, int root, bool inP
   return "";
 }
 
-std::string scattervOnce(Communicator& comm, const VLayout& l, int root, bool inPlace) {
+std::string scattervOnce(Communicator& comm, const std::string& algorithm, const VLayout& l,
+                         int root, bool inPlace) {
   const int me = comm.rank();
   const auto m = static_cast<std::size_t>(me);
   std::vector<std::int32_t> input(me == root ? l.extent : 0, -1), output(l.counts[m], -1);
@@ -121,7 +87,7 @@ std::string scattervOnce(Communicator& comm, const VLayout& l, int root, bool in
   }
   std::int32_t* recv = (inPlace && me == root) ? input.data() + l.displs[m] : output.data();
   CallOptions options;
-  options.algorithm = "binomial";
+  options.algorithm = algorithm;
   Status s = comm.scatterv(input.data(), l.counts, l.displs, recv, l.counts[m], DataType::kInt32,
                            root, options);
   const std::string what =
@@ -133,15 +99,18 @@ std::string scattervOnce(Communicator& comm, const VLayout& l, int root, bool in
   return "";
 }
 
-TEST(Trees, GathervAndScattervWithBlocksOutOfRankOrder) {
+class VLayouts : public ::testing::TestWithParam<RegisteredAlgorithm> {};
+
+TEST_P(VLayouts, BlocksOutOfRankOrderArriveWhereTheirDisplacementsSay) {
+  const RegisteredAlgorithm& a = GetParam();
   for (int n : {1, 2, 3, 4, 5, 7, 8}) {
     const VLayout layout = reversedLayout(n);
     auto failures = runRanks(n, [&](int, Communicator& comm) -> std::string {
       std::string out;
       for (int root : {0, n - 1, n / 2}) {
         for (bool inPlace : {false, true}) {
-          out += gathervOnce(comm, layout, root, inPlace);
-          out += scattervOnce(comm, layout, root, inPlace);
+          out += a.kind == Collective::kGatherV ? gathervOnce(comm, a.name, layout, root, inPlace)
+                                                : scattervOnce(comm, a.name, layout, root, inPlace);
         }
       }
       return out;
@@ -149,6 +118,13 @@ TEST(Trees, GathervAndScattervWithBlocksOutOfRankOrder) {
     EXPECT_EQ(joinFailures(failures), "") << "n=" << n;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Registry, VLayouts,
+                         ::testing::ValuesIn(registeredAlgorithms(
+                             {Collective::kGatherV, Collective::kScatterV})),
+                         [](const ::testing::TestParamInfo<RegisteredAlgorithm>& param) {
+                           return param.param.testName();
+                         });
 
 }  // namespace
 }  // namespace tutti::test
