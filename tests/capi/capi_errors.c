@@ -230,9 +230,6 @@ static tuttiResult_t recvFromErring(tuttiComm_t c) {
   return tuttiRecv(gOut, 4, tuttiFloat, erring(), c);
 }
 static tuttiResult_t sendOutside(tuttiComm_t c) { return tuttiSend(gIn, 4, tuttiFloat, gSize, c); }
-static tuttiResult_t sendToSelf(tuttiComm_t c) {
-  return tuttiSend(gIn, 4, tuttiFloat, erring(), c);
-}
 static tuttiResult_t sendNull(tuttiComm_t c) { return tuttiSend(NULL, 4, tuttiFloat, 0, c); }
 static tuttiResult_t goodAllReduceAsync(tuttiComm_t c) {
   tuttiRequest_t request = NULL;
@@ -275,7 +272,6 @@ static const struct LocalCase kLocal[] = {
     {"alltoallv in place with other receive displacements", alltoallvInPlaceMismatch,
      goodAlltoallv, "alltoallv in place needs the same counts and displacements", 1, 1},
     {"send to peer nranks", sendOutside, recvFromErring, "send: peer", 1, 1},
-    {"send to itself", sendToSelf, recvFromErring, "is this rank itself", 1, 1},
     {"send from NULL", sendNull, recvFromErring, "send: the send buffer (sendbuf) is null", 1, 2},
     {"async allreduce from NULL", nullSendAsync, goodAllReduceAsync,
      "tuttiAllReduceAsync: invalid argument: allreduce: the send buffer", 1, 1},

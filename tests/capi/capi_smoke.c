@@ -471,6 +471,35 @@ static void checkAlltoalls(tuttiComm_t comm, int async) {
 }
 
 /* A ring of messages (rank+1 receives from rank) and a barrier. */
+/* A rank sends to itself: a blocking send before its blocking receive (tutti buffers it),
+   and a receive posted first (tuttiRecvAsync) with a blocking send after it. */
+static void checkSendToSelf(tuttiComm_t comm, int async) {
+  const size_t count = 1000;
+  int64_t* out = allocate(count * sizeof *out);
+  int64_t* in = allocate(count * sizeof *in);
+  tuttiRequest_t req = NULL;
+  size_t i;
+  for (i = 0; i < count; ++i) {
+    out[i] = v64(gRank + 7, i);
+    in[i] = -1;
+  }
+  if (async) {
+    expectResult(tuttiRecvAsync(in, count, tuttiInt64, gRank, comm, &req), tuttiSuccess,
+                 "tuttiRecvAsync from self", comm);
+    expectResult(tuttiSend(out, count, tuttiInt64, gRank, comm), tuttiSuccess,
+                 "tuttiSend to self, its receive posted", comm);
+    expectResult(finish(tuttiSuccess, &req, "recv from self"), tuttiSuccess, "recv from self",
+                 comm);
+  } else {
+    expectResult(tuttiSend(out, count, tuttiInt64, gRank, comm), tuttiSuccess,
+                 "tuttiSend to self before its receive", comm);
+    expectResult(tuttiRecv(in, count, tuttiInt64, gRank, comm), tuttiSuccess,
+                 "tuttiRecv from self", comm);
+  }
+  expectElements(in, out, count, sizeof *in, "a message to self");
+  free(out); free(in);
+}
+
 static void checkPointToPointAndBarrier(tuttiComm_t comm, int async) {
   const size_t count = 300;
   tuttiRequest_t req = NULL;
@@ -510,6 +539,7 @@ static void checkPointToPointAndBarrier(tuttiComm_t comm, int async) {
     }
     free(out); free(in); free(want);
   }
+  checkSendToSelf(comm, async);
 }
 
 /* ---- communicators ------------------------------------------------------------------------ */

@@ -25,6 +25,9 @@
 //                    calls something else (how = recv: a receive from rank 0, tag 7, that
 //                    nobody sends, with a 60 s deadline). Every rank in a call prints
 //                    "EXPECTED-FAILURE ..." and exits 3.
+//   self             sends from every rank to itself in every order MPI allows, alone and in
+//                    flight with a ring to the neighbours, from empty to large messages
+//                    (common/self_sends.h); every element checked.
 //   idle             after the warm-up calls, prints "READY ..." like hang, then every rank
 //                    waits in a receive from the next rank (tag 99, never sent, 120 s
 //                    deadline): a process blocked inside tutti, for SIGUSR1 dumps.
@@ -48,6 +51,7 @@
 #include "algorithms/algorithm.h"
 #include "bench/data.h"
 #include "common/collective_check.h"
+#include "common/self_sends.h"
 #include "core/flight_recorder.h"
 #include "schedule/collective.h"
 #include "base/strings.h"
@@ -541,6 +545,17 @@ int runHang(Communicator& comm, const std::string& how, int victim) {
   return expectFailure(comm, comm.allreduce(&x, &x, 1, DataType::kFloat32, ReduceOp::kSum, quick));
 }
 
+int runSelf(Communicator& comm) {
+  std::string failures;
+  for (std::size_t count : test::kSelfCounts) failures += test::checkSendsToSelf(comm, count);
+  if (!failures.empty()) {
+    std::fprintf(stdout, "RESULT FAILED rank %d: %s\n", comm.rank(), failures.c_str());
+    return 1;
+  }
+  std::fprintf(stdout, "RESULT OK rank %d of %d\n", comm.rank(), comm.size());
+  return 0;
+}
+
 int runIdle(Communicator& comm) {
   if (Status s = warmUpAndReport(comm); !s.ok()) return expectFailure(comm, s);
   std::int32_t in = 0;
@@ -602,9 +617,10 @@ int main(int argc, char** argv) {
   if (mode == "mismatch" && argc > 2) return runMismatch(*comm, argv[2]);
   if (mode == "hang" && argc > 3) return runHang(*comm, argv[2], std::atoi(argv[3]));
   if (mode == "idle") return runIdle(*comm);
+  if (mode == "self") return runSelf(*comm);
   std::fprintf(stderr,
                "usage: %s [--wait-fifo PATH] [--wrong-secret RANK] check | every | die <rank> [small] | "
-               "mismatch <how> | hang <how> <rank> | idle\n",
+               "mismatch <how> | hang <how> <rank> | idle | self\n",
                program);
   return 2;
 }

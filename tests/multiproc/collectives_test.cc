@@ -62,6 +62,25 @@ INSTANTIATE_TEST_SUITE_P(WorldSizes, EveryCollectiveProcs,
                                             ::testing::ValuesIn(kTransports)),
                          transportName);
 
+class SendToSelfProcs : public ::testing::TestWithParam<std::tuple<int, std::string>> {};
+
+// Every rank sends to itself in every order MPI allows (issue 37): blocking and async, alone
+// and in flight with messages to its neighbours; every element checked.
+TEST_P(SendToSelfProcs, EveryOrderDeliversEveryElement) {
+  const auto [n, transport] = GetParam();
+  ProcessResult r = runProcess(launch(n, transport, {"--timeout", "200"},
+                                      {testProgramPath("tutti_collective_worker"), "self"}),
+                               kOuterBoundSeconds);
+  ASSERT_FALSE(r.timedOut) << r.out << r.err;
+  EXPECT_EQ(r.exitCode(), 0) << r.out << r.err;
+  EXPECT_EQ(countLines(r.out, "RESULT OK"), n) << r.out << r.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSizes, SendToSelfProcs,
+                         ::testing::Combine(::testing::Values(1, 2, 3, 8),
+                                            ::testing::ValuesIn(kTransports)),
+                         transportName);
+
 // tutti-bench's result rows of rank 0 with 0 wrong out of place and in place.
 int rowsWithZeroWrong(const std::string& out) {
   const std::regex row("\\[0\\] +[0-9]+ +[0-9]+ +[a-z0-9]+ +[a-z]+ +-?[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +0 +[0-9.]+ +[0-9.]+ +[0-9.]+ +0 +[a-z_]+");
