@@ -100,9 +100,19 @@ class TUTTI_API Communicator {
   Communicator& operator=(Communicator&&) noexcept;
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
-  /// Waits for issued operations (bounded by their deadlines), tells the peers this rank is
-  /// leaving, and releases sockets and threads.
+  /// destroy(), when it was not called: its result is logged at WARN when it is an error.
   ~Communicator();
+
+  /// Destroys the communicator now: waits for issued operations (bounded by their
+  /// deadlines), then for every peer to destroy it too (at most the communicator's timeout:
+  /// destroying is collective, in the same order on every rank, as MPI_Comm_free is), and
+  /// releases sockets and threads. On the way the ranks confirm that every message of
+  /// every collective met the call it was sent for: kMismatch, naming both calls, when a
+  /// mismatch came to light that no call on this rank had returned (a broadcast root that
+  /// only sent while another rank took another root); OK otherwise, failures that calls
+  /// returned or that do not concern this rank's calls included (they are logged). The
+  /// object is empty afterwards, as if moved from.
+  Status destroy();
 
   /// This rank in [0, size()); -1 once moved from.
   int rank() const;

@@ -136,8 +136,12 @@ TUTTI_API tuttiResult_t tuttiCommInitFromEnv(tuttiComm_t* comm);
    connect to it (retrying until TUTTI_CONNECT_TIMEOUT). The port must be 1 to 65535. */
 TUTTI_API tuttiResult_t tuttiCommInitRank(tuttiComm_t* comm, int nranks, const char* storeAddr,
                                           int rank);
-/* Waits for this rank's issued operations (bounded by their deadlines), leaves the group and
-   frees `comm`; NULL is tuttiInvalidArgument. Requests it issued remain valid. */
+/* Waits for this rank's issued operations (bounded by their deadlines) and for every other
+   rank to destroy comm too (at most its timeout: destroy communicators in the same order on
+   every rank), leaves the group and frees `comm`; NULL is tuttiInvalidArgument. Requests it
+   issued remain valid. tuttiMismatch when a mismatch between the ranks' calls came to light
+   only now, which no call on this rank had returned (a broadcast root that only sent while
+   another rank took another root): the message naming both calls is logged at WARN. */
 TUTTI_API tuttiResult_t tuttiCommDestroy(tuttiComm_t comm);
 /* Aborts and frees `comm` (NCCL's ncclCommAbort): operations in progress on other threads
    fail with tuttiAborted, every peer's pending and later operations fail naming this rank,

@@ -13,9 +13,8 @@ namespace {
 std::string always(const CollectiveSpec&) { return {}; }
 
 std::string p2pPeerValid(const CollectiveSpec& spec) {
-  if (spec.peer < 0 || spec.peer >= spec.size || spec.peer == spec.rank)
-    return strFormat("peer %d is not another rank of this %d-rank communicator", spec.peer,
-                     spec.size);
+  if (spec.peer < 0 || spec.peer >= spec.size)
+    return strFormat("peer %d is not a rank of this %d-rank communicator", spec.peer, spec.size);
   return {};
 }
 

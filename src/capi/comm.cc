@@ -185,8 +185,11 @@ tuttiResult_t tuttiCommDestroy(tuttiComm_t comm) {
   } catch (...) {
     return tuttiInternalError;  // the lock failed (std::system_error): leak rather than free
   }
-  delete comm;  // the Communicator's destructor waits for issued operations (bounded)
-  return tuttiSuccess;
+  // Waits for issued operations and for the peers' farewells (bounded); a mismatch found
+  // only now is logged at WARN, naming both calls, and returned.
+  const Status found = comm->comm.destroy();
+  delete comm;
+  return found.ok() ? tuttiSuccess : toResult(found.code());
 }
 
 tuttiResult_t tuttiCommAbort(tuttiComm_t comm) {

@@ -26,6 +26,8 @@ ExecParams CallRunner::execParams(const OpRequest& r, const Plan& plan, const Op
   params.tagBase = isPointToPoint(spec.kind) ? p2pTag(0, static_cast<std::uint32_t>(r.tag))
                                              : collectiveTagBase(0, r.seq);
   params.deadline = r.deadline;
+  // A call still waiting this long probes the peers it waits for (executor.h).
+  params.probeAt = Deadline::at(r.issued + kProbeAfter);
   params.spinNs = setup_.spinNs;
   params.maxInflight = setup_.maxInflight;
   params.what = &what;

@@ -208,11 +208,7 @@ CommImpl::CommImpl(Identity identity, TransportSetup transport, const Parts& par
   transport_->setCallChecker(&checker_);
 }
 
-CommImpl::~CommImpl() {
-  queue_.stop();  // queued calls finish (by their deadlines) first
-  transport_->shutdown(Deadline::afterSeconds(5));
-  if (id_.ownedServer) id_.ownedServer->stop();
-}
+CommImpl::~CommImpl() { (void)leave(); }
 
 Status CommImpl::runNow(OpRequest& r, const CallOptions& options) {
   if (!planner_.recall(r)) TUTTI_RETURN_IF_ERROR(checkAnew(r));

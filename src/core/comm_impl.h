@@ -61,6 +61,11 @@ class CommImpl final : private CallQueue::Runner {
   Status health() const { return transport_->health(); }
   /// Communicator::abort().
   void abort() { failures_.abort(); }
+  /// Communicator::destroy(): lets issued operations finish, says farewell to the peers
+  /// (executor/farewell.h) on a healthy communicator, and leaves. kMismatch when a mismatch
+  /// came to light that no call on this rank returned, else OK. Once; the destructor calls
+  /// it when nobody did (leave.cc).
+  Status leave();
 
   /// Checks arguments, then runs the operation (blocking) or queues it (async).
   Status runBlocking(OpRequest&& request, const CallOptions& options) {
@@ -135,6 +140,7 @@ class CommImpl final : private CallQueue::Runner {
   CallRunner runner_;
   P2pGroupRunner p2p_;
   CallQueue queue_;  // the destructor stops it first
+  bool left_ = false;  // leave() ran
 };
 
 }  // namespace tutti::detail

@@ -109,6 +109,15 @@ Result<Communicator> Communicator::connect(const std::string& storeAddress, int 
   return Communicator(std::move(impl));
 }
 
+Status Communicator::destroy() {
+  if (!impl_)
+    return Status(ErrorCode::kInvalidUsage,
+                  "destroy on a moved-from Communicator (it no longer belongs to a group)");
+  Status found = impl_->leave();
+  impl_.reset();
+  return found;
+}
+
 int Communicator::rank() const { return impl_ ? impl_->rank() : -1; }
 int Communicator::size() const { return impl_ ? impl_->size() : 0; }
 

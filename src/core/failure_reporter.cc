@@ -27,6 +27,7 @@ Status FailureReporter::failed(const OpRequest& r, const OpDescriber& what, cons
                                const ExecReport& report, bool refused) {
   // The communicator's first failure decides, not this call's symptom of it.
   const Status root = transport_.health();
+  reported_ = true;
   Status result = status;
   bool reported = false;
   if (root.code() == ErrorCode::kTimeout && !hangReported_ && setup_.size > 1 &&

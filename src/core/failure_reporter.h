@@ -49,6 +49,10 @@ class FailureReporter {
   void invalidArgument(const OpRequest& request, const Status& error);
   /// Communicator::abort(): fails the communicator and dumps the recorder.
   void abort();
+  /// Whether failed() ran: a call on this rank returned the communicator's failure, which
+  /// destroying it (CommImpl::leave) then does not report again. Thread running calls, or
+  /// any once none runs.
+  bool reported() const { return reported_; }
 
  private:
   /// Dumps the flight recorder, the first time a failure asks for it.
@@ -59,6 +63,7 @@ class FailureReporter {
   FlightRecorder recorder_;
   std::atomic<bool> dumped_{false};  // a failure's dump is made once
   bool hangReported_ = false;        // touched only by the thread running calls
+  bool reported_ = false;            // failed() ran (the same thread)
 };
 
 }  // namespace tutti::detail

@@ -1,79 +1,18 @@
 #include "executor/executor.h"
 
 #include <algorithm>
-#include <optional>
 #include <cstring>
+#include <optional>
 
 #include "base/assert.h"
 #include "base/fd.h"
 #include "base/log.h"
 #include "base/strings.h"
+#include "executor/slot.h"
 #include "reduce/reduce.h"
 #include "transport/call_checker.h"
 
 namespace tutti {
-
-// A reduction receive's combine, handed to the link (TransferRequest::combine): each piece
-// is reduced into dst straight from where the link holds it, dst = src (op) piece.
-class CombineSink final : public PieceSink {
- public:
-  void set(char* dst, const char* src, std::size_t bytes, std::size_t elemSize, DataType dtype,
-           ReduceOp op) {
-    dst_ = dst;
-    bytes_ = bytes;
-    src_ = src;
-    elemSize_ = elemSize;
-    dtype_ = dtype;
-    op_ = op;
-  }
-  std::size_t granule() const override { return elemSize_; }
-  void take(std::size_t offset, const char* piece, std::size_t bytes) const override {
-    TUTTI_ASSERT(offset % elemSize_ == 0 && bytes % elemSize_ == 0);
-    // The whole message's size picks the stores, whatever the size of the piece.
-    reduce::combine(dst_ + offset, src_ + offset, piece, bytes / elemSize_, dtype_, op_, bytes_);
-  }
-  void takeInto(std::size_t offset, const char* piece, std::size_t bytes,
-                char* into) const override {
-    TUTTI_ASSERT(offset % elemSize_ == 0 && bytes % elemSize_ == 0);
-    // Into a link's buffer that its reader takes soon: stores that keep it in the caches.
-    reduce::combine(into, src_ + offset, piece, bytes / elemSize_, dtype_, op_);
-  }
-  char* destination() const override { return dst_; }
-
- private:
-  char* dst_ = nullptr;
-  const char* src_ = nullptr;
-  std::size_t bytes_ = 0;
-  std::size_t elemSize_ = 1;
-  DataType dtype_ = DataType::kFloat32;
-  ReduceOp op_ = ReduceOp::kSum;
-};
-
-struct ExecutorPool::Slot {
-  StepId step = 0;
-  bool busy = false;
-  bool receiving = false;  // waiting for the receive half (else for the send half)
-  bool fused = false;      // a send carrying the copy step `fusedCopy` (Run::fuseCopy)
-  StepId fusedCopy = 0;
-  TransferRequest recv;
-  TransferRequest send;
-  std::vector<char> staging;
-  CombineSink sink;
-};
-
-ExecutorPool::ExecutorPool() = default;
-ExecutorPool::~ExecutorPool() = default;
-
-void ExecutorPool::reserve(std::size_t slots, std::size_t stagingBytes) {
-  if (stagingBytes > stagingBytes_) {
-    for (auto& s : slots_) s->staging.resize(stagingBytes);
-    stagingBytes_ = stagingBytes;
-  }
-  while (slots_.size() < slots) {
-    slots_.push_back(std::make_unique<Slot>());
-    slots_.back()->staging.resize(stagingBytes_);
-  }
-}
 
 ExecutorPool::Slot& ExecutorPool::slot(std::size_t i) { return *slots_[i]; }
 
@@ -92,6 +31,7 @@ class Run {
         params_(params),
         pool_(pool),
         report_(report),
+        rank_(schedule.rank),
         elemSize_(dataTypeSize(params.dtype)) {}
 
   Status run();
@@ -134,7 +74,11 @@ class Run {
   Status mismatchError(const Step& step, const Slot& slot) const;
   // What the run still waits for; *onlyPeer is that rank when it is a single one, else -1.
   std::string waitingOn(int* onlyPeer) const;
+  // Once params_.probeAt has passed: a probe (tag.h) to each peer a busy slot waits for.
+  void sendProbes();
   Tag tagFor(std::uint32_t index) const { return params_.tagBase + index; }
+  // The link to `peer`; a point-to-point message to this rank itself takes the loopback.
+  Link& linkTo(int peer) { return peer == rank_ ? transport_.loopback() : transport_.link(peer); }
 
   Transport& transport_;
   const Schedule& schedule_;
@@ -142,6 +86,7 @@ class Run {
   const ExecParams& params_;
   ExecutorPool& pool_;
   ExecReport* const report_;  // null: nobody asks where a failed run stood
+  const int rank_;
   const std::size_t elemSize_;
   std::size_t slotCount_ = 0;
   std::size_t outputBytes_ = 0;  // the output the schedule writes: its last byte's end
@@ -150,6 +95,7 @@ class Run {
   std::size_t steps_ = 0;
   StepId next_ = 0;     // the next step to issue
   bool begun_ = false;  // registered with the call checker (or nothing to register)
+  bool probed_ = false;  // sendProbes() ran
 };
 
 char* Run::address(const Region& region) const {
@@ -199,14 +145,16 @@ void Run::start(Slot& slot, StepId id) {
     case OpCode::kSend:
       slot.receiving = false;
       fuseCopy(slot, id);
-      transport_.link(step.sendPeer).postSend(&slot.send, tagFor(step.sendIndex), address(step.src), srcBytes);
+      linkTo(step.sendPeer)
+          .postSend(&slot.send, tagFor(step.sendIndex), address(step.src), srcBytes);
       return;
     case OpCode::kRecv:
     case OpCode::kRecvCopySend:
       slot.receiving = true;
       slot.recv.combine = nullptr;
       slot.recv.combined = false;
-      transport_.link(step.recvPeer).postRecv(&slot.recv, tagFor(step.recvIndex), address(step.dst), dstBytes);
+      linkTo(step.recvPeer)
+          .postRecv(&slot.recv, tagFor(step.recvIndex), address(step.dst), dstBytes);
       return;
     case OpCode::kRecvReduce:
     case OpCode::kRecvReduceSend:
@@ -219,7 +167,8 @@ void Run::start(Slot& slot, StepId id) {
                     params_.op);
       slot.recv.combine = &slot.sink;
       slot.recv.combined = false;
-      transport_.link(step.recvPeer).postRecv(&slot.recv, tagFor(step.recvIndex), slot.staging.data(), srcBytes);
+      linkTo(step.recvPeer)
+          .postRecv(&slot.recv, tagFor(step.recvIndex), slot.staging.data(), srcBytes);
       return;
     case OpCode::kCopy: {
       char* dst = address(step.dst);
@@ -253,9 +202,9 @@ void Run::postFedSend(Slot& slot, const Step& step) {
   if (step.finalize && params_.op == ReduceOp::kAvg) return;
   const std::size_t bytes = step.dst.count * elemSize_;
   const Tag tag = tagFor(step.sendIndex);
-  Link& to = transport_.link(step.sendPeer);
+  Link& to = linkTo(step.sendPeer);
   if (bytes == 0 ||
-      !transport_.link(step.recvPeer).canFeed(to, tag, address(step.dst), bytes, params_.preferCopy))
+      !linkTo(step.recvPeer).canFeed(to, tag, address(step.dst), bytes, params_.preferCopy))
     return;
   // Posted before its receive, so that the receive finds it when the first piece lands.
   slot.send.fed = true;
@@ -283,7 +232,7 @@ bool Run::fuseCopy(Slot& slot, StepId id) {
   // Fused, the copy completes with the send: only where the send does not wait for its
   // receive (a message its receiver reads in place does), or the copy's dependents could
   // wait on a receive that waits on them, where the schedule alone would not.
-  if (!transport_.link(send.sendPeer)
+  if (!linkTo(send.sendPeer)
            .copiesSend(tagFor(send.sendIndex), src, bytes, params_.preferCopy))
     return false;
   slot.fused = true;
@@ -324,9 +273,9 @@ bool Run::advance(Slot& slot, bool* progressed, Status* failure) {
     slot.receiving = false;
     const std::size_t bytes = step.dst.count * elemSize_;
     if (!slot.send.fed)
-      transport_.link(step.sendPeer).postSend(&slot.send, tagFor(step.sendIndex), address(step.dst), bytes);
+      linkTo(step.sendPeer).postSend(&slot.send, tagFor(step.sendIndex), address(step.dst), bytes);
     else if (slot.send.fedBytes < bytes)  // the link did not hand the pieces on as they came
-      transport_.link(step.sendPeer).feed(&slot.send, bytes);
+      linkTo(step.sendPeer).feed(&slot.send, bytes);
   }
   if (!slot.send.done()) return true;
   if (!slot.send.status().ok()) {
@@ -353,10 +302,10 @@ void Run::cancelAll() {
     Slot& slot = pool_.slot(i);
     if (!slot.busy) continue;
     const Step& step = schedule_.steps[slot.step];
-    if (slot.receiving && opReceives(step.op)) transport_.link(step.recvPeer).cancel(&slot.recv);
+    if (slot.receiving && opReceives(step.op)) linkTo(step.recvPeer).cancel(&slot.recv);
     // A fed send is pending from the step's start, before its receive is done.
     if (opSends(step.op) && (!slot.receiving || slot.send.fed))
-      transport_.link(step.sendPeer).cancel(&slot.send);
+      linkTo(step.sendPeer).cancel(&slot.send);
     slot.busy = false;
   }
   active_ = 0;
@@ -421,6 +370,10 @@ bool Run::begin() {
   prepare(steps_);
   next_ = 0;
   begun_ = params_.checker == nullptr || params_.stamp.empty();
+  // A collective: what earlier calls left unread is checked now and then
+  // (Transport::readStrays).
+  if (!params_.stamp.empty() && params_.seq % kStrayCheckCalls == 0)
+    transport_.readStrays(params_.seq);
   return true;
 }
 
@@ -460,14 +413,47 @@ Status Run::run() {
     if (t == Turn::kDone) return Status::Ok();
     if (t == Turn::kFailed) break;
     if (t == Turn::kProgressed) continue;
-    if (!transport_.waitForProgress(seen, params_.deadline, params_.spinNs) &&
-        params_.deadline.expired()) {
+    // Until the deadline, or first until the probes are due (a wait ends false only at its
+    // deadline: no clock is read for them).
+    const Deadline until =
+        probed_ ? params_.deadline : Deadline::earliest(params_.deadline, params_.probeAt);
+    if (transport_.waitForProgress(seen, until, params_.spinNs)) continue;
+    if (params_.deadline.expired()) {
       failure = timeoutError();
       break;
     }
+    if (!probed_) sendProbes();
   }
   return abandon(std::move(failure));
 }
+
+void Run::sendProbes() {
+  probed_ = true;
+  if (params_.stamp.empty()) return;  // point to point: nothing to compare
+  // A probe is left to complete on its own (the link sends it once it has room: a run
+  // does not wait for it, and withdrawing it would cost an error's words). One still
+  // pending from an earlier run is not sent again.
+  TransferRequest* probes = pool_.probes(static_cast<std::size_t>(transport_.size()));
+  const Tag tag = params_.tagBase + kProbeIndex;
+  for (std::size_t i = 0; i < slotCount_; ++i) {
+    const Slot& slot = pool_.slot(i);
+    if (!slot.busy) continue;
+    const Step& step = schedule_.steps[slot.step];
+    const int peer = slot.receiving ? step.recvPeer : step.sendPeer;
+    TransferRequest& probe = probes[peer];
+    if (peer == rank_ || probe.tag == tag ||
+        probe.state.load(std::memory_order_acquire) == TransferRequest::kPending)
+      continue;  // one per peer
+    probe.stamp = params_.stamp;
+    probe.preferCopy = false;
+    probe.mirror = nullptr;
+    probe.streamPieces = false;
+    probe.fed = false;
+    probe.tag = tag;
+    linkTo(peer).postSend(&probe, tag, nullptr, 0);
+  }
+}
+
 
 Status Run::abandon(Status failure) {
   if (report_ != nullptr) {

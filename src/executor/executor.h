@@ -8,6 +8,7 @@
 // the deadline marks the transport failed, cancels every request still pending, and returns
 // the error; the user's buffers are never touched after execute() returns.
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -35,12 +36,24 @@ class ExecutorPool {
   void reserve(std::size_t slots, std::size_t stagingBytes);
   Slot& slot(std::size_t i);
   std::vector<std::uint8_t>& stepState() { return stepState_; }
+  /// One request per rank of a world of `ranks` for a run's probes (ExecParams::probeAt),
+  /// made on first use. A probe may still be pending when its run ends (the link sends it
+  /// once it has room): the pool must outlive the transport's use of it (until the
+  /// transport's shutdown or failure, which complete every request).
+  TransferRequest* probes(std::size_t ranks);
 
  private:
   std::vector<std::unique_ptr<Slot>> slots_;
   std::size_t stagingBytes_ = 0;
   std::vector<std::uint8_t> stepState_;
+  std::unique_ptr<TransferRequest[]> probes_;
+  std::size_t probeCount_ = 0;
 };
+
+/// How long a collective call waits before it probes the peers it still waits for
+/// (ExecParams::probeAt): far beyond a call's usual time, so that only a call stuck in a
+/// mismatch or waiting for a late rank sends the few empty messages.
+inline constexpr std::chrono::milliseconds kProbeAfter{100};
 
 struct ExecBuffers {
   const void* input = nullptr;
@@ -73,6 +86,12 @@ struct ExecParams {
   /// Carried by every message of the call and checked against the peers' (mismatch
   /// detection); empty for point to point.
   CallStamp stamp;
+  /// A run of a collective (a stamp) that still waits for peers at this time sends each of
+  /// them a probe (tag.h): an empty message with the call's stamp, which the peer checks
+  /// against its own call of that number. Where ranks wait on each other in calls that
+  /// differ only in a root, no message of either call would cross: the probe shows the
+  /// mismatch. Never: no probes.
+  Deadline probeAt = Deadline::never();
   /// When set (and the stamp is not empty), the run registers call `seq` with it
   /// (CallChecker::begin) once its first steps are issued: off the critical path, since the
   /// first messages are then already on their way to the peers. A conflict fails the run.

@@ -276,8 +276,6 @@ Status validateSharedArgs(const CollectiveSpec& s) {
 
 Status validateOwnArgs(const CollectiveSpec& s) {
   if (s.kind == Collective::kSend || s.kind == Collective::kRecv) {
-    TUTTI_CHECK_ARG(s.peer != s.rank, "%s: peer %d is this rank itself", collectiveName(s.kind),
-                    s.peer);
     TUTTI_CHECK_ARG(s.peer >= 0 && s.peer < s.size,
                     "%s: peer %d is not a rank of this %d-rank communicator",
                     collectiveName(s.kind), s.peer, s.size);

@@ -70,12 +70,12 @@ StepId ScheduleBuilder::add(Step step, std::initializer_list<StepId> deps) {
   auto id = static_cast<StepId>(schedule_.steps.size());
   if (opReceives(step.op)) {
     TUTTI_ASSERT(step.recvPeer >= 0 && step.recvPeer < schedule_.size);
-    TUTTI_ASSERT_CMP(step.recvPeer, !=, schedule_.rank);
+    TUTTI_ASSERT(allowSelf_ || step.recvPeer != schedule_.rank);
     step.recvIndex = recvCount_[static_cast<std::size_t>(step.recvPeer)]++;
   }
   if (opSends(step.op)) {
     TUTTI_ASSERT(step.sendPeer >= 0 && step.sendPeer < schedule_.size);
-    TUTTI_ASSERT_CMP(step.sendPeer, !=, schedule_.rank);
+    TUTTI_ASSERT(allowSelf_ || step.sendPeer != schedule_.rank);
     step.sendIndex = sendCount_[static_cast<std::size_t>(step.sendPeer)]++;
   }
   schedule_.steps.push_back(step);

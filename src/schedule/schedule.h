@@ -109,6 +109,10 @@ class ScheduleBuilder {
   /// Marks a recvReduceSend whose dst is only the send's source (Step::forwardOnly).
   void setForwardOnly(StepId step);
   void reserveScratch(std::uint64_t count);
+  /// Lets send and receive steps name this rank itself: point to point only (a message to
+  /// self, which the executor moves through the transport's loopback link). A collective's
+  /// schedule never needs it, and the check catches a slip in its arithmetic.
+  void allowSelfMessages() { allowSelf_ = true; }
 
   int rank() const { return schedule_.rank; }
   int size() const { return schedule_.size; }
@@ -124,6 +128,7 @@ class ScheduleBuilder {
   std::vector<std::uint32_t> recvCount_;
   // Dependencies are collected per step and flattened in build().
   std::vector<std::vector<StepId>> stepDeps_;
+  bool allowSelf_ = false;
 };
 
 }  // namespace tutti

@@ -112,4 +112,21 @@ Status CallChecker::onArrival(int peer, Tag tag, const CallStamp& stamp) {
   return checkHistory(peer, seq, stamp);
 }
 
+Status CallChecker::unbegunCall() const {
+  const std::uint64_t begun = begun_.load(std::memory_order_acquire);
+  for (const Entry& e : early_) {
+    const std::uint64_t seq = e.seq.load(std::memory_order_acquire);
+    if (seq == kEmpty || seq == kBusy || seq < begun) continue;
+    CallStamp stamp;
+    int peer = -1;
+    if (!read(e, seq, &stamp, &peer)) continue;
+    return Status(ErrorCode::kMismatch,
+                  strFormat("rank %d called %s, which rank %d never called: it destroyed the "
+                            "communicator first",
+                            peer, describe_(stamp, seq).c_str(), rank_),
+                  peer);
+  }
+  return Status::Ok();
+}
+
 }  // namespace tutti

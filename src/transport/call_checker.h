@@ -62,6 +62,11 @@ class CallChecker {
   /// yet. Point-to-point messages are always OK.
   Status onArrival(int peer, Tag tag, const CallStamp& stamp);
 
+  /// Once this rank makes no more calls (its communicator's farewell, executor/farewell.h):
+  /// kMismatch naming the call when a peer's message arrived for a call this rank never
+  /// began (the peer made a call this rank did not); OK otherwise. Any thread.
+  Status unbegunCall() const;
+
  private:
   struct Entry {
     // The full sequence number; kEmpty before the first write, kBusy while being written.

@@ -14,10 +14,13 @@
 // kMismatch naming the sizes. A receive whose stamp conflicts with the sender's fails with
 // kMismatch and the sender's stamp in peerStamp, before any byte lands in its buffer; the
 // send itself completes normally (the receiver reports the error and fails the transport).
+// A probe (tag.h) is never matched: its stamp goes to the call checker, and it is dropped.
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -45,6 +48,13 @@ struct CallStamp {
 /// their cap on unexpected bytes, so that a flood of empty or tiny messages is bounded as
 /// surely as a flood of large ones (an empty message would otherwise cost nothing).
 inline constexpr std::uint64_t kUnexpectedOverheadBytes = 64;
+
+/// How often a call looks for messages earlier calls left unread (Transport::readStrays):
+/// the look reads the heads of the inbound rings, which a peer may be writing for the call
+/// that begins (a broadcast's leaf); that line's extra round trip cost a 2-rank 8-byte
+/// reduce over shared memory a quarter of its time when every call looked. Any wait reads
+/// every link anyway, and the communicator's farewell reads what is left.
+inline constexpr std::uint64_t kStrayCheckCalls = 64;
 
 /// Requests a link's queues (sends, posted receives) hold without growing: twice the
 /// executor's default window (TUTTI_MAX_INFLIGHT, 16).
@@ -218,9 +228,12 @@ class ProgressHook {
 class CallChecker;
 class TransportExtension;
 
+class LoopbackLink;
+
 class Transport {
  public:
-  virtual ~Transport() = default;
+  Transport();
+  virtual ~Transport();
 
   /// From now on, every collective message is checked against `checker` when it arrives
   /// (see call_checker.h); a conflict fails the transport with the checker's kMismatch.
@@ -240,9 +253,23 @@ class Transport {
 
   /// The link to `peer` (0 <= peer < size, peer != rank). Valid for the transport's lifetime.
   virtual Link& link(int peer) = 0;
+  /// The link from this rank to itself (a point-to-point send to self): a LoopbackLink
+  /// (loopback.h), the same for every transport, made on first use. Valid for the
+  /// transport's lifetime.
+  Link& loopback();
+  /// link(peer) for another rank, loopback() for this one.
+  Link& linkTo(int peer) { return peer == rank() ? loopback() : link(peer); }
 
   /// Notified after any request completes and when the transport fails.
   virtual WaitSignal& progressSignal() = 0;
+
+  /// Called by the driving thread as collective call `seq` begins, for every
+  /// kStrayCheckCalls-th call: reads what peers sent for earlier calls and left unread, so
+  /// that the call checker (CallChecker::onArrival) sees it although no wait may come to
+  /// read it: a broadcast root's message to a rank that took another root, which that
+  /// rank's call never received. A conflict fails the transport. Cheap when nothing is
+  /// there. Transports whose own thread reads every arrival need nothing here.
+  virtual void readStrays(std::uint64_t seq) { (void)seq; }
 
   /// Marks the calling thread as the one driving progress (true) or not (false). While a
   /// thread drives, waitForProgress() moves bytes on that thread, so a message costs one
@@ -288,6 +315,8 @@ class Transport {
 
  private:
   std::atomic<CallChecker*> checker_{nullptr};
+  std::once_flag loopbackMade_;
+  std::unique_ptr<LoopbackLink> loopback_;
 };
 
 }  // namespace tutti

@@ -6,8 +6,9 @@
 //   p2p:         [63:62]=1  [61:48] comm id  [47:16] user tag            [15:0] zero
 //
 // The message index is the k-th message between an ordered pair of ranks within one
-// operation; schedules assign it so that sender and receiver agree (see schedule.h).
-// Sequences wrap after 2^24 operations, far longer than any message can stay pending.
+// operation; schedules assign it so that sender and receiver agree (see schedule.h). The
+// last index, kProbeIndex, marks a probe (probeTag). Sequences wrap after 2^24 operations,
+// far longer than any message can stay pending.
 
 #include <cstdint>
 
@@ -23,6 +24,19 @@ constexpr Tag collectiveTagBase(std::uint32_t commId, std::uint64_t seq) {
   return (static_cast<Tag>(commId & kMaxCommId) << 48) | ((seq & 0xffffffu) << 24);
 }
 
+/// The message index of a probe: above any a schedule assigns.
+inline constexpr std::uint32_t kProbeIndex = kMaxMessageIndex;
+
+/// Tag of a probe: an empty message by which a rank that has waited long in collective
+/// call `seq` tells a peer it waits for which call it is in (the message's stamp). No
+/// receive ever matches it: the peer's link checks the stamp against the peer's own call of
+/// that number (CallChecker::onArrival) and drops it. Two ranks that wait on each other in
+/// calls that differ only in their roots learn so at once, where no message of either
+/// call would ever cross.
+constexpr Tag probeTag(std::uint32_t commId, std::uint64_t seq) {
+  return collectiveTagBase(commId, seq) + kProbeIndex;
+}
+
 /// Tag of a point-to-point message with user tag `userTag` (non-negative int).
 constexpr Tag p2pTag(std::uint32_t commId, std::uint32_t userTag) {
   return (Tag{1} << 62) | (static_cast<Tag>(commId & kMaxCommId) << 48) |
@@ -31,6 +45,11 @@ constexpr Tag p2pTag(std::uint32_t commId, std::uint32_t userTag) {
 
 /// True for the tags p2pTag() makes.
 constexpr bool isP2pTag(Tag tag) { return (tag >> 62) == 1; }
+
+/// True for the tags probeTag() makes.
+constexpr bool isProbeTag(Tag tag) {
+  return !isP2pTag(tag) && (tag & kMaxMessageIndex) == kProbeIndex;
+}
 
 /// True when collective tags `earlier` and `later` belong to two operations of one
 /// communicator and `earlier`'s was issued first (sequences compared modulo their wrap).

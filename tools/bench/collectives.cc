@@ -129,7 +129,7 @@ Status allToAllRun(BenchComm& comm, const CallArgs& call, const std::string& alg
 }
 
 // sendrecv (nccl-tests'): every rank sends to q+1 and receives from q-1, so
-// out_q[j] = in_{q-1}[j].
+// out_q[j] = in_{q-1}[j]; one rank sends to itself.
 int previousRank(const DataContext& c) { return (c.rank + c.nranks - 1) % c.nranks; }
 
 std::size_t sendRecvExpected(void* expected, const Counts& counts, const DataContext& c) {
@@ -156,28 +156,28 @@ Status barrierRun(BenchComm& comm, const CallArgs&, const std::string& algorithm
 // The table, in the order "all" runs it. A new collective is one more entry here: its fill
 // and expectation functions (data.h has the value generators they share), a run function
 // calling its BenchComm method, and nothing in the driver.
-//                                       reduces rooted sized  inPlace minRanks
+//                                       reduces rooted sized  inPlace
 constexpr std::array<CollectiveEntry, 10> kTable{{
     {{"allreduce", "all_reduce", "all-reduce"}, Collective::kAllReduce,
-     true, false, true, true, 1, reductionInput, allReduceExpected, allReduceRun},
+     true, false, true, true, reductionInput, allReduceExpected, allReduceRun},
     {{"allgather", "all_gather", "all-gather"}, Collective::kAllGather,
-     false, false, true, true, 1, movementInput, allGatherExpected, allGatherRun},
+     false, false, true, true, movementInput, allGatherExpected, allGatherRun},
     {{"reducescatter", "reduce_scatter", "reduce-scatter"}, Collective::kReduceScatter,
-     true, false, true, true, 1, reductionInput, reduceScatterExpected, reduceScatterRun},
+     true, false, true, true, reductionInput, reduceScatterExpected, reduceScatterRun},
     {{"broadcast", "bcast", ""}, Collective::kBroadcast,
-     false, true, true, true, 1, movementInput, broadcastExpected, broadcastRun},
+     false, true, true, true, movementInput, broadcastExpected, broadcastRun},
     {{"reduce", "", ""}, Collective::kReduce,
-     true, true, true, true, 1, reductionInput, reduceExpected, reduceRun},
+     true, true, true, true, reductionInput, reduceExpected, reduceRun},
     {{"gather", "", ""}, Collective::kGather,
-     false, true, true, true, 1, movementInput, gatherExpected, gatherRun},
+     false, true, true, true, movementInput, gatherExpected, gatherRun},
     {{"scatter", "", ""}, Collective::kScatter,
-     false, true, true, true, 1, movementInput, scatterExpected, scatterRun},
+     false, true, true, true, movementInput, scatterExpected, scatterRun},
     {{"alltoall", "all_to_all", "all-to-all"}, Collective::kAllToAll,
-     false, false, true, true, 1, movementInput, allToAllExpected, allToAllRun},
+     false, false, true, true, movementInput, allToAllExpected, allToAllRun},
     {{"sendrecv", "send_recv", "send-recv"}, Collective::kSend,
-     false, false, true, false, 2, movementInput, sendRecvExpected, sendRecvRun},
+     false, false, true, false, movementInput, sendRecvExpected, sendRecvRun},
     {{"barrier", "", ""}, Collective::kBarrier,
-     false, false, false, false, 1, noInput, nothingExpected, barrierRun},
+     false, false, false, false, noInput, nothingExpected, barrierRun},
 }};
 
 }  // namespace

@@ -92,8 +92,6 @@ struct CollectiveEntry {
   bool sized;
   /// Has an in-place form (NCCL's conventions, Counts' offsets); sendrecv and barrier do not.
   bool inPlace;
-  /// The fewest ranks it runs on (sendrecv needs a peer: tutti sends to other ranks only).
-  int minRanks;
   /// Writes this rank's input (counts.send elements) at `input`.
   void (*fillInput)(void* input, const Counts& counts, const DataContext& context);
   /// Writes the output this rank must receive at `expected` and returns how many leading

@@ -46,9 +46,6 @@ struct RunSummary {
   std::int64_t wrong = 0;
   /// Mean bus bandwidth over rows and placements, GB/s.
   double avgBusbwGBs = 0;
-  /// Collectives of the run left out because the world is too small for them (sendrecv
-  /// on one rank, in "all").
-  std::vector<std::string> skipped;
 };
 
 /// Runs the whole sweep of every collective in options.collectives, in turn; every rank of

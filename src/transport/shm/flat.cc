@@ -114,6 +114,12 @@ Status ShmTransport::flatExchange(const FlatCall& call, const char** views, Flat
       // The next exchange writes the other slot, which the peers last read an exchange
       // ago: ask for its line now, so that it is likely this core's again by then.
       prefetchForWrite(&own_.flat(parity + 1));
+      // Every peer published this call after whatever it sent for earlier ones: a message
+      // of an earlier call still unread is in the rings now, and is checked now and then.
+      if (call.seq % kStrayCheckCalls == 0) {
+        readStrays(call.seq);
+        if (failed_.load(std::memory_order_acquire)) return health();
+      }
       return Status::Ok();
     }
     if (++spins < spinTurns) {

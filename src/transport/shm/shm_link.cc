@@ -455,7 +455,23 @@ bool ShmLink::postedForLocked(Tag tag) const {
                      [&](const TransferRequest* r) { return r->tag == tag; });
 }
 
+bool ShmLink::takeProbeLocked(const SlotView& h, DoneList& done) {
+  if (CallChecker* checker = owner_->callChecker(); checker != nullptr) {
+    Status conflict = checker->onArrival(peer_, h.tag, h.stamp);
+    if (!conflict.ok()) {
+      owner_->failLocked(conflict, done);
+      return false;
+    }
+  }
+  // Its one empty piece is consumed as a message nobody receives.
+  streamTo_ = nullptr;
+  streamUnexpected_ = nullptr;
+  streaming_ = h.kind == SlotKind::kData;
+  return true;
+}
+
 bool ShmLink::startMessageLocked(const SlotView& h, DoneList& done) {
+  if (isProbeTag(h.tag)) return takeProbeLocked(h, done);
   auto it = std::find_if(posted_.begin(), posted_.end(),
                     [&](const TransferRequest* r) { return r->tag == h.tag; });
   if (it != posted_.end()) {

@@ -64,6 +64,16 @@ class ShmLink final : public Link {
     const std::uint64_t tail = in_.tail->load(std::memory_order_acquire);
     return tail + (in_.published(tail) ? 1 : 0);
   }
+  /// True when the inbound ring's next slot is published and holds a message of a
+  /// collective call before `call` (a collective tag): one the rank's earlier calls never
+  /// read. Reads two lines of this rank's own segment; no mutex.
+  bool holdsEarlierCall(Tag call) const {
+    const std::uint64_t tail = in_.tail->load(std::memory_order_acquire);
+    if (!in_.published(tail)) return false;
+    // The sender wrote the tag before publishing, and rewrites the slot only once the tail
+    // has moved past it, which only this rank does.
+    return isEarlierCall(in_.header(tail)->tag, call);
+  }
   /// The outbound ring's tail as the peer last published it (it only grows).
   std::uint64_t outTail() const { return out_.tail->load(std::memory_order_acquire); }
   /// Completes every pending request with `status` and forgets them.
@@ -99,6 +109,9 @@ class ShmLink final : public Link {
   /// Starts a message whose first slot is `h`: to a posted receive or an unexpected buffer.
   /// False when it must wait (unexpected space exhausted) or the transport failed.
   bool startMessageLocked(const SlotView& h, DoneList& done);
+  /// Takes the probe (tag.h) whose slot is `h`: its stamp to the call checker, then
+  /// dropped. False when it conflicts (the transport has failed).
+  bool takeProbeLocked(const SlotView& h, DoneList& done);
   /// True when a receive for `tag` is posted.
   bool postedForLocked(Tag tag) const;
   /// Reads a rendezvous message whose receive reduces it a piece at a time through the

@@ -692,6 +692,20 @@ bool ShmTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::i
   }
 }
 
+void ShmTransport::readStrays(std::uint64_t seq) {
+  const Tag call = collectiveTagBase(0, seq);
+  for (int r : local_) {
+    if (!links_[static_cast<std::size_t>(r)]->holdsEarlierCall(call)) continue;
+    DoneList done;
+    {
+      std::lock_guard<SpinLock> lock(mutex_);
+      progressLocked(done);
+    }
+    finish(done);
+    return;
+  }
+}
+
 void ShmTransport::shutdown(Deadline deadline) {
   {
     std::lock_guard<SpinLock> lock(mutex_);

@@ -184,6 +184,10 @@ class ShmTransport final : public Transport,
   WaitSignal& progressSignal() override { return progress_; }
   void setDriving(bool) override {}
   bool waitForProgress(std::uint32_t seen, Deadline deadline, std::int64_t spinNs) override;
+  /// A pass over every link when an inbound ring's next slot holds a message of a call
+  /// before `seq` (ShmLink::holdsEarlierCall): nobody reads the rings between calls, and a
+  /// call that never waits makes no pass.
+  void readStrays(std::uint64_t seq) override;
   void interruptWait() override { onProgress(); }
   /// Rings are read only by the thread that posts or waits (no thread of its own).
   bool arrivalsOnCallingThreads() const override { return true; }

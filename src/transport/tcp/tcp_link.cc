@@ -324,7 +324,24 @@ Status TcpLink::failureToReportLocked() {
   return callConflict_;
 }
 
+bool TcpLink::arrivalConflictsLocked(const FrameHeader& header) {
+  CallChecker* checker = owner_->callChecker();
+  if (checker == nullptr) return false;
+  Status conflict = checker->onArrival(peer_, header.tag, header.stamp);
+  if (conflict.ok()) return false;
+  // The transport fails with the conflict once the lock is released.
+  if (callConflict_.ok()) callConflict_ = std::move(conflict);
+  return true;
+}
+
 void TcpLink::startPayloadLocked(const FrameHeader& header, DoneList& done) {
+  if (isProbeTag(header.tag)) {
+    // Checked, then dropped: no receive takes a probe.
+    (void)arrivalConflictsLocked(header);
+    discardLeft_ = header.length;
+    readState_ = discardLeft_ > 0 ? ReadState::kDiscard : ReadState::kHeader;
+    return;
+  }
   auto it = std::find_if(posted_.begin(), posted_.end(),
                          [&](TransferRequest* r) { return r->tag == header.tag; });
   if (it != posted_.end()) {
@@ -359,15 +376,10 @@ void TcpLink::startPayloadLocked(const FrameHeader& header, DoneList& done) {
   // Unexpected: nobody may ever receive it (another call here), so the checker looks at it
   // now. A message that matched a receive was checked against that receive's stamp above,
   // which is this rank's call for the same sequence number; the checker would repeat it.
-  if (CallChecker* checker = owner_->callChecker(); checker != nullptr) {
-    Status conflict = checker->onArrival(peer_, header.tag, header.stamp);
-    if (!conflict.ok()) {
-      // Dropped unread; the transport fails with the conflict once the lock is released.
-      if (callConflict_.ok()) callConflict_ = std::move(conflict);
-      discardLeft_ = header.length;
-      readState_ = discardLeft_ > 0 ? ReadState::kDiscard : ReadState::kHeader;
-      return;
-    }
+  if (arrivalConflictsLocked(header)) {
+    discardLeft_ = header.length;  // dropped unread
+    readState_ = discardLeft_ > 0 ? ReadState::kDiscard : ReadState::kHeader;
+    return;
   }
   // Payloads and entries both count: empty messages are held to the cap too.
   if (unexpectedBytes_ + header.length + (unexpected_.size() + 1) * kEntryBytes >

@@ -91,6 +91,9 @@ class TcpLink final : public Link {
   void readLocked(DoneList& done);  // reads frames until EAGAIN, failure or the budget
   bool readPayloadLocked(DoneList& done);  // false when the socket has no more data
   void startPayloadLocked(const FrameHeader& header, DoneList& done);
+  /// Gives a message no receive matched (or a probe, tag.h) to the call checker; true, the
+  /// conflict kept in callConflict_, when it conflicts with this rank's call.
+  bool arrivalConflictsLocked(const FrameHeader& header);
   void failLocked(const Status& status, DoneList& done);
   void completeLocked(TransferRequest* request, Status status, DoneList& done);
   void updateInterestLocked();
