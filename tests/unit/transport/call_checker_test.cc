@@ -162,5 +162,25 @@ TEST(CallChecker, ConcurrentBeginAndArrivalCatchEveryConflict) {
   EXPECT_GE(caught.load(), 1);
 }
 
+// At the communicator's farewell: a peer's message for a call this rank never began (the
+// peer made a call this rank did not) is a mismatch naming that call; messages of calls it
+// did begin are not.
+TEST_P(CallCheckerModes, AMessageOfACallNeverBegunIsFoundAtTheEnd) {
+  CallChecker checker(0, &describeForTest);
+  checker.setConcurrentArrivals(GetParam());
+  EXPECT_TRUE(checker.onArrival(1, tagOf(0), kA).ok());  // early, then begun
+  EXPECT_TRUE(checker.begin(0, kA).ok());
+  EXPECT_TRUE(checker.begin(1, kB).ok());
+  EXPECT_TRUE(checker.unbegunCall().ok());
+  EXPECT_TRUE(checker.onArrival(2, tagOf(2), kB).ok());  // call #2: never begun here
+  Status s = checker.unbegunCall();
+  EXPECT_EQ(s.code(), ErrorCode::kMismatch) << s.toString();
+  EXPECT_EQ(s.peerRank(), 2);
+  EXPECT_NE(s.message().find("rank 2 called call(8000000000000009,1000)#2, which rank 0 never "
+                             "called"),
+            std::string::npos)
+      << s.toString();
+}
+
 }  // namespace
 }  // namespace tutti

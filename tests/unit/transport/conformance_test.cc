@@ -12,8 +12,11 @@
 #include <thread>
 #include <vector>
 
+#include "base/strings.h"
+#include "transport/call_checker.h"
 #include "transport/hybrid/hybrid_transport.h"
 #include "transport/shm/shm_transport.h"
+#include "transport/loopback.h"
 #include "transport/tag.h"
 #include "transport/tcp/tcp_link.h"
 #include "transport/tcp/tcp_transport.h"
@@ -244,6 +247,88 @@ TEST_P(Conformance, AReceiveStampedForAnotherCallFailsBeforeAnyByteLands) {
       EXPECT_TRUE(send.done()) << sent.toString();
     }
   }
+}
+
+std::string describeForTest(const CallStamp& stamp, std::uint64_t seq) {
+  return strFormat("call(%llu)#%llu", static_cast<unsigned long long>(stamp.count),
+                   static_cast<unsigned long long>(seq));
+}
+
+// A probe (tag.h: a rank that waits long tells a peer which call it is in) is never
+// received nor buffered: the link gives its stamp to the call checker and drops it. One
+// that agrees with the receiver's call changes nothing; one of another call fails the
+// receiver's transport with the checker's words naming both calls.
+TEST_P(Conformance, AProbeGoesToTheCallCheckerAndIsNeverReceived) {
+  const CallStamp mine{0x8000000000000009ull, 1}, theirs{0x8000000000000009ull, 2};
+  CallChecker checker(1, &describeForTest);  // outlives the transports, as in a communicator
+  Ranks ts = connect(2);
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  ts[1].setCallChecker(&checker);
+  ASSERT_TRUE(checker.begin(3, mine).ok());
+  TransferRequest agreeing, conflicting, markSend, markRecv;
+  agreeing.stamp = mine;
+  ts[0].link(1).postSend(&agreeing, probeTag(0, 3), nullptr, 0);
+  // A message behind it: once that one is in, the probe was taken.
+  std::uint8_t mark = 1, markIn = 0;
+  ts[0].link(1).postSend(&markSend, p2pTag(0, 9), &mark, 1);
+  ts[1].link(0).postRecv(&markRecv, p2pTag(0, 9), &markIn, 1);
+  std::thread sender([&] { EXPECT_TRUE(waitFor(ts[0], markSend).ok()); });
+  EXPECT_TRUE(waitFor(ts[1], markRecv).ok());
+  sender.join();
+  EXPECT_TRUE(ts[1].health().ok()) << ts[1].health().toString();
+  EXPECT_EQ(ts.unexpectedMessages(1), 0u) << "a probe was buffered";
+  conflicting.stamp = theirs;
+  ts[0].link(1).postSend(&conflicting, probeTag(0, 3), nullptr, 0);
+  Status s = waitForFailure(ts[1]);
+  EXPECT_EQ(s.code(), ErrorCode::kMismatch) << s.toString();
+  EXPECT_NE(s.message().find("rank 0 called call(2)#3 while rank 1 called call(1)#3"),
+            std::string::npos)
+      << s.toString();
+  EXPECT_EQ(s.peerRank(), 0);
+}
+
+// A rank sends to itself through its transport's loopback link (loopback.h), in every order:
+// the receive first, the send first (buffered, so a blocking send before its receive does
+// not wait on itself), several on one tag in order, and a length that differs.
+TEST_P(Conformance, ALinkToSelfDeliversInEveryOrder) {
+  Ranks ts = connect(2);
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  Link& self = ts[1].linkTo(1);
+  EXPECT_EQ(&self, &ts[1].loopback());
+  EXPECT_EQ(self.peer(), 1);
+  for (const std::size_t bytes : {std::size_t{0}, std::size_t{7}, std::size_t{1} << 20}) {
+    const auto out = pattern(bytes, 6);
+    std::vector<std::uint8_t> in(bytes, 0);
+    TransferRequest send, recv;
+    self.postRecv(&recv, p2pTag(0, 1), in.data(), in.size());
+    EXPECT_FALSE(recv.done());
+    self.postSend(&send, p2pTag(0, 1), out.data(), out.size());
+    EXPECT_TRUE(send.done() && send.status().ok() && recv.done() && recv.status().ok());
+    EXPECT_EQ(in, out) << bytes << " bytes, receive first";
+    std::fill(in.begin(), in.end(), 0);
+    std::vector<std::uint8_t> copy = out;
+    self.postSend(&send, p2pTag(0, 2), copy.data(), copy.size());
+    EXPECT_TRUE(send.done() && send.status().ok()) << "a send before its receive waits";
+    std::fill(copy.begin(), copy.end(), 0);  // buffered: the sender's buffer is free again
+    self.postRecv(&recv, p2pTag(0, 2), in.data(), in.size());
+    EXPECT_TRUE(recv.done() && recv.status().ok());
+    EXPECT_EQ(in, out) << bytes << " bytes, send first";
+  }
+  TransferRequest sends[3], recvs[3];
+  const std::uint8_t values[3] = {1, 2, 3};
+  std::uint8_t got[3] = {};
+  for (int k = 0; k < 3; ++k) self.postSend(&sends[k], p2pTag(0, 4), &values[k], 1);
+  for (int k = 0; k < 3; ++k) self.postRecv(&recvs[k], p2pTag(0, 4), &got[k], 1);
+  EXPECT_EQ(got[0] * 100 + got[1] * 10 + got[2], 123) << "one tag, in the order sent";
+  std::uint8_t two[2] = {}, one = 0;
+  TransferRequest longer, shorter, pending;
+  self.postSend(&longer, p2pTag(0, 5), two, 2);
+  self.postRecv(&shorter, p2pTag(0, 5), &one, 1);
+  EXPECT_EQ(shorter.status().code(), ErrorCode::kMismatch) << shorter.status().toString();
+  self.postRecv(&pending, p2pTag(0, 6), &one, 1);
+  self.cancel(&pending);
+  EXPECT_TRUE(pending.done());
+  EXPECT_EQ(pending.status().code(), ErrorCode::kAborted);
 }
 
 // ---- unexpected messages ------------------------------------------------------------------
