@@ -22,9 +22,11 @@ void HybridTransport::TcpHook::onProgress() {
 }
 
 HybridTransport::~HybridTransport() {
-  // The TCP loop thread must not reach the hook once the shared side is gone.
+  // The TCP loop thread may be inside the hook, which reads both sides: stop it (shutdown
+  // joins it) while both are whole. Clearing the hook alone would not wait for a call
+  // already in it.
+  tcp_->shutdown(Deadline::afterSeconds(5));
   tcp_->setProgressHook(nullptr);
-  tcp_.reset();
 }
 
 Link& HybridTransport::link(int peer) {
