@@ -53,19 +53,21 @@ Status runRound(Transport& transport, const Schedule& schedule, int round, Deadl
 
 }  // namespace
 
-Status farewell(Transport& transport, const CallChecker* checker, Deadline deadline,
+Status farewell(Transport& transport, CallChecker* checker, Deadline deadline,
                 std::int64_t spinNs, ExecutorPool& pool) {
   if (transport.size() < 2) return Status::Ok();
   TUTTI_RETURN_IF_ERROR(transport.health());
-  const Schedule schedule = goodbyes(transport.rank(), transport.size());
-  TUTTI_RETURN_IF_ERROR(runRound(transport, schedule, 1, deadline, spinNs, pool));
   if (checker != nullptr) {
-    Status unbegun = checker->unbegunCall();
+    // From here a message of a call this rank never began fails on arrival (a peer's probe
+    // included), so a peer still waiting in such a call learns of it now.
+    Status unbegun = checker->close();
     if (!unbegun.ok()) {
       transport.fail(unbegun);
       return transport.health();
     }
   }
+  const Schedule schedule = goodbyes(transport.rank(), transport.size());
+  TUTTI_RETURN_IF_ERROR(runRound(transport, schedule, 1, deadline, spinNs, pool));
   return runRound(transport, schedule, 2, deadline, spinNs, pool);
 }
 

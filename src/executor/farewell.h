@@ -10,7 +10,9 @@
 //      order, so by then every message any peer sent this rank has been read and checked
 //      against this rank's call of its number (CallChecker: on arrival, or when matched);
 //      a conflict fails the communicator, and the abort protocol tells every rank. A
-//      message of a call this rank never began is a mismatch too (CallChecker::unbegunCall).
+//      message of a call this rank never began is a mismatch too (CallChecker::close): one
+//      that came earlier is found as the farewell begins, a later one (a peer's probe from
+//      a call that waits for this rank) as it arrives.
 //   2. a second goodbye, sent by each rank only once its first round found nothing: when
 //      every peer's has arrived, no rank found a mismatch; a peer that found one failed the
 //      communicator instead, and its abort ends this round with its error.
@@ -33,7 +35,7 @@ namespace tutti {
 /// on a one-rank or failed transport. OK when no rank found a mismatch; else the
 /// communicator's first failure (the transport has failed with it). `checker`: the
 /// communicator's (may be null); `pool`: reused memory, as for execute().
-Status farewell(Transport& transport, const CallChecker* checker, Deadline deadline,
+Status farewell(Transport& transport, CallChecker* checker, Deadline deadline,
                 std::int64_t spinNs, ExecutorPool& pool);
 
 }  // namespace tutti

@@ -109,7 +109,24 @@ Status CallChecker::onArrival(int peer, Tag tag, const CallStamp& stamp) {
     writeEarly(early, seq, stamp, peer);
   }
   // Published; now see whether the call was begun meanwhile (begin() may have missed it).
-  return checkHistory(peer, seq, stamp);
+  Status found = checkHistory(peer, seq, stamp);
+  // A sequentially consistent load after the published entry: close() stores the flag,
+  // then scans the entries, so one of the two sees the other.
+  if (found.ok() && closed_.load(std::memory_order_seq_cst)) return neverCalled(peer, seq, stamp);
+  return found;
+}
+
+Status CallChecker::neverCalled(int peer, std::uint64_t seq, const CallStamp& stamp) const {
+  return Status(ErrorCode::kMismatch,
+                strFormat("rank %d called %s, which rank %d never called: it destroyed the "
+                          "communicator first",
+                          peer, describe_(stamp, seq).c_str(), rank_),
+                peer);
+}
+
+Status CallChecker::close() {
+  closed_.store(true, std::memory_order_seq_cst);
+  return unbegunCall();
 }
 
 Status CallChecker::unbegunCall() const {
@@ -120,11 +137,7 @@ Status CallChecker::unbegunCall() const {
     CallStamp stamp;
     int peer = -1;
     if (!read(e, seq, &stamp, &peer)) continue;
-    return Status(ErrorCode::kMismatch,
-                  strFormat("rank %d called %s, which rank %d never called: it destroyed the "
-                            "communicator first",
-                            peer, describe_(stamp, seq).c_str(), rank_),
-                  peer);
+    return neverCalled(peer, seq, stamp);
   }
   return Status::Ok();
 }

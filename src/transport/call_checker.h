@@ -66,6 +66,11 @@ class CallChecker {
   /// kMismatch naming the call when a peer's message arrived for a call this rank never
   /// began (the peer made a call this rank did not); OK otherwise. Any thread.
   Status unbegunCall() const;
+  /// Called once this rank makes no more calls (its communicator's farewell,
+  /// executor/farewell.h): unbegunCall(), and from now on onArrival() fails a message (or a
+  /// probe) of a call this rank never began at once, so that a peer still waiting in a call
+  /// learns of the mismatch without waiting for its deadline. Issuing thread.
+  Status close();
 
  private:
   struct Entry {
@@ -84,6 +89,8 @@ class CallChecker {
                   const CallStamp& other) const;
   // Checks an arrival for `seq` against the history; OK when the call is not in it.
   Status checkHistory(int peer, std::uint64_t seq, const CallStamp& stamp) const;
+  // kMismatch: `peer` sent a message of call `seq`, which this rank never began.
+  Status neverCalled(int peer, std::uint64_t seq, const CallStamp& stamp) const;
   // The full sequence number of a 24-bit tag sequence, given the latest begun call.
   std::uint64_t widen(std::uint64_t seq24, std::uint64_t latest) const;
 
@@ -92,6 +99,7 @@ class CallChecker {
   bool concurrent_ = true;
   /// 1 + the sequence number of the latest call begun (0: none yet).
   std::atomic<std::uint64_t> begun_{0};
+  std::atomic<bool> closed_{false};  // close() ran: no call will begin any more
   std::array<Entry, kWindow> history_;
   std::array<Entry, kWindow> early_;
 };

@@ -72,6 +72,34 @@ TEST_P(Destroy, IsOkAfterCallsThatAgree) {
   EXPECT_EQ(joinFailures(failures), "");
 }
 
+// Rank 0 destroys the communicator while the others wait in an all-reduce it never called:
+// they learn so from its farewell (their probes reach a closed call checker), not from
+// their deadline, and every rank names the call rank 0 never made.
+TEST_P(Destroy, APeerStillInACallLearnsThatTheDestroyerNeverCalledIt) {
+  const auto [n, transport] = GetParam();
+  auto failures = runRanks(
+      n,
+      [](int rank, Communicator& comm) -> std::string {
+        auto neverCalled = [](const Status& s) {
+          return s.code() == ErrorCode::kMismatch &&
+                 s.message().find("which rank 0 never called") != std::string::npos &&
+                 s.message().find("allreduce") != std::string::npos;
+        };
+        if (rank == 0) {
+          Status destroyed = comm.destroy();
+          return neverCalled(destroyed) ? "" : "destroy: " + destroyed.toString();
+        }
+        std::vector<std::int32_t> buf(16, rank);
+        Status call = comm.allreduce(buf.data(), buf.data(), buf.size(), DataType::kInt32,
+                                     ReduceOp::kSum);
+        Status destroyed = comm.destroy();
+        if (neverCalled(call) && destroyed.ok()) return "";
+        return "call: " + call.toString() + "; destroy: " + destroyed.toString();
+      },
+      over(transport));
+  EXPECT_EQ(joinFailures(failures), "");
+}
+
 INSTANTIATE_TEST_SUITE_P(WorldSizes, Destroy,
                          ::testing::Combine(::testing::Values(2, 4),
                                             ::testing::Values("tcp", "shm")),

@@ -183,4 +183,27 @@ TEST_P(CallCheckerModes, AMessageOfACallNeverBegunIsFoundAtTheEnd) {
 }
 
 }  // namespace
+// After close() (the farewell), a message or probe of a call this rank never began fails as
+// it arrives; one of a call it began is still checked as usual.
+TEST_P(CallCheckerModes, AfterCloseAnArrivalForACallNeverBegunFailsAtOnce) {
+  CallChecker checker(0, &describeForTest);
+  checker.setConcurrentArrivals(GetParam());
+  EXPECT_TRUE(checker.begin(0, kA).ok());
+  EXPECT_TRUE(checker.close().ok());
+  EXPECT_TRUE(checker.onArrival(1, tagOf(0), kA).ok());
+  EXPECT_EQ(checker.onArrival(1, tagOf(0), kB).code(), ErrorCode::kMismatch);
+  Status s = checker.onArrival(3, tagOf(1), kA);
+  EXPECT_EQ(s.code(), ErrorCode::kMismatch) << s.toString();
+  EXPECT_EQ(s.peerRank(), 3);
+  EXPECT_NE(s.message().find("which rank 0 never called"), std::string::npos) << s.toString();
+}
+
+// close() itself reports a message of an unbegun call that came before it.
+TEST_P(CallCheckerModes, CloseReportsAnEarlierArrivalOfACallNeverBegun) {
+  CallChecker checker(0, &describeForTest);
+  checker.setConcurrentArrivals(GetParam());
+  EXPECT_TRUE(checker.onArrival(2, tagOf(0), kB).ok());
+  EXPECT_EQ(checker.close().code(), ErrorCode::kMismatch);
+}
+
 }  // namespace tutti
