@@ -9,9 +9,10 @@
 namespace tutti::detail {
 namespace {
 
-constexpr int kRootBits = 22;  // bit 62 is kStampAnyAlgorithm
+constexpr int kRootBits = 22;  // bit 62 stays clear
 constexpr std::uint64_t kRootMask = (std::uint64_t{1} << kRootBits) - 1;
 constexpr std::uint64_t kSetBit = std::uint64_t{1} << 63;
+constexpr std::uint64_t kAlgorithmBits = std::uint64_t{0xffff} << 24;
 
 // A 16-bit id per algorithm that does not depend on the registry's order: FNV-1a of the
 // name, folded. Names are unique per collective and the collective is stamped too.
@@ -76,10 +77,11 @@ CallStamp stampFor(const CollectiveSpec& spec, const AlgorithmInfo& algorithm) {
 }
 
 CallStamp stampBeforeChoice(const CollectiveSpec& spec) {
-  // Any registry entry of the collective: its id is masked out.
+  // Any registry entry of the collective: its id is cleared and left open.
   CallStamp stamp = stampFor(spec, algorithmRegistry().front());
   if (stamp.empty()) return stamp;
-  stamp.what = (stamp.what & ~kStampAlgorithmBits) | kStampAnyAlgorithm;
+  stamp.what &= ~kAlgorithmBits;
+  stamp.open = kAlgorithmBits;
   return stamp;
 }
 
@@ -97,7 +99,7 @@ std::string describeStamp(const CallStamp& stamp, std::uint64_t seq) {
   for (const AlgorithmInfo& info : algorithmRegistry()) {
     if (info.kind == kind && nameId(info.name) == id) algorithm = info.name;
   }
-  if ((stamp.what & kStampAnyAlgorithm) != 0) algorithm = "algorithm not chosen yet";
+  if (stamp.open != 0) algorithm = "algorithm not chosen yet";
   if (kind == Collective::kBarrier)
     return strFormat("barrier #%llu", static_cast<unsigned long long>(seq));
   std::string text = strFormat("%s #%llu (", collectiveName(kind), static_cast<unsigned long long>(seq));

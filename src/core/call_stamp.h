@@ -2,12 +2,13 @@
 // Packing a collective call into the CallStamp its messages carry (mismatch detection,
 // DESIGN.md 7), and naming the call a peer's stamp describes.
 //
-//   what  [63] set  [62] algorithm not chosen yet (kStampAnyAlgorithm)
-//         [61:40] root (rooted collectives)  [39:24] algorithm id
+//   what  [63] set  [62] clear  [61:40] root (rooted collectives)  [39:24] algorithm id
 //         [23:16] op (reductions)  [15:8] dtype  [7:0] collective
 //   count the call's count; for gatherv/scatterv/allgatherv/reducescatterv a hash of the
 //         counts and displacements (every rank must pass the same arrays); 0 for alltoallv,
 //         whose counts differ by rank (its message lengths are checked instead)
+//   open  0; the algorithm id's bits [39:24] before the algorithm is chosen
+//         (stampBeforeChoice: those bits are then 0 in `what`)
 //
 // Fields that do not define the call are left out, so ranks that legitimately differ in
 // them still agree: the op of a non-reduction, the root of an unrooted collective, the
@@ -24,8 +25,8 @@ namespace tutti::detail {
 
 /// The stamp of `spec` run with `algorithm` (a registry entry). Point to point: empty.
 CallStamp stampFor(const CollectiveSpec& spec, const AlgorithmInfo& algorithm);
-/// The stamp of `spec` before its algorithm is chosen (kStampAnyAlgorithm): it conflicts
-/// only with stamps of another call.
+/// The stamp of `spec` before its algorithm is chosen: the algorithm id's bits are open
+/// (CallStamp::open), so it conflicts only with stamps of another call.
 CallStamp stampBeforeChoice(const CollectiveSpec& spec);
 
 /// The call as CallDescriber::describe() words it ("allreduce #12 (count 1000 float32 sum,

@@ -26,6 +26,7 @@ void CallChecker::writeEarly(Entry& e, std::uint64_t seq, const CallStamp& stamp
   // standalone fences: ThreadSanitizer cannot check them (and GCC refuses them under it).
   e.what.store(stamp.what, std::memory_order_release);
   e.count.store(stamp.count, std::memory_order_release);
+  e.open.store(stamp.open, std::memory_order_release);
   e.peer.store(from, std::memory_order_release);
   // Sequentially consistent when begin() may run meanwhile: the arrival side's half of the
   // store-then-load handshake (see the header).
@@ -41,6 +42,7 @@ bool CallChecker::read(const Entry& e, std::uint64_t seq, CallStamp* stamp, int*
   if (e.seq.load(std::memory_order_seq_cst) != seq) return false;
   stamp->what = e.what.load(std::memory_order_acquire);
   stamp->count = e.count.load(std::memory_order_acquire);
+  stamp->open = e.open.load(std::memory_order_acquire);
   *peer = static_cast<int>(e.peer.load(std::memory_order_acquire));
   return e.seq.load(std::memory_order_relaxed) == seq;  // not rewritten meanwhile
 }
@@ -69,6 +71,7 @@ Status CallChecker::begin(std::uint64_t seq, const CallStamp& stamp) {
   mine.seq.store(kBusy, std::memory_order_relaxed);
   mine.what.store(stamp.what, std::memory_order_release);
   mine.count.store(stamp.count, std::memory_order_release);
+  mine.open.store(stamp.open, std::memory_order_release);
   mine.peer.store(rank_, std::memory_order_release);
   begun_.store(seq + 1, std::memory_order_release);
   // Publish (sequentially consistent), then look at what arrived early (a sequentially

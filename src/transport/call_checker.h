@@ -78,6 +78,9 @@ class CallChecker {
     std::atomic<std::uint64_t> seq{kEmpty};
     std::atomic<std::uint64_t> what{0};
     std::atomic<std::uint64_t> count{0};
+    // A stamp before its call's algorithm is chosen (a flat exchange's) has open bits, and
+    // both windows may hold one: it must agree with the same call's chosen stamp.
+    std::atomic<std::uint64_t> open{0};
     std::atomic<std::int64_t> peer{-1};  // early entries: who sent it
   };
 

@@ -33,11 +33,17 @@ namespace tutti {
 /// What a collective call looks like on the wire (mismatch detection, DESIGN.md 7): every
 /// message of a collective carries its sender's stamp, and a receiver whose own call has a
 /// different stamp fails with kMismatch instead of receiving bytes it would misread. The
-/// core packs it (CallStamp::pack in core) and is the only layer that interprets it;
+/// core packs it (core/call_stamp.h) and is the only layer that interprets it;
 /// transports compare and carry it. All zero means "not checked" (point to point).
 struct CallStamp {
-  std::uint64_t what = 0;   // collective, dtype, op, algorithm and root, packed
+  std::uint64_t what = 0;   // what the call is (collective, dtype, op, ...), packed by core
   std::uint64_t count = 0;  // the call's count (a hash of the counts for v-collectives)
+  /// Bits of `what` this rank has not decided yet (they are 0 in `what`): a stamp with open
+  /// bits agrees with any stamp that differs from it only there. Only a rank agreeing with
+  /// the others on what a choice depends on sends one, and only through a flat exchange
+  /// (FlatExchange) and the call checker; a message's stamp has none (links carry what and
+  /// count only, and assert it).
+  std::uint64_t open = 0;
 
   bool empty() const { return what == 0 && count == 0; }
   friend bool operator==(const CallStamp&, const CallStamp&) = default;
@@ -60,19 +66,11 @@ inline constexpr std::uint64_t kStrayCheckCalls = 64;
 /// executor's default window (TUTTI_MAX_INFLIGHT, 16).
 inline constexpr std::size_t kQueuedRequests = 32;
 
-/// Set in CallStamp::what by a rank that has not chosen the call's algorithm yet (it is
-/// agreeing with the others on what the choice depends on, FlatExchangeRunner::agreeOnBuffers): such
-/// a stamp agrees with every stamp of the same call, whatever its algorithm. The algorithm
-/// id sits in bits 39-24 of `what` (core/call_stamp.h).
-inline constexpr std::uint64_t kStampAnyAlgorithm = std::uint64_t{1} << 62;
-inline constexpr std::uint64_t kStampAlgorithmBits = std::uint64_t{0xffff} << 24;
-
-/// True when both stamps are set and differ: the two ends run different calls.
+/// True when both stamps are set and differ outside the bits either leaves open: the two
+/// ends run different calls.
 inline bool stampsConflict(const CallStamp& a, const CallStamp& b) {
   if (a.empty() || b.empty()) return false;
-  if (((a.what | b.what) & kStampAnyAlgorithm) == 0) return !(a == b);
-  const std::uint64_t call = ~(kStampAnyAlgorithm | kStampAlgorithmBits);
-  return (a.what & call) != (b.what & call) || a.count != b.count;
+  return ((a.what ^ b.what) & ~(a.open | b.open)) != 0 || a.count != b.count;
 }
 
 class TransferRequest;

@@ -34,6 +34,72 @@ constexpr int kFlatSpins = 4;
 // between two looks at the slots. 2 ranks, 8 bytes, alternating runs on an AMD EPYC: 0.84
 // of the time with 4 turns (64, 1000 and 100000 turns alike).
 constexpr int kFlatSpinsWithCores = 64;
+
+// Writes this rank's contribution to `call` into `mine` and publishes it.
+inline void publish(FlatSlot& mine, const FlatCall& call) {
+  // Marked as being rewritten first: a reader checking stamps on the side must not pair
+  // the last call's seq with this call's stamp.
+  // (Release stores: a reader whose acquire load sees either then sees seq at 0 or later.)
+  mine.seq.store(0, std::memory_order_relaxed);
+  mine.stampWhat.store(call.stamp.what, std::memory_order_release);
+  mine.stampCount.store(call.stamp.count, std::memory_order_release);
+  // Stored only when it changes: the line stays shared with the readers (FlatSlot).
+  if (mine.stampOpen.load(std::memory_order_relaxed) != call.stamp.open)
+    mine.stampOpen.store(call.stamp.open, std::memory_order_release);
+  mine.bytes = static_cast<std::uint32_t>(call.bytes);
+  if (call.bytes > 0) std::memcpy(mine.data, call.data, call.bytes);
+  mine.seq.store(call.seq + 1, std::memory_order_seq_cst);  // publishes; see wakeIfSleeping
+}
+
+// The bytes rank `r` must contribute to `call`.
+inline std::size_t wantedBytes(const FlatCall& call, int r) {
+  return call.peerBytes != nullptr ? call.peerBytes[static_cast<std::size_t>(r)] : call.bytes;
+}
+
+// Whether a published contribution belongs to `call` as rank `r`'s: the same call, and the
+// size expected of `r`.
+inline bool fits(const FlatSlot& slot, const FlatCall& call, int r) {
+  return (slot.sameCall(call.stamp) || !stampsConflict(slot.stamp(), call.stamp)) &&
+         slot.bytes == wantedBytes(call, r);
+}
+
+// Where one look at the peers' slots got to.
+struct FlatScan {
+  std::size_t next = 0;   // local[next] is the first peer not seen (local.size(): none left)
+  std::uint64_t sum = 0;  // the seq of every slot read, for the wait (flatSeen_)
+  int bad = -1;           // a rank whose contribution does not fit the call (fits)
+};
+
+// Reads the slots of the peers local[from...] for `call`: a peer's contribution counts
+// (its view is set) once it and every one before it are in. Peers before `from` are done:
+// their slots stay put until this rank publishes again.
+inline FlatScan scan(const std::vector<int>& local, const std::vector<Segment>& peers,
+                     const FlatCall& call, std::uint64_t parity, std::size_t from,
+                     const char** views) {
+  const std::uint64_t expected = call.seq + 1;
+  FlatScan out;
+  out.next = from;
+  std::size_t missing = local.size();
+  for (std::size_t i = from; i < local.size(); ++i) {
+    const int r = local[i];
+    const FlatSlot& slot = peers[static_cast<std::size_t>(r)].flat(parity);
+    const std::uint64_t seq = slot.seq.load(std::memory_order_seq_cst);
+    out.sum += seq;
+    if (seq != expected) {
+      if (missing == local.size()) missing = i;
+      continue;
+    }
+    if (missing != local.size()) continue;  // checked once all before it are in
+    if (!fits(slot, call, r)) {
+      out.bad = r;
+      return out;
+    }
+    views[r] = slot.data;
+    out.next = i + 1;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::size_t ShmTransport::flatBytes() const {
@@ -45,17 +111,8 @@ Status ShmTransport::flatExchange(const FlatCall& call, const char** views, Flat
   TUTTI_ASSERT_CMP(call.bytes, <=, kFlatBytes);
   if (failed_.load(std::memory_order_acquire)) return health();
   const std::uint64_t parity = call.index & 1;
-  const std::uint64_t expected = call.seq + 1;
   FlatSlot& mine = own_.flat(parity);
-  // Marked as being rewritten first: a reader checking stamps on the side must not pair
-  // the last call's seq with this call's stamp.
-  // (Release stores: a reader whose acquire load sees either then sees seq at 0 or later.)
-  mine.seq.store(0, std::memory_order_relaxed);
-  mine.stampWhat.store(call.stamp.what, std::memory_order_release);
-  mine.stampCount.store(call.stamp.count, std::memory_order_release);
-  mine.bytes = static_cast<std::uint32_t>(call.bytes);
-  if (call.bytes > 0) std::memcpy(mine.data, call.data, call.bytes);
-  mine.seq.store(expected, std::memory_order_seq_cst);  // publishes; see wakeIfSleeping
+  publish(mine, call);
   for (int r : local_) peers_[static_cast<std::size_t>(r)].wakeIfSleeping();
   views[rank_] = mine.data;
   std::size_t next = 0;  // local_[next] is the first peer whose contribution was not seen
@@ -71,68 +128,24 @@ Status ShmTransport::flatExchange(const FlatCall& call, const char** views, Flat
     Status early = call.checker->begin(call.seq, call.stamp);
     if (!early.ok()) return stopped(std::move(early));
   }
-
   ScopeExit unwatch([&] { flatWatch_ = -1; });
   const int spinTurns = coreEach_ ? kFlatSpinsWithCores : kFlatSpins;
   int spins = 0;
   while (true) {
-    // Peers before `next` are done: their slots stay put until this rank publishes again.
-    std::uint64_t sum = 0;
-    std::size_t missing = local_.size();
-    for (std::size_t i = next; i < local_.size(); ++i) {
-      const int r = local_[i];
-      const FlatSlot& slot = peers_[static_cast<std::size_t>(r)].flat(parity);
-      const std::uint64_t seq = slot.seq.load(std::memory_order_seq_cst);
-      sum += seq;
-      if (seq != expected) {
-        if (missing == local_.size()) missing = i;
-        continue;
-      }
-      if (missing != local_.size()) continue;  // checked once all before it are in
-      if (stampsConflict(slot.stamp(), call.stamp)) {
-        stop->peer = r;
-        stop->peerStamp = slot.stamp();
-        return Status(ErrorCode::kMismatch,
-                      strFormat("rank %d contributed to call #%llu under another stamp", r,
-                                static_cast<unsigned long long>(call.seq)),
-                      r);
-      }
-      const std::size_t want =
-          call.peerBytes != nullptr ? call.peerBytes[static_cast<std::size_t>(r)] : call.bytes;
-      if (slot.bytes != want) {
-        stop->peer = r;
-        return Status(ErrorCode::kProtocolError,
-                      strFormat("rank %d contributed %u bytes to call #%llu, this rank expected "
-                                "%zu",
-                                r, slot.bytes, static_cast<unsigned long long>(call.seq), want),
-                      r);
-      }
-      views[r] = slot.data;
-      next = i + 1;
-    }
-    if (next == local_.size()) {
-      // The next exchange writes the other slot, which the peers last read an exchange
-      // ago: ask for its line now, so that it is likely this core's again by then.
-      prefetchForWrite(&own_.flat(parity + 1));
-      // Every peer published this call after whatever it sent for earlier ones: a message
-      // of an earlier call still unread is in the rings now, and is checked now and then.
-      if (call.seq % kStrayCheckCalls == 0) {
-        readStrays(call.seq);
-        if (failed_.load(std::memory_order_acquire)) return health();
-      }
-      return Status::Ok();
-    }
+    const FlatScan seen = scan(local_, peers_, call, parity, next, views);
+    if (seen.bad >= 0) return flatRefused(call, parity, seen.bad, stop);
+    next = seen.next;
+    if (next == local_.size()) return flatDone(call, parity);
     if (++spins < spinTurns) {
       cpuRelax();
       continue;
     }
     if (failed_.load(std::memory_order_acquire)) return stopped(health());
-    // Until a watched slot's seq moves off `sum` (every rewrite and publication moves one)
+    // Until a watched slot's seq moves off the sum (every rewrite and publication moves one)
     // or something else happens; the sum comes from the very reads that found a peer missing,
     // so a publication after them cannot be missed.
     flatWatch_ = static_cast<int>(parity);
-    flatSeen_ = sum;
-    for (std::size_t i = 0; i < next; ++i) flatSeen_ += expected;
+    flatSeen_ = seen.sum + static_cast<std::uint64_t>(next) * (call.seq + 1);
     const bool progressed = waitForProgress(progress_.snapshot(), call.deadline, call.spinNs);
     if (!progressed && call.deadline.expired())
       return stopped(Status(ErrorCode::kTimeout,
@@ -140,6 +153,37 @@ Status ShmTransport::flatExchange(const FlatCall& call, const char** views, Flat
     if (failed_.load(std::memory_order_acquire)) return stopped(health());
     spins = 0;
   }
+}
+
+Status ShmTransport::flatDone(const FlatCall& call, std::uint64_t parity) {
+  // The next exchange writes the other slot, which the peers last read an exchange ago: ask
+  // for its line now, so that it is likely this core's again by then.
+  prefetchForWrite(&own_.flat(parity + 1));
+  // Every peer published this call after whatever it sent for earlier ones: a message of an
+  // earlier call still unread is in the rings now, and is checked now and then.
+  if (call.seq % kStrayCheckCalls == 0) {
+    readStrays(call.seq);
+    if (failed_.load(std::memory_order_acquire)) return health();
+  }
+  return Status::Ok();
+}
+
+Status ShmTransport::flatRefused(const FlatCall& call, std::uint64_t parity, int r,
+                                 FlatStop* stop) const {
+  const FlatSlot& slot = peers_[static_cast<std::size_t>(r)].flat(parity);
+  stop->peer = r;
+  if (!slot.sameCall(call.stamp) && stampsConflict(slot.stamp(), call.stamp)) {
+    stop->peerStamp = slot.stamp();
+    return Status(ErrorCode::kMismatch,
+                  strFormat("rank %d contributed to call #%llu under another stamp", r,
+                            static_cast<unsigned long long>(call.seq)),
+                  r);
+  }
+  return Status(ErrorCode::kProtocolError,
+                strFormat("rank %d contributed %u bytes to call #%llu, this rank expected %zu",
+                          r, slot.bytes, static_cast<unsigned long long>(call.seq),
+                          wantedBytes(call, r)),
+                r);
 }
 
 }  // namespace tutti::shm

@@ -171,7 +171,7 @@ SlotView Ring::read(std::uint64_t index) const {
   v.chunkBytes = h->chunkBytes;
   v.kind = h->kind;
   v.rndvId = h->rndvId;
-  v.stamp = h->stamp;
+  v.stamp = CallStamp{h->stampWhat, h->stampCount};
   if (v.kind == SlotKind::kData && v.msgBytes <= kInlineBytes) {
     v.data = h->inlineData;  // the whole message, in the line just polled
     return v;

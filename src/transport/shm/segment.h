@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <string>
 
+#include "base/assert.h"
 #include "transport/link.h"
 #include "transport/shm/user_buffers.h"
 #include "tutti/status.h"
@@ -57,12 +58,22 @@ struct alignas(kCacheLine) SlotHeader {
   std::uint32_t chunkBytes;  // kData: bytes of payload in this slot
   SlotKind kind;
   std::uint16_t rndvId;      // kRndv: index into the sender's ack table for this peer
-  CallStamp stamp;           // the call the message belongs to (first piece and kRndv)
+  // The call the message belongs to (first piece and kRndv): CallStamp's what and count. A
+  // message's stamp has no open bits (those only travel through flat exchanges, FlatSlot),
+  // so the first line keeps room for the inline payload; setStamp checks it in debug builds.
+  std::uint64_t stampWhat;
+  std::uint64_t stampCount;
   char inlineData[kInlineBytes];  // kData of at most kInlineBytes: the whole message
   alignas(kCacheLine) std::uint64_t offset;  // kData: where this piece starts in the message
   std::uint64_t remoteAddr;  // kRndv: the message in the sender's address space
   std::uint64_t rndvSeq;     // kRndv: the value the ack must carry
   BufferRef buffer;          // kRndv: the memAlloc buffer holding the message, if any
+
+  void setStamp(const CallStamp& stamp) {
+    TUTTI_DASSERT(stamp.open == 0);
+    stampWhat = stamp.what;
+    stampCount = stamp.count;
+  }
 };
 static_assert(sizeof(SlotHeader) == 2 * kCacheLine);
 static_assert(offsetof(SlotHeader, offset) == kCacheLine);
@@ -135,13 +146,26 @@ struct alignas(kCacheLine) FlatSlot {
   std::uint32_t bytes;
   std::uint32_t pad;
   char data[kFlatBytes];
+  /// CallStamp::open: a flat exchange may carry a stamp with open bits (a rank agreeing on
+  /// what its algorithm choice depends on). On a line of its own, past the data, so that
+  /// the first line keeps its 32 bytes of contribution: readers need it only when `what`
+  /// or `count` differ from theirs, and the owner stores it only when it changes, so that
+  /// the line stays shared.
+  alignas(kCacheLine) std::atomic<std::uint64_t> stampOpen;
 
+  /// Whether the stamp's what and count are `stamp`'s (then no open bits can make them
+  /// conflict): the fast check, on the line of `seq`.
+  bool sameCall(const CallStamp& stamp) const {
+    return stampWhat.load(std::memory_order_acquire) == stamp.what &&
+           stampCount.load(std::memory_order_acquire) == stamp.count;
+  }
   CallStamp stamp() const {
     return CallStamp{stampWhat.load(std::memory_order_acquire),
-                     stampCount.load(std::memory_order_acquire)};
+                     stampCount.load(std::memory_order_acquire),
+                     stampOpen.load(std::memory_order_acquire)};
   }
 };
-static_assert(sizeof(FlatSlot) == 32 + kFlatBytes);
+static_assert(sizeof(FlatSlot) == 32 + kFlatBytes + kCacheLine);
 static_assert(offsetof(FlatSlot, data) == 32);
 
 /// The control block at the start of every segment.

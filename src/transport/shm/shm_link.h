@@ -1,5 +1,7 @@
 #pragma once
-// ShmLink: the two rings between this rank and one peer (shm_transport.h has the design).
+// ShmLink: the two rings between this rank and one peer (shm_transport.h has the design):
+// shm_link_send.cc sends, shm_link.cc receives and matches, shm_rendezvous.cc copies
+// rendezvous messages between the processes.
 // Every method that ends in Locked runs with the transport's mutex held and appends the
 // requests it completed to `done`; the transport signals them after unlocking.
 
@@ -7,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/ring_queue.h"
@@ -105,13 +108,34 @@ class ShmLink final : public Link {
   // Charged per buffered message against the cap, besides its payload.
   static constexpr std::uint64_t kEntryBytes = sizeof(Unexpected) + kUnexpectedOverheadBytes;
 
-  void completeLocked(TransferRequest* request, Status status, DoneList& done);
+  void completeLocked(TransferRequest* request, Status status, DoneList& done) {
+    request->status_ = std::move(status);
+    request->state.store(TransferRequest::kDone, std::memory_order_release);
+    done.add(request);
+  }
   /// Starts a message whose first slot is `h`: to a posted receive or an unexpected buffer.
   /// False when it must wait (unexpected space exhausted) or the transport failed.
   bool startMessageLocked(const SlotView& h, DoneList& done);
+  /// Starts the message of `h` into the posted receive `it` matched (or refuses it there).
+  inline bool startMatchedLocked(const SlotView& h, RingQueue<TransferRequest*>::iterator it,
+                                 DoneList& done);
+  /// Whether the message of `h`, which no receive wants yet, may be buffered now: within
+  /// the cap on unexpected bytes and the run-ahead allowance (Options::runAheadBytes).
+  bool mayBufferLocked(const SlotView& h) const;
+  /// Gives the stamp of `h` (a message no receive matched, or a probe) to the call
+  /// checker; false when it conflicts (the transport has failed).
+  bool arrivalAgreesLocked(const SlotView& h, DoneList& done);
+  /// The message of `h` goes nowhere: its pieces are consumed and dropped.
+  void dropMessageLocked(const SlotView& h);
   /// Takes the probe (tag.h) whose slot is `h`: its stamp to the call checker, then
   /// dropped. False when it conflicts (the transport has failed).
   bool takeProbeLocked(const SlotView& h, DoneList& done);
+  /// Takes the piece of slot `h` (kData) into the message under way. False when it is
+  /// malformed (the transport has failed).
+  inline bool takePieceLocked(const SlotView& h, DoneList& done);
+  /// After the last piece of the message under way: completes its receive, or a receive
+  /// that claimed its buffer meanwhile.
+  void endMessageLocked(const SlotView& h, DoneList& done);
   /// True when a receive for `tag` is posted.
   bool postedForLocked(Tag tag) const;
   /// Reads a rendezvous message whose receive reduces it a piece at a time through the

@@ -308,7 +308,30 @@ class ShmTransport final : public Transport,
   friend struct ShmTransportProbe;
 
   ShmTransport(const Options& options);
+  /// What a rank publishes about its segment at set-up (shm_transport.cc).
+  struct PeerInfo;
+  static Result<PeerInfo> parseInfo(const std::string& text, int rank);
+  /// The steps of create(), in order: this rank's segment, its record in the store, every
+  /// rank's record (which ranks share this host), the local peers' segments mapped, the
+  /// agreement that every rank could, then the links.
   Status setUp(Store& store, const std::string& keyPrefix);
+  Status createSegment();
+  Result<std::vector<PeerInfo>> readInfos(Store& store, const std::string& keyPrefix,
+                                          const std::string& host,
+                                          std::vector<std::vector<int>>* hostMasks);
+  /// Maps the local peers' segments and probes whether their memory can be read directly;
+  /// "" or what went wrong.
+  std::string attachPeers(const std::vector<PeerInfo>& infos);
+  /// Publishes `problem` ("" when this rank attached every peer) and fails unless every
+  /// rank did: each pair of ranks then agrees on whether it talks through shared memory.
+  Status agreeAttached(Store& store, const std::string& keyPrefix, const std::string& problem);
+  void makeLinks(const std::vector<std::vector<int>>& hostMasks);
+  void logSetUp(const std::vector<int>& cpus) const;
+  /// flatExchange's end once every peer's contribution is in (flat.cc).
+  Status flatDone(const FlatCall& call, std::uint64_t parity);
+  /// The error for rank `r`'s contribution to `call`, which does not fit it: of another
+  /// call (kMismatch, its stamp in `stop`) or of another size.
+  Status flatRefused(const FlatCall& call, std::uint64_t parity, int r, FlatStop* stop) const;
   /// The thresholds that follow the host (cmaFrom_, directSlow_, exchangeMaxBytes_), from
   /// the options, coreEach_, hostKernelCopyRatio_ and the caches of the CPUs in `hostMasks`
   /// (this host's ranks' affinity masks); logs the host's properties and the rules' verdicts.
@@ -359,6 +382,19 @@ class ShmTransport final : public Transport,
   bool changedSince(const Marks& marks, std::uint32_t seen) const;
   /// mark(), then one pass over every link (takes the mutex). True when anything moved.
   bool markAndPass(Marks& marks, DoneList& done);
+  /// Whether a wait for `seen` is over after the pass that filled `marks`: a completion, or
+  /// a flat exchange's watched slots moved (flat.cc waits for peers' slots, not completions).
+  bool waitEnded(const Marks& marks, std::uint32_t seen) const {
+    return progress_.snapshot() != seen || (flatWatch_ >= 0 && marks.flat != flatSeen_);
+  }
+  /// A wait's budgets (spin, then keep or yield the core) and where its time went
+  /// (waitTimes()); shm_progress.cc.
+  class WaitClock;
+  enum class WakeUp { kEnded, kExpired, kAgain };
+  /// The end of a wait whose budgets are spent: a last pass with the sleeping flag set,
+  /// then a sleep on the doorbell until a peer rings it, the deadline or the next look for
+  /// dead peers. kAgain: look again.
+  WakeUp sleepOnDoorbell(Marks& marks, std::uint32_t seen, Deadline deadline, DoneList& done);
   void writeAbortTo(int peer, const Status& status);
   /// The failure a peer wrote into this rank's abort record (which must be complete).
   Status abortRecord() const;

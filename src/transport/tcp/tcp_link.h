@@ -12,6 +12,8 @@
 //
 // Locking: one mutex per link guards all of its state; the loop thread and posting threads
 // take it. Completions are signalled after the lock is released.
+//
+// tcp_link.cc has the requests and the send side, tcp_link_read.cc the read side.
 
 #include <cstdint>
 #include <memory>
@@ -76,6 +78,8 @@ class TcpLink final : public Link {
   };
   // Charged per buffered message against the cap, besides its payload.
   static constexpr std::uint64_t kEntryBytes = sizeof(Unexpected) + kUnexpectedOverheadBytes;
+  // Bytes read at a time from a frame nobody takes, or from a socket being closed.
+  static constexpr std::size_t kDiscardChunk = 64u << 10;
   enum class ReadState {
     kHeader,
     kPayloadToRequest,
@@ -87,6 +91,9 @@ class TcpLink final : public Link {
 
   // Everything *Locked() runs with mutex_ held and appends finished requests to `done`.
   void trySendLocked(DoneList& done);
+  /// Why a write failed with `error`: what the peer's last frames say (read first), else
+  /// the failed write.
+  Status sendErrorLocked(int error, DoneList& done);
   void handleHeaderLocked(const FrameHeader& header, DoneList& done);
   void readLocked(DoneList& done);  // reads frames until EAGAIN, failure or the budget
   bool readPayloadLocked(DoneList& done);  // false when the socket has no more data

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "base/assert.h"
 #include "base/strings.h"
 
 namespace tutti::tcp {
@@ -47,6 +48,9 @@ HeaderBytes encodeHeader(const FrameHeader& header) {
   // out[6..7]: flags, zero
   put64(&out[8], header.tag);
   put64(&out[16], header.length);
+  // A message's stamp never has open bits (CallStamp::open: only flat exchanges, which TCP
+  // has none of, carry those), so the frame carries what and count alone.
+  TUTTI_ASSERT(header.stamp.open == 0);
   put64(&out[24], header.stamp.what);
   put64(&out[32], header.stamp.count);
   put32(&out[40], header.aux);

@@ -10,7 +10,7 @@
 //   8  u64 tag      Tag of a DATA frame (0 otherwise)
 //  16  u64 length   payload bytes that follow the header
 //  24  u64 stamp.what   the call a DATA frame belongs to (CallStamp; 0 otherwise)
-//  32  u64 stamp.count
+//  32  u64 stamp.count  (a message's stamp has no open bits: CallStamp::open is not sent)
 //  40  u32 aux      ABORT: the ErrorCode; 0 otherwise
 //  44  u32 check    FNV-1a of bytes 0..43, catches torn or shifted streams
 //

@@ -42,16 +42,21 @@ TEST_P(CallCheckerModes, AgreeingArrivalsPassBeforeAndAfterBegin) {
 }
 
 // A rank agreeing with the others before it chooses the call's algorithm stamps the call
-// without one (kStampAnyAlgorithm): the messages of a rank already past the agreement, which
-// carry its algorithm, agree with it; another call does not.
+// with the algorithm's bits open (CallStamp::open): the messages of a rank already past the
+// agreement, which carry its algorithm, agree with it; another call does not. The rule
+// knows no layout: any bits may be open.
 TEST_P(CallCheckerModes, AStampBeforeTheAlgorithmAgreesWithEveryAlgorithmOfTheCall) {
+  constexpr std::uint64_t kAlgorithm = std::uint64_t{0xffff} << 24;
   constexpr std::uint64_t kRing = std::uint64_t{0x1234} << 24, kDirect = std::uint64_t{0x4321} << 24;
   const CallStamp ring{kA.what | kRing, kA.count}, direct{kA.what | kDirect, kA.count};
-  const CallStamp before{kA.what | kStampAnyAlgorithm, kA.count};
+  const CallStamp before{kA.what, kA.count, kAlgorithm};
   EXPECT_FALSE(stampsConflict(before, ring));
   EXPECT_FALSE(stampsConflict(direct, before));
+  EXPECT_FALSE(stampsConflict(before, before));
   EXPECT_TRUE(stampsConflict(ring, direct));
   EXPECT_TRUE(stampsConflict(before, CallStamp{kB.what | kRing, kB.count}));  // another count
+  EXPECT_TRUE(stampsConflict(before, CallStamp{kA.what ^ 0x100, kA.count}));  // outside open
+  EXPECT_FALSE(stampsConflict(before, CallStamp{}));  // point to point: not checked
   CallChecker checker(0, &describeForTest);
   checker.setConcurrentArrivals(GetParam());
   EXPECT_TRUE(checker.onArrival(1, tagOf(0), ring).ok());   // early
@@ -59,6 +64,22 @@ TEST_P(CallCheckerModes, AStampBeforeTheAlgorithmAgreesWithEveryAlgorithmOfTheCa
   EXPECT_TRUE(checker.onArrival(2, tagOf(0), direct).ok());  // during it
   EXPECT_FALSE(checker.onArrival(3, tagOf(0), kB).ok());     // another call
   EXPECT_TRUE(checker.begin(0, ring).ok());                  // the algorithm, chosen
+}
+
+// Both windows keep the open bits: a peer's stamp from before its choice (a flat
+// exchange's contribution, seen on the side) that arrives early agrees with the call this
+// rank then begins with its algorithm chosen, and one of another call does not.
+TEST_P(CallCheckerModes, AnEarlyStampBeforeTheAlgorithmKeepsItsOpenBits) {
+  constexpr std::uint64_t kAlgorithm = std::uint64_t{0xffff} << 24;
+  const CallStamp before{kA.what, kA.count, kAlgorithm};
+  const CallStamp chosen{kA.what | (std::uint64_t{0x1234} << 24), kA.count};
+  CallChecker checker(0, &describeForTest);
+  checker.setConcurrentArrivals(GetParam());
+  EXPECT_TRUE(checker.onArrival(1, tagOf(0), before).ok());  // early, kept open
+  EXPECT_TRUE(checker.begin(0, chosen).ok());
+  EXPECT_TRUE(checker.onArrival(1, tagOf(1), before).ok());
+  const Status s = checker.begin(1, CallStamp{kB.what | (std::uint64_t{0x1234} << 24), kB.count});
+  EXPECT_EQ(s.code(), ErrorCode::kMismatch) << s.toString();
 }
 
 TEST_P(CallCheckerModes, ArrivalAfterBeginStatesBothCalls) {
