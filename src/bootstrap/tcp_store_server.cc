@@ -1,17 +1,15 @@
-// TcpStoreServer: one thread, one epoll set, every socket non-blocking.
+// TcpStoreServer: one thread, one epoll set, every socket non-blocking. This file has the
+// connections (accepting, the handshake gate, reading, writing, serving each client's
+// requests in order); the keys, values and parked requests are StoreState's
+// (store_state.h).
 //
 // Each client has an input buffer (bounded by one maximal message, the protocol cap) and an
 // output queue. Requests are served strictly in order, one at a time per client: while a
 // client's GET/WAIT is parked, or while its last reply has not been fully written, its
 // further input is buffered but not served. Honest clients send one request and wait for
 // the reply, so this costs them nothing, and it bounds what one connection can make the
-// server hold to one input message, one reply and one parked waiter.
-//
-// Parked waiters are indexed by the first key they still miss; setting that key re-checks
-// them and either answers them or re-indexes them under their next missing key, so a set
-// touches only the waiters that care about it. Each waiter with a timeout is also in an
-// ordered timer set; the loop sleeps until the earliest one and answers TIMEOUT with the
-// keys still missing.
+// server hold to one input message, one reply and one parked waiter. The loop sleeps until
+// the earliest parked deadline.
 //
 // A connection is not a client until it has authenticated: until then it sits in the
 // HandshakeGate (auth_gate.h), a fixed array of slots with no per-connection allocation,
@@ -29,7 +27,7 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
-#include <set>
+#include <optional>
 #include <span>
 #include <thread>
 #include <unordered_map>
@@ -42,8 +40,8 @@
 #include "base/macros.h"
 #include "base/strings.h"
 #include "bootstrap/auth_gate.h"
-#include "bootstrap/store_checks.h"
 #include "bootstrap/store_protocol.h"
+#include "bootstrap/store_state.h"
 #include "bootstrap/tcp_store.h"
 
 namespace tutti {
@@ -83,16 +81,6 @@ struct Client {
   std::uint32_t events = 0;                   // current epoll interest
 
   std::size_t buffered() const { return in.size() - inStart; }
-};
-
-struct Waiter {
-  std::uint64_t clientId = 0;
-  std::uint32_t requestId = 0;
-  Opcode opcode = Opcode::kGet;
-  std::vector<std::string> keys;  // GET: its one key
-  Deadline deadline = Deadline::never();
-  bool indexed = false;  // listed under indexedKey in waitersByKey_
-  std::string indexedKey;
 };
 
 class Server final : public TcpStoreServer {
@@ -147,16 +135,8 @@ class Server final : public TcpStoreServer {
   void processInput(std::uint64_t id);
   // Executes one request: replies at once or parks it.
   void serve(Client& c, Message&& m);
-  // Parks a GET/WAIT whose keys are not all set.
-  void park(Client& c, Message&& m);
-  // Answers or re-indexes the waiters listed under `key`, which was just set.
-  void wakeWaiters(const std::string& key);
-  // Answers a parked request (its value/OK, or TIMEOUT with the keys still missing).
-  void finishWaiter(std::uint64_t waiterId, bool timedOut);
-  // Unlists a waiter from every index and returns it.
-  Waiter removeWaiter(std::uint64_t waiterId);
-  // Answers TIMEOUT to every waiter whose deadline has passed.
-  void expireTimers();
+  // Queues the answers state_ gave to parked requests, for drainReady().
+  void deliverAnswers();
   // Flushes and resumes clients whose parked request was answered.
   void drainReady();
   void queueReply(Client& c, const Message& reply);
@@ -189,12 +169,8 @@ class Server final : public TcpStoreServer {
   bool listenerWatched_ = true;
   bool gateFull_ = false;  // accepting paused until the gate has room
   std::uint64_t nextClientId_ = kFirstClientId;
-  std::uint64_t nextWaiterId_ = 1;
   std::unordered_map<std::uint64_t, std::unique_ptr<Client>> clients_;
-  std::unordered_map<std::string, std::vector<std::uint8_t>> values_;
-  std::unordered_map<std::uint64_t, Waiter> waiters_;
-  std::unordered_map<std::string, std::vector<std::uint64_t>> waitersByKey_;
-  std::set<std::pair<Deadline::Clock::time_point, std::uint64_t>> timers_;
+  detail::StoreState state_;
   std::vector<std::uint64_t> ready_;  // clients whose parked request was just answered
 };
 
@@ -223,22 +199,21 @@ void Server::run() {
     gate_.expire();
     // The gate may have room again (a slot timed out, or the oldest became evictable).
     if (gateFull_) acceptClients();
-    expireTimers();
+    state_.expire();
+    deliverAnswers();
     drainReady();
   }
   // Closing every connection fails the clients' pending requests with a closed connection.
   TUTTI_DEBUG(kBootstrap, "store server on %s stopping with %zu clients",
               address_.toString().c_str(), clients_.size());
-  waiters_.clear();
+  state_.cancelAll();
   clients_.clear();
   gate_.closeAll();
   listener_.reset();
 }
 
 int Server::nextTimeoutMs() const {
-  Deadline next = gate_.nextDue();
-  if (!timers_.empty()) next = Deadline::earliest(next, Deadline::after(timers_.begin()->first -
-                                                                     Deadline::Clock::now()));
+  const Deadline next = Deadline::earliest(gate_.nextDue(), state_.nextDeadline());
   if (next.isNever()) return -1;
   auto left = next.at() - Deadline::Clock::now();
   if (left <= Deadline::Clock::duration::zero()) return 0;
@@ -452,122 +427,24 @@ void Server::processInput(std::uint64_t id) {
 }
 
 void Server::serve(Client& c, Message&& m) {
-  switch (m.opcode) {
-    case Opcode::kSet:
-      values_[m.key] = std::move(m.value);
-      queueReply(c, Message::ok(m.requestId));
-      wakeWaiters(m.key);
-      return;
-    case Opcode::kGet: {
-      auto it = values_.find(m.key);
-      if (it == values_.end()) return park(c, std::move(m));
-      return queueReply(c, Message::valueReply(m.requestId, it->second));
-    }
-    case Opcode::kAdd: {
-      // In place, as in MemoryStore: only a present key can fail, and it is left unchanged.
-      auto [it, inserted] = values_.try_emplace(m.key);
-      Result<std::int64_t> sum = detail::addDecimal(m.key, &it->second, !inserted, m.integer);
-      if (!sum.ok())
-        return queueReply(
-            c, Message::errorReply(m.requestId, sum.status().code(), sum.status().message()));
-      queueReply(c, Message::intReply(m.requestId, *sum));
-      wakeWaiters(m.key);
-      return;
-    }
-    case Opcode::kWait:
-      for (const std::string& key : m.keys)
-        if (values_.count(key) == 0) return park(c, std::move(m));
-      return queueReply(c, Message::ok(m.requestId));
-    default:
-      // processInput admits requests only.
-      TUTTI_ASSERT(storeproto::isRequest(m.opcode));
-  }
-}
-
-void Server::park(Client& c, Message&& m) {
   TUTTI_ASSERT_CMP(c.waiter, ==, 0u);
-  std::uint64_t id = nextWaiterId_++;
-  Waiter w;
-  w.clientId = c.id;
-  w.requestId = m.requestId;
-  w.opcode = m.opcode;
-  if (m.opcode == Opcode::kGet)
-    w.keys.push_back(std::move(m.key));
+  std::uint64_t waiter = 0;
+  std::optional<Message> reply = state_.serve(c.id, std::move(m), &waiter);
+  if (reply)
+    queueReply(c, *reply);
   else
-    w.keys = std::move(m.keys);
-  if (m.timeoutMs != storeproto::kNoTimeout) {
-    w.deadline = Deadline::after(std::chrono::milliseconds(m.timeoutMs));
-    timers_.emplace(w.deadline.at(), id);
-  }
-  for (const std::string& key : w.keys) {
-    if (values_.count(key) != 0) continue;
-    w.indexed = true;
-    w.indexedKey = key;
-    waitersByKey_[key].push_back(id);
-    break;
-  }
-  TUTTI_ASSERT(w.indexed);  // serve() parks only requests with a missing key
-  waiters_.emplace(id, std::move(w));
-  c.waiter = id;
+    c.waiter = waiter;
+  deliverAnswers();
 }
 
-void Server::wakeWaiters(const std::string& key) {
-  auto it = waitersByKey_.find(key);
-  if (it == waitersByKey_.end()) return;
-  std::vector<std::uint64_t> ids = std::move(it->second);
-  waitersByKey_.erase(it);
-  for (std::uint64_t id : ids) {
-    auto w = waiters_.find(id);
-    TUTTI_ASSERT(w != waiters_.end());  // removal always unlists a waiter
-    w->second.indexed = false;
-    for (const std::string& k : w->second.keys) {
-      if (values_.count(k) != 0) continue;
-      w->second.indexed = true;
-      w->second.indexedKey = k;
-      waitersByKey_[k].push_back(id);
-      break;
-    }
-    if (!w->second.indexed) finishWaiter(id, false);
+void Server::deliverAnswers() {
+  for (detail::StoreState::Answer& a : state_.takeAnswers()) {
+    Client* c = find(a.clientId);
+    TUTTI_ASSERT(c != nullptr && c->waiter == a.waiterId);  // drop() cancels a client's waiter
+    c->waiter = 0;
+    queueReply(*c, a.reply);
+    ready_.push_back(a.clientId);
   }
-}
-
-Waiter Server::removeWaiter(std::uint64_t waiterId) {
-  auto it = waiters_.find(waiterId);
-  TUTTI_ASSERT(it != waiters_.end());
-  Waiter w = std::move(it->second);
-  waiters_.erase(it);
-  if (w.indexed) {
-    auto list = waitersByKey_.find(w.indexedKey);
-    TUTTI_ASSERT(list != waitersByKey_.end());
-    std::erase(list->second, waiterId);
-    if (list->second.empty()) waitersByKey_.erase(list);
-  }
-  if (!w.deadline.isNever()) timers_.erase({w.deadline.at(), waiterId});
-  return w;
-}
-
-void Server::finishWaiter(std::uint64_t waiterId, bool timedOut) {
-  Waiter w = removeWaiter(waiterId);
-  Client* c = find(w.clientId);
-  TUTTI_ASSERT(c != nullptr && c->waiter == waiterId);  // drop() removes a client's waiter
-  c->waiter = 0;
-  if (timedOut) {
-    std::vector<std::string> missing;
-    for (std::string& key : w.keys)
-      if (values_.count(key) == 0) missing.push_back(std::move(key));
-    queueReply(*c, Message::timeoutReply(w.requestId, std::move(missing)));
-  } else if (w.opcode == Opcode::kGet) {
-    queueReply(*c, Message::valueReply(w.requestId, values_.at(w.keys[0])));
-  } else {
-    queueReply(*c, Message::ok(w.requestId));
-  }
-  ready_.push_back(w.clientId);
-}
-
-void Server::expireTimers() {
-  auto now = Deadline::Clock::now();
-  while (!timers_.empty() && timers_.begin()->first <= now)
-    finishWaiter(timers_.begin()->second, true);
 }
 
 void Server::drainReady() {
@@ -608,7 +485,7 @@ void Server::drop(std::uint64_t id, const std::string& reason, bool warn) {
   } else {
     TUTTI_DEBUG(kBootstrap, "store server: client %s left: %s", c.peer.c_str(), reason.c_str());
   }
-  if (c.waiter != 0) removeWaiter(c.waiter);
+  if (c.waiter != 0) state_.cancel(c.waiter);
   if (c.events != 0) ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, c.fd.get(), nullptr);
   clients_.erase(it);
   setListenerWatched(true);  // a descriptor is free again if accepts were paused
