@@ -132,7 +132,10 @@ bool isRooted(Collective kind) {
          kind == Collective::kGatherV || kind == Collective::kScatterV;
 }
 
-BufferLayout bufferLayout(const CollectiveSpec& s) {
+namespace {
+
+// bufferLayout() of the collectives whose every rank passes one count.
+BufferLayout fixedCountLayout(const CollectiveSpec& s) {
   BufferLayout l;
   const auto n = static_cast<std::uint64_t>(s.size);
   const bool root = s.rank == s.root;
@@ -176,6 +179,26 @@ BufferLayout bufferLayout(const CollectiveSpec& s) {
       l.inputCount = l.outputCount = n * s.count;
       if (s.inPlace) l.inputInOutputAt = 0;
       break;
+    case Collective::kBarrier:
+      break;
+    case Collective::kSend:
+      l.inputCount = s.count;
+      break;
+    case Collective::kRecv:
+      l.outputCount = s.count;
+      break;
+    default:  // the other kind of collective (bufferLayout)
+      break;
+  }
+  return l;
+}
+
+// bufferLayout() of the collectives with per-rank counts and displacements.
+BufferLayout perRankCountLayout(const CollectiveSpec& s) {
+  BufferLayout l;
+  const bool root = s.rank == s.root;
+  const auto r = static_cast<std::size_t>(s.rank);
+  switch (s.kind) {
     case Collective::kGatherV:
       l.inputCount = s.counts.empty() ? 0 : s.counts[r];
       l.outputCount = root ? extent(s.counts, s.displs) : 0;
@@ -201,16 +224,25 @@ BufferLayout bufferLayout(const CollectiveSpec& s) {
       l.outputCount = extent(s.recvCounts, s.recvDispls);
       if (s.inPlace) l.inputInOutputAt = 0;
       break;
-    case Collective::kBarrier:
-      break;
-    case Collective::kSend:
-      l.inputCount = s.count;
-      break;
-    case Collective::kRecv:
-      l.outputCount = s.count;
+    default:  // the other kind of collective (bufferLayout)
       break;
   }
   return l;
+}
+
+}  // namespace
+
+BufferLayout bufferLayout(const CollectiveSpec& s) {
+  switch (s.kind) {
+    case Collective::kGatherV:
+    case Collective::kScatterV:
+    case Collective::kAllGatherV:
+    case Collective::kReduceScatterV:
+    case Collective::kAllToAllV:
+      return perRankCountLayout(s);
+    default:
+      return fixedCountLayout(s);
+  }
 }
 
 std::uint64_t largestBufferCount(const CollectiveSpec& s) {
