@@ -2,7 +2,8 @@
 // processes, by the kernel (process_vm_readv / process_vm_writev) or through a mapping of a
 // memAlloc buffer, in pieces that either end may claim (RndvShare, segment.h): the
 // receiver's reads, the sender's help, two-way exchanges left to each sender, and the
-// receive's completion and ack. The ring path is shm_link.cc.
+// receive's completion and ack. The ring path is shm_link_send.cc (sending) and
+// shm_link.cc (receiving).
 
 #include <sys/uio.h>
 
