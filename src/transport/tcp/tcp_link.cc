@@ -324,6 +324,23 @@ Status TcpLink::failureToReportLocked() {
   return callConflict_;
 }
 
+void TcpLink::checkBufferedArrivals() {
+  DoneList done;
+  Status failure;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& u : unexpected_) {
+      FrameHeader header;
+      header.tag = u->tag;
+      header.stamp = u->stamp;
+      if (arrivalConflictsLocked(header)) break;
+    }
+    if (readState_ == ReadState::kPaused) (void)arrivalConflictsLocked(pausedHeader_);
+    failure = failureToReportLocked();
+  }
+  finish(done, failure);
+}
+
 bool TcpLink::arrivalConflictsLocked(const FrameHeader& header) {
   CallChecker* checker = owner_->callChecker();
   if (checker == nullptr) return false;
