@@ -1,5 +1,7 @@
 #include "transport/call_checker.h"
 
+#include <thread>
+
 #include "base/strings.h"
 
 namespace tutti {
@@ -10,14 +12,15 @@ constexpr std::uint64_t kSeqMask = (std::uint64_t{1} << kSeqBits) - 1;
 
 }  // namespace
 
-void CallChecker::writeEarly(Entry& e, std::uint64_t seq, const CallStamp& stamp,
+bool CallChecker::writeEarly(Entry& e, std::uint64_t seq, const CallStamp& stamp,
                              int from) const {
   std::uint64_t current = e.seq.load(std::memory_order_relaxed);
-  if (current == kBusy) return;
+  if (current == kBusy) return false;
   if (concurrent_) {
-    // Several receiving threads (hybrid: shm's caller and TCP's loop) may race for it;
-    // the loser skips, the winner's stamp is checked.
-    if (!e.seq.compare_exchange_strong(current, kBusy, std::memory_order_acq_rel)) return;
+    // Several receiving threads (hybrid: shm's caller and TCP's loop; TCP: its loop and a
+    // driving caller) may race for it: the loser waits for the winner's stamp and compares
+    // (onArrival), or it would never be checked against it.
+    if (!e.seq.compare_exchange_strong(current, kBusy, std::memory_order_acq_rel)) return false;
   } else {
     e.seq.store(kBusy, std::memory_order_relaxed);
   }
@@ -34,6 +37,7 @@ void CallChecker::writeEarly(Entry& e, std::uint64_t seq, const CallStamp& stamp
   // as sequentially consistent.)
   if (concurrent_) e.seq.store(seq, std::memory_order_seq_cst);
   else e.seq.store(seq, std::memory_order_release);
+  return true;
 }
 
 bool CallChecker::read(const Entry& e, std::uint64_t seq, CallStamp* stamp, int* peer) {
@@ -104,12 +108,17 @@ Status CallChecker::onArrival(int peer, Tag tag, const CallStamp& stamp) {
   // Early (the peer is ahead), or begin() is under way. Leave the stamp for begin(),
   // unless another peer's is there already.
   Entry& early = early_[seq % kWindow];
-  CallStamp prior;
-  int priorPeer = -1;
-  if (read(early, seq, &prior, &priorPeer)) {
-    if (stampsConflict(stamp, prior)) return conflict(peer, seq, stamp, priorPeer, prior);
-  } else {
-    writeEarly(early, seq, stamp, peer);
+  for (int tries = 0;; ++tries) {
+    CallStamp prior;
+    int priorPeer = -1;
+    if (read(early, seq, &prior, &priorPeer)) {
+      if (stampsConflict(stamp, prior)) return conflict(peer, seq, stamp, priorPeer, prior);
+      break;
+    }
+    if (writeEarly(early, seq, stamp, peer)) break;
+    // Another thread is writing the entry: a few stores, done at once unless that thread
+    // was preempted, so look again (yielding after a few tries).
+    if (tries >= 64) std::this_thread::yield();
   }
   // Published; now see whether the call was begun meanwhile (begin() may have missed it).
   Status found = checkHistory(peer, seq, stamp);

@@ -86,8 +86,9 @@ class CallChecker {
 
   // Reads `e` if it holds sequence `seq`; false when it holds another or is being written.
   static bool read(const Entry& e, std::uint64_t seq, CallStamp* stamp, int* peer);
-  // Writes the early entry `e` for `seq`, unless another thread is writing it.
-  void writeEarly(Entry& e, std::uint64_t seq, const CallStamp& stamp, int from) const;
+  // Writes the early entry `e` for `seq`; false, writing nothing, when another thread is
+  // writing it.
+  bool writeEarly(Entry& e, std::uint64_t seq, const CallStamp& stamp, int from) const;
   Status conflict(int peer, std::uint64_t seq, const CallStamp& theirs, int otherRank,
                   const CallStamp& other) const;
   // Checks an arrival for `seq` against the history; OK when the call is not in it.

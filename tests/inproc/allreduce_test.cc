@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <latch>
 #include <thread>
 #include <vector>
 
@@ -249,8 +250,18 @@ TEST(PointToPoint, MismatchedSizesFailBothSidesWithMismatch) {
 }
 
 TEST(Timeout, AMissingPeerIsATimeoutNamingIt) {
+  // Rank 2 never joins the collective, and stays until the others have returned: a rank
+  // that destroyed the communicator instead would be named as never having called it.
+  std::latch othersDone(2);
   auto failures = runRanks(3, [&](int rank, Communicator& comm) -> std::string {
-    if (rank == 2) return "";  // never joins the collective
+    if (rank == 2) {
+      othersDone.wait();
+      return "";
+    }
+    struct Done {
+      std::latch& latch;
+      ~Done() { latch.count_down(); }
+    } done{othersDone};
     CallOptions quick;
     quick.timeout = std::chrono::milliseconds(500);
     std::vector<float> buf(16);

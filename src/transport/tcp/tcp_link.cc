@@ -324,6 +324,23 @@ Status TcpLink::failureToReportLocked() {
   return callConflict_;
 }
 
+void TcpLink::checkBufferedArrivals() {
+  DoneList done;
+  Status failure;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& u : unexpected_) {
+      FrameHeader header;
+      header.tag = u->tag;
+      header.stamp = u->stamp;
+      if (arrivalConflictsLocked(header)) break;
+    }
+    if (readState_ == ReadState::kPaused) (void)arrivalConflictsLocked(pausedHeader_);
+    failure = failureToReportLocked();
+  }
+  finish(done, failure);
+}
+
 void TcpLink::recycleLocked(RingQueue<std::unique_ptr<Unexpected>>::iterator it) {
   std::unique_ptr<Unexpected> u = std::move(*it);
   unexpected_.erase(it);

@@ -59,6 +59,11 @@ class TcpLink final : public Link {
   /// Reads and drops whatever input is available, then closes the socket.
   void closeSocket();
 
+  /// Gives the messages buffered before the transport had a call checker (the loop thread
+  /// reads from the moment the link is up, before the communicator sets its checker) to the
+  /// checker now; a conflict fails the transport as on arrival.
+  void checkBufferedArrivals();
+
   /// Unexpected messages buffered now, and whether reading stopped at the cap on them
   /// (tests, diagnostics).
   std::size_t unexpectedMessages();

@@ -94,6 +94,16 @@ Link& TcpTransport::link(int peer) {
   return *links_[static_cast<std::size_t>(peer)];
 }
 
+void TcpTransport::setCallChecker(CallChecker* checker) {
+  // Stored first: an arrival handled after a link's scan below sees it (the link's mutex
+  // orders the two), one handled before is in the scanned queue.
+  Transport::setCallChecker(checker);
+  if (checker == nullptr) return;
+  for (auto& link : links_) {
+    if (link) link->checkBufferedArrivals();
+  }
+}
+
 Status TcpTransport::health() const {
   if (!failed_.load(std::memory_order_acquire)) return Status();
   std::lock_guard<std::mutex> lock(healthMutex_);

@@ -76,6 +76,9 @@ class TcpTransport final : public Transport {
   Status health() const override;
   void fail(const Status& status) override;
   void shutdown(Deadline deadline) override;
+  /// Also checks what arrived before (TcpLink::checkBufferedArrivals): the loop thread
+  /// reads from the start.
+  void setCallChecker(CallChecker* checker) override;
 
   // --- for TcpLink ------------------------------------------------------------------------
   /// Records the first failure, tells every peer (ABORT frames naming the rank at fault)

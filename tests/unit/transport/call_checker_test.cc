@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
+#include <latch>
 #include <thread>
+#include <vector>
 
 #include "base/strings.h"
 #include "transport/tag.h"
@@ -181,6 +184,35 @@ TEST(CallChecker, ConcurrentBeginAndArrivalCatchEveryConflict) {
   issuer.join();
   EXPECT_EQ(falseAlarms.load(), 0);
   EXPECT_GE(caught.load(), 1);
+}
+
+// Two peers' conflicting messages for a call not begun yet, arriving on two threads at once
+// (TCP's loop thread and a driving caller): whichever thread loses the race for the early
+// entry still compares its stamp with the winner's, so every conflict is caught, by an
+// arrival or by begin().
+TEST(CallChecker, ConcurrentEarlyArrivalsFromTwoPeersCatchEveryConflict) {
+  constexpr int kRounds = 200;
+  constexpr std::uint64_t kCalls = CallChecker::kWindow;
+  int missed = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    CallChecker checker(0, &describeForTest);
+    std::vector<char> caughtA(kCalls, 0), caughtB(kCalls, 0);
+    std::latch start(2);
+    auto arrive = [&](int peer, const CallStamp& stamp, std::vector<char>& out) {
+      start.arrive_and_wait();
+      for (std::uint64_t seq = 0; seq < kCalls; ++seq)
+        out[seq] = !checker.onArrival(peer, tagOf(seq), stamp).ok();
+    };
+    std::thread a(arrive, 1, kA, std::ref(caughtA));
+    std::thread b(arrive, 2, kB, std::ref(caughtB));
+    a.join();
+    b.join();
+    for (std::uint64_t seq = 0; seq < kCalls; ++seq) {
+      const bool begunCaught = !checker.begin(seq, kA).ok();
+      if (!caughtA[seq] && !caughtB[seq] && !begunCaught) ++missed;
+    }
+  }
+  EXPECT_EQ(missed, 0);
 }
 
 // At the communicator's farewell: a peer's message for a call this rank never began (the

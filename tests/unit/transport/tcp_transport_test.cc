@@ -191,6 +191,33 @@ TEST(TcpTransportFaults, ACallConflictFailsTheReceiveALaterFrameWouldComplete) {
   p.transport->link(1).cancel(&recv);
 }
 
+// The loop thread reads from the moment the link is up, before the communicator sets its
+// call checker: a frame of another call that came in that gap waits unmatched (a broadcast
+// root's, which no receive will take). It is checked when the checker is set, and the
+// transport fails with the mismatch (seen as a silent pass in the roots tests over TCP).
+TEST(TcpTransportFaults, AFrameThatCameBeforeTheCheckerIsCheckedWhenItIsSet) {
+  CallChecker checker(0, &describeForTest);  // outlives the transport
+  checker.setConcurrentArrivals(true);
+  RawPeer p = transportWithRawPeer();
+  const CallStamp mine{0x8000000000000009ull, 1}, theirs{0x8000000000000109ull, 1};
+  auto header = encodeHeader(
+      FrameHeader{FrameType::kData, collectiveTagBase(0, 0), sizeof(std::int32_t), 0, theirs});
+  std::vector<std::uint8_t> wire(header.begin(), header.end());
+  wire.resize(header.size() + sizeof(std::int32_t), 7);
+  ASSERT_TRUE(writeFull(p.raw.get(), wire.data(), wire.size(), Deadline::afterSeconds(5)).ok());
+  auto& link = static_cast<TcpLink&>(p.transport->link(1));
+  const Deadline bound = Deadline::afterSeconds(30);
+  while (link.unexpectedMessages() == 0 && !bound.expired())
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_EQ(link.unexpectedMessages(), 1u);
+  EXPECT_TRUE(p.transport->health().ok());
+  ASSERT_TRUE(checker.begin(0, mine).ok());
+  p.transport->setCallChecker(&checker);
+  const Status failure = waitForFailure(*p.transport);
+  EXPECT_EQ(failure.code(), ErrorCode::kMismatch) << failure.toString();
+  EXPECT_NE(failure.message().find("call #0"), std::string::npos) << failure.toString();
+}
+
 // A peer that left over a mismatch: its frames (one of another call, then its ABORT) wait
 // unread, and this rank's next send to it fails with a broken pipe. The send reads those
 // last frames for the reason; the reading stops at the conflicting frame, so the link must
