@@ -38,6 +38,12 @@ inline PoolGrowth poolGrowth() {
 /// Marks a one-time cost that ends before the caller's call does (a first call of a way).
 inline void markOneTimeCost() { detail::gPoolGrowths.fetch_add(1); }
 
+/// Marks a one-time cost the first time this process takes a way that only timing leads
+/// to (a probe's arrival, tag.h: a peer waited long); `taken` is that way's flag.
+inline void markFirstTime(std::atomic<bool>& taken) {
+  if (!taken.load(std::memory_order_relaxed) && !taken.exchange(true)) markOneTimeCost();
+}
+
 /// Marks one growth (its allocations, mappings and first touches), from construction to
 /// destruction.
 class GrowingPool {

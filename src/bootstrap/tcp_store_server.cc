@@ -178,7 +178,9 @@ void Server::run() {
   epoll_event events[kMaxEvents];
   while (!stopping_.load(std::memory_order_acquire)) {
     // Without parked timeouts the loop sleeps until a socket or stop() (the eventfd) wakes it.
-    int n = ::epoll_wait(epoll_.get(), events, kMaxEvents, nextTimeoutMs());
+    const int timeoutMs = nextTimeoutMs();
+    threadSettled();
+    int n = ::epoll_wait(epoll_.get(), events, kMaxEvents, timeoutMs);
     if (n < 0) {
       int err = errno;
       if (err == EINTR) continue;

@@ -228,6 +228,9 @@ Work CallQueue::submit(OpRequest request, const CallOptions& options) {
 }
 
 void CallQueue::workerLoop() {
+  // Started by submit() under mutex_: the thread that started it goes on from here (a
+  // blocking lock is this thread's first wait, base/stack.h).
+  threadSettled();
   while (true) {
     std::unique_lock<std::mutex> lock(mutex_);
     const auto ready = [&] {

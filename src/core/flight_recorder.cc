@@ -249,6 +249,7 @@ void dumpAllLocked(Registry& r, const char* reason) {
 void dumpLoop(Registry& r, int fd) {
   while (true) {
     pollfd p{fd, POLLIN, 0};
+    threadSettled();
     // An idle wait with no deadline, like a worker waiting for work: it ends when a signal
     // arrives or when the last communicator goes (removeLiveRecorder writes to the fd).
     if (::poll(&p, 1, -1) < 0 && errno != EINTR) {

@@ -132,6 +132,15 @@ Status ShmTransport::setUp(Store& store, const std::string& keyPrefix) {
                          readInfos(store, keyPrefix, host, &hostMasks));
   TUTTI_RETURN_IF_ERROR(agreeAttached(store, keyPrefix, attachPeers(infos)));
   makeLinks(hostMasks);
+  // The looks for dead peers and for peers' freed buffers run every so often during calls,
+  // the first at a moment timing decides: made once here, their code is faulted in outside
+  // any call (issue 4).
+  {
+    DoneList done;  // no request yet: a dead peer fails the transport and nothing else
+    std::lock_guard<SpinLock> lock(mutex_);
+    checkPeersIfDueLocked(done);
+    peerBuffers_.dropFreed();
+  }
   logSetUp(cpus);
   return Status::Ok();
 }

@@ -13,6 +13,7 @@
 
 #include "base/assert.h"
 #include "base/log.h"
+#include "base/pool_growth.h"
 #include "base/strings.h"
 #include "transport/call_checker.h"
 #include "transport/tcp/tcp_link.h"
@@ -40,6 +41,8 @@ bool TcpLink::arrivalConflictsLocked(const FrameHeader& header) {
 void TcpLink::startPayloadLocked(const FrameHeader& header, DoneList& done) {
   if (isProbeTag(header.tag)) {
     // Checked, then dropped: no receive takes a probe.
+    static std::atomic<bool> taken{false};
+    markFirstTime(taken);  // code no call runs until a peer waits long (pool_growth.h)
     (void)arrivalConflictsLocked(header);
     discardLeft_ = header.length;
     readState_ = discardLeft_ > 0 ? ReadState::kDiscard : ReadState::kHeader;

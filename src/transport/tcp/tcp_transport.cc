@@ -147,6 +147,7 @@ void TcpTransport::unwatch(int fd) {
 void TcpTransport::pollOnce(int timeoutMs) {
   constexpr int kMaxEvents = 64;
   epoll_event events[kMaxEvents];
+  threadSettled();  // the loop thread's first wait (base/stack.h)
   int n = epoll_wait(epoll_.get(), events, kMaxEvents, timeoutMs);
   if (n < 0) {
     if (errno != EINTR) reportFailure(systemError("epoll_wait", errno));
@@ -210,6 +211,7 @@ void TcpTransport::loop() {
   while (!stopping_.load(std::memory_order_acquire)) {
     std::uint32_t drivers = drivers_.load(std::memory_order_acquire);
     if (drivers > 0) {
+      threadSettled();
       futexWait(&drivers_, drivers, Deadline::after(kLoopNapMs));
       continue;
     }
