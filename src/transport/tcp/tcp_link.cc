@@ -5,7 +5,9 @@
 
 #include "transport/tcp/tcp_link.h"
 
+#include <linux/sockios.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -250,6 +252,14 @@ void TcpLink::queueAbort(const Status& status) {
 bool TcpLink::sendsDrained() {
   std::lock_guard<std::mutex> lock(mutex_);
   return !failure_.ok() || !fd_.valid() || (sendQueue_.empty() && (!controlQueued_ || controlSent_));
+}
+
+bool TcpLink::writesAcknowledged() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!fd_.valid()) return true;
+  int unacknowledged = 0;
+  if (::ioctl(fd_.get(), SIOCOUTQ, &unacknowledged) != 0) return true;
+  return unacknowledged == 0;
 }
 
 // ---- receiving ----------------------------------------------------------------------------

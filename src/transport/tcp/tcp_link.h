@@ -56,6 +56,9 @@ class TcpLink final : public Link {
   void queueAbort(const Status& status);
   /// True when nothing is left to write (or the link is dead).
   bool sendsDrained();
+  /// True when the peer's kernel has acknowledged every byte written (or the socket is
+  /// closed or broken): closing the socket then loses nothing of ours.
+  bool writesAcknowledged();
   /// Reads and drops whatever input is available, then closes the socket.
   void closeSocket();
 

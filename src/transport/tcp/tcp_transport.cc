@@ -243,6 +243,19 @@ void TcpTransport::shutdown(Deadline deadline) {
       if (drained) break;
       progress_.waitChange(seen, Deadline::earliest(deadline, Deadline::afterSeconds(0.01)), 0);
     }
+    // Then until the peers' kernels have every byte: a socket closed with input unread
+    // sends a reset, and a reset throws away what this side had not yet delivered. That
+    // would be the ABORT saying why this rank leaves, queued behind a long message the
+    // peer is still reading (a root of another call's, say), and the peer would report a
+    // lost connection instead of the cause. Bounded by the deadline (a peer that no longer
+    // reads); on loopback the acknowledgement comes within microseconds.
+    for (bool acknowledged = false; !acknowledged && !deadline.expired();) {
+      acknowledged = true;
+      for (auto& link : links_) {
+        if (link && !link->writesAcknowledged()) acknowledged = false;
+      }
+      if (!acknowledged) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
     stopping_.store(true, std::memory_order_release);
     futexWakeAll(&drivers_);
     std::uint64_t one = 1;
