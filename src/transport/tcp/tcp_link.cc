@@ -8,6 +8,8 @@
 #include <linux/sockios.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -257,6 +259,13 @@ bool TcpLink::sendsDrained() {
 bool TcpLink::writesAcknowledged() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!fd_.valid()) return true;
+  // A connection that is over (reset, or closed both ways) delivers nothing more; its
+  // unacknowledged count stays where it stopped.
+  tcp_info info{};
+  socklen_t length = sizeof(info);
+  if (::getsockopt(fd_.get(), IPPROTO_TCP, TCP_INFO, &info, &length) != 0 ||
+      info.tcpi_state == TCP_CLOSE)
+    return true;
   int unacknowledged = 0;
   if (::ioctl(fd_.get(), SIOCOUTQ, &unacknowledged) != 0) return true;
   return unacknowledged == 0;

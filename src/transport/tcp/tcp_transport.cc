@@ -243,13 +243,14 @@ void TcpTransport::shutdown(Deadline deadline) {
       if (drained) break;
       progress_.waitChange(seen, Deadline::earliest(deadline, Deadline::afterSeconds(0.01)), 0);
     }
-    // Then until the peers' kernels have every byte: a socket closed with input unread
-    // sends a reset, and a reset throws away what this side had not yet delivered. That
-    // would be the ABORT saying why this rank leaves, queued behind a long message the
-    // peer is still reading (a root of another call's, say), and the peer would report a
-    // lost connection instead of the cause. Bounded by the deadline (a peer that no longer
-    // reads); on loopback the acknowledgement comes within microseconds.
-    for (bool acknowledged = false; !acknowledged && !deadline.expired();) {
+    // A failed transport then waits until the peers' kernels have every byte: a socket
+    // closed with input unread sends a reset, and a reset throws away what this side had
+    // not yet delivered. That would be the ABORT saying why this rank leaves, queued behind
+    // a long message the peer is still reading (a root of another call's, say), and the
+    // peer would report a lost connection instead of the cause. Bounded by the deadline (a
+    // peer that no longer reads); a peer's delayed acknowledgement can take tens of ms, so
+    // a plain goodbye does not wait for it.
+    for (bool acknowledged = failure.ok(); !acknowledged && !deadline.expired();) {
       acknowledged = true;
       for (auto& link : links_) {
         if (link && !link->writesAcknowledged()) acknowledged = false;
