@@ -2,9 +2,10 @@
 # torch.distributed over Gloo and over tutti, side by side on this machine, in one run:
 #   1. bench/torch/torch_bench.py: 8-byte and 25 MiB all_reduce, 64 MiB all_gather and
 #      reduce_scatter, each backend in turn every round (medians);
-#   2. the DDP example (examples/pytorch/ddp_mlp.py), each backend: the median step time;
-#   3. the torch layer's cost: the 8-byte all_reduce through torch over tutti, against
-#      tutti-bench's time for the same call (blocking, 2 ranks, same machine).
+#   2. the DDP example (examples/pytorch/ddp_train.py), each backend: the median step time;
+#   3. the torch layer's cost: the 8-byte all_reduce through torch over tutti (bench/torch/
+#      overhead.py: from Python, and from C++ for the glue alone), against
+#      tutti-bench's time for the same call (blocking and async, same machine).
 #
 #   bench/torch/run.sh [--nproc N] [--rounds R] [--out DIR]
 # Needs build/ with the Python module and the torch backend (libtorch-dev, python3-torch).
@@ -35,14 +36,14 @@ torchrun() {
 
 echo "# $(date -u +%FT%TZ), tutti $(git rev-parse --short HEAD), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 torchrun bench/torch/torch_bench.py --rounds "$rounds" --json "$out/collectives.json" 2>/dev/null |
-  grep -E '^\[?[0-9]*\]?:?(#|\|)' | sed 's/^\[[^]]*\]://; s/^[0-9]*: *//' | sort -u -k1,1 -s | cat
+  sed -n 's/^\[default0\]://p'
 
 echo
 echo "| DDP step (example model, $nproc processes) | gloo ms | tutti ms | tutti/gloo |"
 echo "|---|---|---|---|"
 for r in $(seq "$rounds"); do
   for b in gloo tutti; do
-    torchrun examples/pytorch/ddp_mlp.py --backend $b --steps 60 --width 1024 --out "$out/ddp-$b-$r.json" >/dev/null 2>&1
+    torchrun examples/pytorch/ddp_train.py --backend $b --steps 60 --out "$out/ddp-$b-$r.json" >/dev/null 2>&1
   done
 done
 $py - "$out" "$rounds" <<'PY'
@@ -59,19 +60,20 @@ print(f"| median of {rounds} runs | {med['gloo']:.2f} | {med['tutti']:.2f} | {me
 PY
 
 echo
-build/bin/tutti-run -n "$nproc" build/bin/tutti-bench allreduce -b 8 -e 8 -n 5000 -w 500 \
-  --json "$out/tutti-bench-8B.json" >/dev/null
+torchrun bench/torch/overhead.py 2>/dev/null | sed -n 's/^\[default0\]://p' >"$out/overhead.json"
+for z in 0 1; do
+  build/bin/tutti-run -n "$nproc" build/bin/tutti-bench allreduce -b 8 -e 8 -n 20000 -w 1000 -z $z \
+    --json "$out/tutti-bench-8B-z$z.json" >/dev/null
+done
 $py - "$out" <<'PY'
 import json, sys
 out = sys.argv[1]
-rows = json.load(open(f"{out}/tutti-bench-8B.json"))
-rows = rows["rows"] if isinstance(rows, dict) else rows
-bench_us = rows[0]["time_us"]
-torch_us = next(r for r in json.load(open(f"{out}/collectives.json"))["rows"]
-                if r["op"] == "all_reduce" and r["bytes"] <= 8)["tutti_us"]
-print("| 8-byte all-reduce | µs |")
-print("|---|---|")
-print(f"| tutti-bench | {bench_us:.2f} |")
-print(f"| torch.distributed over tutti | {torch_us:.2f} |")
-print(f"| the torch layer's cost per call | {torch_us - bench_us:.2f} |")
+bench = {z: json.load(open(f"{out}/tutti-bench-8B-z{z}.json"))[0]["time_us"] for z in (0, 1)}
+torch_us = json.load(open(f"{out}/overhead.json"))
+print("| 8-byte all-reduce, out of place | µs per call | over tutti-bench's async call |")
+print("|---|---|---|")
+print(f"| tutti-bench, blocking | {bench[0]:.2f} | |")
+print(f"| tutti-bench, async (-z 1) | {bench[1]:.2f} | |")
+for name, us in torch_us.items():
+    print(f"| torch over tutti: {name} | {us:.2f} | {us - bench[1]:+.2f} |")
 PY

@@ -152,12 +152,62 @@ std::size_t count(const at::Tensor& t) { return static_cast<std::size_t>(t.numel
 
 // ---- one op in flight.
 
+// Flat buffers for list arguments, reused from op to op. A fresh large allocation pays its
+// page faults on every call (glibc maps blocks over 32 MiB anew each time), which on some
+// VMs costs more than the collective; these are faulted in once.
+class StagingPool {
+ public:
+  // A contiguous tensor of `numel` elements of `dtype`, and the byte buffer under it (to
+  // give back).
+  std::pair<at::Tensor, at::Tensor> take(std::int64_t numel, at::ScalarType dtype) {
+    const std::int64_t bytes = numel * static_cast<std::int64_t>(c10::elementSize(dtype));
+    at::Tensor buffer;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto best = free_.end();
+      for (auto it = free_.begin(); it != free_.end(); ++it) {
+        if (it->numel() >= bytes && (best == free_.end() || it->numel() < best->numel())) best = it;
+      }
+      if (best != free_.end()) {
+        buffer = std::move(*best);
+        free_.erase(best);
+      }
+    }
+    if (!buffer.defined()) buffer = at::empty({std::max<std::int64_t>(bytes, 1)}, at::kByte);
+    return {buffer.narrow(0, 0, bytes).view(dtype), buffer};
+  }
+  void give(at::Tensor buffer) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (free_.size() < kKeep) free_.push_back(std::move(buffer));
+  }
+
+ private:
+  static constexpr std::size_t kKeep = 4;  // buffers kept; more ops in flight allocate
+  std::mutex mutex_;
+  std::vector<at::Tensor> free_;
+};
+
 // Tensors an op reads or writes, kept alive until it ends, and the copies into the caller's
 // tensors that follow it (list arguments and non-contiguous tensors go through a flat one).
 struct Staging {
+  std::shared_ptr<StagingPool> pool;
   std::vector<at::Tensor> keep;
+  std::vector<at::Tensor> pooled;  // byte buffers to give back to `pool`
   std::vector<std::pair<at::Tensor, at::Tensor>> copyOut;  // (destination, source)
 
+  Staging() = default;
+  explicit Staging(std::shared_ptr<StagingPool> p) : pool(std::move(p)) {}
+  Staging(Staging&&) = default;
+  Staging& operator=(Staging&&) = delete;
+  ~Staging() { release(); }
+
+  // Drops every tensor, giving the pooled buffers back.
+  void release() {
+    copyOut.clear();
+    keep.clear();
+    for (auto& b : pooled) pool->give(std::move(b));
+    pooled.clear();
+  }
   // A contiguous tensor for `t`: `t` itself, or a copy whose result is copied back.
   at::Tensor contiguous(const at::Tensor& t, bool written) {
     if (t.is_contiguous()) return t;
@@ -170,7 +220,8 @@ struct Staging {
   at::Tensor flatten(const std::vector<at::Tensor>& parts, bool read) {
     std::int64_t n = 0;
     for (const auto& p : parts) n += p.numel();
-    at::Tensor flat = at::empty({n}, parts.at(0).options());
+    auto [flat, buffer] = pool->take(n, parts.at(0).scalar_type());
+    pooled.push_back(buffer);
     if (read) {
       std::int64_t at = 0;
       for (const auto& p : parts) {
@@ -250,7 +301,7 @@ class TuttiWork final : public c10d::Work {
       } else {
         error = std::make_exception_ptr(std::runtime_error("tutti: " + status.toString()));
       }
-      staging_ = Staging{};
+      staging_.release();
       c10::intrusive_ptr<c10::ivalue::Future> future;
       {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -312,7 +363,7 @@ class ProcessGroupTutti final : public c10d::ProcessGroup {
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
                                            const c10d::BroadcastOptions& opts) override {
-    Staging st;
+    Staging st = staging();
     at::Tensor t = st.contiguous(single(tensors, "broadcast"), true);
     const int root = static_cast<int>(opts.rootRank);
     return start(c10d::OpType::BROADCAST, tensors, std::move(st), [&](const CallOptions& o) {
@@ -322,7 +373,7 @@ class ProcessGroupTutti final : public c10d::ProcessGroup {
 
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
                                            const c10d::AllreduceOptions& opts) override {
-    Staging st;
+    Staging st = staging();
     at::Tensor t = st.contiguous(single(tensors, "allreduce"), true);
     const ReduceOp op = reduceOpOf(opts.reduceOp);
     return start(c10d::OpType::ALLREDUCE, tensors, std::move(st), [&](const CallOptions& o) {
@@ -337,7 +388,7 @@ class ProcessGroupTutti final : public c10d::ProcessGroup {
       checkCpu(t, "allreduce_coalesced");
       if (t.scalar_type() != tensors[0].scalar_type()) fail("allreduce_coalesced of tensors of different dtypes");
     }
-    Staging st;
+    Staging st = staging();
     at::Tensor flat = st.flatten(tensors, true);
     st.scatterBack(flat, tensors);
     const ReduceOp op = reduceOpOf(opts.reduceOp);
@@ -348,7 +399,7 @@ class ProcessGroupTutti final : public c10d::ProcessGroup {
 
   c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
                                         const c10d::ReduceOptions& opts) override {
-    Staging st;
+    Staging st = staging();
     at::Tensor t = st.contiguous(single(tensors, "reduce"), true);
     const ReduceOp op = reduceOpOf(opts.reduceOp);
     const int root = static_cast<int>(opts.rootRank);
@@ -360,7 +411,7 @@ class ProcessGroupTutti final : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
                                            std::vector<at::Tensor>& inputs,
                                            const c10d::AllgatherOptions& opts) override {
-    Staging st;
+    Staging st = staging();
     at::Tensor in = st.contiguous(single(inputs, "allgather"), false);
     const auto& outs = blocksOf(outputs, in, "allgather");
     at::Tensor flat = st.flatten(outs, false);
@@ -372,7 +423,7 @@ class ProcessGroupTutti final : public c10d::ProcessGroup {
 
   c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
                                                  const c10d::AllgatherOptions& opts) override {
-    Staging st;
+    Staging st = staging();
     at::Tensor in = st.contiguous(input, false);
     at::Tensor out = st.contiguous(output, true);
     sameTypeAndCount(out, in, count(in) * static_cast<std::size_t>(size_), "_allgather_base output");
@@ -384,7 +435,7 @@ class ProcessGroupTutti final : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
                                         std::vector<at::Tensor>& inputs,
                                         const c10d::GatherOptions& opts) override {
-    Staging st;
+    Staging st = staging();
     at::Tensor in = st.contiguous(single(inputs, "gather"), false);
     const int root = static_cast<int>(opts.rootRank);
     at::Tensor flat;
@@ -405,7 +456,7 @@ class ProcessGroupTutti final : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
                                          std::vector<std::vector<at::Tensor>>& inputs,
                                          const c10d::ScatterOptions& opts) override {
-    Staging st;
+    Staging st = staging();
     at::Tensor out = st.contiguous(single(outputs, "scatter"), true);
     const int root = static_cast<int>(opts.rootRank);
     at::Tensor flat;
@@ -423,7 +474,7 @@ class ProcessGroupTutti final : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
                                                 std::vector<std::vector<at::Tensor>>& inputs,
                                                 const c10d::ReduceScatterOptions& opts) override {
-    Staging st;
+    Staging st = staging();
     at::Tensor out = st.contiguous(single(outputs, "reduce_scatter"), true);
     at::Tensor flat = st.flatten(blocksOf(inputs, out, "reduce_scatter"), true);
     const ReduceOp op = reduceOpOf(opts.reduceOp);
@@ -434,7 +485,7 @@ class ProcessGroupTutti final : public c10d::ProcessGroup {
 
   c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                       const c10d::ReduceScatterOptions& opts) override {
-    Staging st;
+    Staging st = staging();
     at::Tensor in = st.contiguous(input, false);
     at::Tensor out = st.contiguous(output, true);
     sameTypeAndCount(in, out, count(out) * static_cast<std::size_t>(size_), "_reduce_scatter_base input");
@@ -448,7 +499,7 @@ class ProcessGroupTutti final : public c10d::ProcessGroup {
                                                std::vector<std::int64_t>& outputSplits,
                                                std::vector<std::int64_t>& inputSplits,
                                                const c10d::AllToAllOptions& opts) override {
-    Staging st;
+    Staging st = staging();
     at::Tensor in = st.contiguous(input, false);
     at::Tensor out = st.contiguous(output, true);
     if (out.scalar_type() != in.scalar_type()) fail("alltoall_base: input and output dtypes differ");
@@ -482,7 +533,7 @@ class ProcessGroupTutti final : public c10d::ProcessGroup {
           outputs[i].scalar_type() != inputs[0].scalar_type())
         fail("alltoall of tensors of different dtypes");
     }
-    Staging st;
+    Staging st = staging();
     at::Tensor in = st.flatten(inputs, true);
     at::Tensor out = st.flatten(outputs, false);
     st.scatterBack(out, outputs);
@@ -502,13 +553,13 @@ class ProcessGroupTutti final : public c10d::ProcessGroup {
   }
 
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override {
-    return start(c10d::OpType::BARRIER, {}, Staging{}, [&](const CallOptions& o) {
+    return start(c10d::OpType::BARRIER, {}, staging(), [&](const CallOptions& o) {
       return comm().barrierAsync(o);
     }, opts.timeout);
   }
 
   c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst, int tag) override {
-    Staging st;
+    Staging st = staging();
     at::Tensor t = st.contiguous(single(tensors, "send"), false);
     return start(c10d::OpType::SEND, tensors, std::move(st), [&](const CallOptions& o) {
       return comm().sendAsync(t.data_ptr(), count(t), dataTypeOf(t), dst, tag, o);
@@ -516,7 +567,7 @@ class ProcessGroupTutti final : public c10d::ProcessGroup {
   }
 
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src, int tag) override {
-    Staging st;
+    Staging st = staging();
     at::Tensor t = st.contiguous(single(tensors, "recv"), true);
     return start(c10d::OpType::RECV, tensors, std::move(st), [&](const CallOptions& o) {
       return comm().recvAsync(t.data_ptr(), count(t), dataTypeOf(t), src, tag, o);
@@ -534,6 +585,7 @@ class ProcessGroupTutti final : public c10d::ProcessGroup {
 
  private:
   Communicator& comm() { return *comm_; }
+  Staging staging() const { return Staging(pool_); }
 
   template <typename Call>
   c10::intrusive_ptr<c10d::Work> start(c10d::OpType type, std::vector<at::Tensor> outputs,
@@ -624,6 +676,7 @@ class ProcessGroupTutti final : public c10d::ProcessGroup {
   }
 
   std::optional<Communicator> comm_;
+  std::shared_ptr<StagingPool> pool_ = std::make_shared<StagingPool>();
   std::mutex followMutex_;
   std::condition_variable followCv_;
   std::deque<c10::intrusive_ptr<TuttiWork>> followed_;
@@ -658,4 +711,17 @@ PYBIND11_MODULE(_tutti_torch, m) {
       m, "ProcessGroupTutti")
       .def(py::init<const c10::intrusive_ptr<c10d::Store>&, int, int, std::chrono::milliseconds>(),
            py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"));
+  // For bench/torch: the glue's own cost, without Python's. Seconds per call of
+  // allreduce(tensors)->wait() from C++, n calls (every rank must make the same n calls).
+  m.def(
+      "_time_allreduce",
+      [](const c10::intrusive_ptr<ProcessGroupTutti>& pg, at::Tensor t, int n) {
+        std::vector<at::Tensor> tensors{std::move(t)};
+        py::gil_scoped_release release;
+        const auto start = std::chrono::steady_clock::now();
+        const c10d::AllreduceOptions opts;
+        for (int i = 0; i < n; ++i) pg->allreduce(tensors, opts)->wait();
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / n;
+      },
+      py::arg("pg"), py::arg("tensor"), py::arg("n"));
 }

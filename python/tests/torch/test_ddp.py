@@ -12,7 +12,7 @@ import pytest
 
 from launch import ROOT, torchrun
 
-EXAMPLE = os.path.join(ROOT, "examples", "pytorch", "ddp_mlp.py")
+EXAMPLE = os.path.join(ROOT, "examples", "pytorch", "ddp_train.py")
 
 
 def train(backend, nproc, tmp):
