@@ -288,31 +288,36 @@ class TuttiWork final : public c10d::Work {
 
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
 
-  // Ends the op once: the copies out, then the Work and its Future. Any thread.
+  // Ends the op once: the copies out, then the Work and its Future. Any thread; a second
+  // caller returns once the first has ended it. (Not std::call_once: glibc's wakes waiters
+  // with a system call every time, a microsecond per op here.)
   void complete(const Status& status) {
-    std::call_once(once_, [&] {
-      std::exception_ptr error;
-      if (status.ok()) {
-        try {
-          for (auto& [dst, src] : staging_.copyOut) dst.copy_(src);
-        } catch (...) {
-          error = std::current_exception();
-        }
-      } else {
-        error = std::make_exception_ptr(std::runtime_error("tutti: " + status.toString()));
+    if (claimed_.exchange(true, std::memory_order_acq_rel)) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      cv_.wait(lock, [&] { return completed_; });  // the copies out: local work
+      return;
+    }
+    std::exception_ptr error;
+    if (status.ok()) {
+      try {
+        for (auto& [dst, src] : staging_.copyOut) dst.copy_(src);
+      } catch (...) {
+        error = std::current_exception();
       }
-      staging_.release();
-      c10::intrusive_ptr<c10::ivalue::Future> future;
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        completed_ = true;
-        exception_ = error;
-        future = future_;
-      }
-      done_.store(true, std::memory_order_release);
-      cv_.notify_all();
-      if (future) settle(future);
-    });
+    } else {
+      error = std::make_exception_ptr(std::runtime_error("tutti: " + status.toString()));
+    }
+    staging_.release();
+    c10::intrusive_ptr<c10::ivalue::Future> future;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      completed_ = true;
+      exception_ = error;
+      future = future_;
+    }
+    done_.store(true, std::memory_order_release);
+    cv_.notify_all();
+    if (future) settle(future);
   }
 
   // Waits for the op on the caller's thread (the completion thread's job).
@@ -332,7 +337,7 @@ class TuttiWork final : public c10d::Work {
   tutti::Work work_;
   std::vector<at::Tensor> outputs_;
   Staging staging_;
-  std::once_flag once_;
+  std::atomic<bool> claimed_{false};  // a thread is ending the op
   std::atomic<bool> done_{false};
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
