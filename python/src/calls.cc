@@ -223,79 +223,70 @@ Call reduceScatter(Communicator& comm, py::handle sendbuf, py::handle recvbuf, p
   return call;
 }
 
-Call gather(Communicator& comm, py::handle sendbuf, py::handle recvbuf, int root, const Common& c) {
-  Call call;
+// A gather's or a scatter's buffers: the root's whole one (a block per rank) and each rank's
+// part, the part None at the root for in place (the root's block of the whole).
+struct Rooted {
+  const void* send = nullptr;
+  void* recv = nullptr;
+  std::size_t n = 0;
+  DataType dtype = DataType::kUint8;
+};
+
+Rooted rooted(Call& call, Communicator& comm, py::handle wholeArg, py::handle partArg, int root,
+              bool gathering, const Common& c) {
+  const std::string what = gathering ? "gather" : "scatter";
+  const char* wholeName = gathering ? "recvbuf" : "sendbuf";
+  const char* partName = gathering ? "sendbuf" : "recvbuf";
   const int size = comm.size();
   rootArg(root, size);
   const bool isRoot = comm.rank() == root;
+  const bool inPlace = isRoot && partArg.is_none();
   std::size_t n = 0;
-  const void* s = nullptr;
-  void* r = nullptr;
+  void* whole = nullptr;
+  void* part = nullptr;
   std::optional<DataType> t;
   if (isRoot) {
-    if (recvbuf.is_none()) throw py::value_error("recvbuf is None on the root of a gather");
-    Buffer recv = take(recvbuf, "recvbuf", true, c);
-    if (sendbuf.is_none()) {  // in place at the root
-      n = perRank(recv, size, "an in-place gather");
-      s = at(recv, n * static_cast<std::size_t>(root));
+    if (wholeArg.is_none()) throw py::value_error(std::string(wholeName) + " is None on the root of a " + what);
+    // A gather writes the whole; an in-place scatter leaves the root's block, written too.
+    Buffer w = take(wholeArg, wholeName, gathering || inPlace, c);
+    if (inPlace) {
+      n = perRank(w, size, ("an in-place " + what).c_str());
+      part = at(w, n * static_cast<std::size_t>(root));
     }
-    r = recv.data();
-    t = recv.dtype();
-    call.buffers.push_back(std::move(recv));
+    whole = w.data();
+    t = w.dtype();
+    call.buffers.push_back(std::move(w));
   }
-  if (!(isRoot && sendbuf.is_none())) {
-    if (sendbuf.is_none()) throw py::value_error("sendbuf is None on a rank that is not the root of a gather");
-    Buffer send = take(sendbuf, "sendbuf", false, c);
-    n = send.count();
+  if (!inPlace) {
+    if (partArg.is_none())
+      throw py::value_error(std::string(partName) + " is None on a rank that is not the root of a " + what);
+    Buffer p = take(partArg, partName, !gathering, c);
+    n = p.count();
     if (isRoot) {
-      call.buffers.back().expectCount(n * static_cast<std::size_t>(size), "a gather of sendbuf from every rank");
-      send.expectSameType(call.buffers.back());
+      call.buffers.back().expectCount(n * static_cast<std::size_t>(size),
+                                      ("a " + what + " of " + partName + " on every rank").c_str());
+      p.expectSameType(call.buffers.back());
     }
-    s = send.data();
-    t = send.dtype();
-    call.buffers.push_back(std::move(send));
+    part = p.data();
+    t = p.dtype();
+    call.buffers.push_back(std::move(p));
   }
-  const DataType dt = *t;
-  call.blocking = [=](Communicator& cm, const CallOptions& o) { return cm.gather(s, r, n, dt, root, o); };
-  call.async = [=](Communicator& cm, const CallOptions& o) { return cm.gatherAsync(s, r, n, dt, root, o); };
+  return gathering ? Rooted{part, whole, n, *t} : Rooted{whole, part, n, *t};
+}
+
+Call gather(Communicator& comm, py::handle sendbuf, py::handle recvbuf, int root, const Common& c) {
+  Call call;
+  const Rooted b = rooted(call, comm, recvbuf, sendbuf, root, true, c);
+  call.blocking = [=](Communicator& cm, const CallOptions& o) { return cm.gather(b.send, b.recv, b.n, b.dtype, root, o); };
+  call.async = [=](Communicator& cm, const CallOptions& o) { return cm.gatherAsync(b.send, b.recv, b.n, b.dtype, root, o); };
   return call;
 }
 
 Call scatter(Communicator& comm, py::handle sendbuf, py::handle recvbuf, int root, const Common& c) {
   Call call;
-  const int size = comm.size();
-  rootArg(root, size);
-  const bool isRoot = comm.rank() == root;
-  std::size_t n = 0;
-  const void* s = nullptr;
-  void* r = nullptr;
-  std::optional<DataType> t;
-  if (isRoot) {
-    if (sendbuf.is_none()) throw py::value_error("sendbuf is None on the root of a scatter");
-    Buffer send = take(sendbuf, "sendbuf", recvbuf.is_none(), c);
-    if (recvbuf.is_none()) {  // in place at the root
-      n = perRank(send, size, "an in-place scatter");
-      r = at(send, n * static_cast<std::size_t>(root));
-    }
-    s = send.data();
-    t = send.dtype();
-    call.buffers.push_back(std::move(send));
-  }
-  if (!(isRoot && recvbuf.is_none())) {
-    if (recvbuf.is_none()) throw py::value_error("recvbuf is None on a rank that is not the root of a scatter");
-    Buffer recv = take(recvbuf, "recvbuf", true, c);
-    n = recv.count();
-    if (isRoot) {
-      call.buffers.back().expectCount(n * static_cast<std::size_t>(size), "a scatter into recvbuf on every rank");
-      recv.expectSameType(call.buffers.back());
-    }
-    r = recv.data();
-    t = recv.dtype();
-    call.buffers.push_back(std::move(recv));
-  }
-  const DataType dt = *t;
-  call.blocking = [=](Communicator& cm, const CallOptions& o) { return cm.scatter(s, r, n, dt, root, o); };
-  call.async = [=](Communicator& cm, const CallOptions& o) { return cm.scatterAsync(s, r, n, dt, root, o); };
+  const Rooted b = rooted(call, comm, sendbuf, recvbuf, root, false, c);
+  call.blocking = [=](Communicator& cm, const CallOptions& o) { return cm.scatter(b.send, b.recv, b.n, b.dtype, root, o); };
+  call.async = [=](Communicator& cm, const CallOptions& o) { return cm.scatterAsync(b.send, b.recv, b.n, b.dtype, root, o); };
   return call;
 }
 

@@ -144,6 +144,18 @@ def test_gather_and_scatter(comm):
         part = np.zeros(n, dtype=np.int64)
         comm.scatter(whole if comm.rank == root else None, part, root=root)
         np.testing.assert_array_equal(part, inputs[comm.rank])
+        # In place at the root: its block of the whole is its input (gather) or stays (scatter).
+        if comm.rank == root:
+            out = np.zeros(n * size, dtype=np.int64)
+            out[root * n:(root + 1) * n] = inputs[root]
+            comm.gather(None, out, root=root)
+            np.testing.assert_array_equal(out, np.concatenate(inputs))
+            comm.scatter(whole.copy(), None, root=root)
+        else:
+            comm.gather(inputs[comm.rank], None, root=root)
+            part = np.zeros(n, dtype=np.int64)
+            comm.scatter(None, part, root=root)
+            np.testing.assert_array_equal(part, inputs[comm.rank])
 
 
 @pytest.mark.parametrize("inplace", [False, True])

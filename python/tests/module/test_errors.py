@@ -53,6 +53,12 @@ def test_bad_arrays_are_refused_before_anything_moves(comm):
         comm.allgatherv(np.zeros(1, np.float32), np.zeros(10, np.float32), [1] * (comm.size + 1))
     with pytest.raises(ValueError, match="root 99"):
         comm.broadcast(np.zeros(4, np.float32), root=99)
+    if comm.size > 1:
+        other = 1 if comm.rank == 0 else 0
+        with pytest.raises(ValueError, match="sendbuf is None on a rank that is not the root"):
+            comm.gather(None, np.zeros(4 * comm.size, np.float32), root=other)
+        with pytest.raises(ValueError, match="recvbuf is None on a rank that is not the root"):
+            comm.scatter(np.zeros(4 * comm.size, np.float32), None, root=other)
     with pytest.raises(ValueError, match="timeout"):
         comm.barrier(timeout=-1)
     still_works(comm)
