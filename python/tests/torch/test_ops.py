@@ -1,6 +1,8 @@
 """Every op of the tutti backend against Gloo's on the same inputs (or, where Gloo has no
 such op or type, against what torch computes from inputs gathered through Gloo)."""
 
+import datetime
+
 import pytest
 import torch
 import torch.distributed as dist
@@ -226,3 +228,22 @@ def test_unsupported_input_is_an_error(groups):
     with pytest.raises(RuntimeError, match="BAND|not supported"):
         dist.all_reduce(torch.zeros(4, dtype=torch.int32), op=dist.ReduceOp.BAND, group=tg)
     dist.barrier(group=tg)  # still usable: refused before anything moved
+
+
+def test_a_timed_wait_raises_and_the_op_goes_on(groups):
+    gloo, tg = groups
+    if dist.get_world_size() < 2:
+        pytest.skip("needs a peer that has not sent yet")
+    if dist.get_rank() == 0:
+        got = torch.zeros(4, dtype=torch.int64)
+        w = dist.irecv(got, src=1, group=tg)
+        with pytest.raises(RuntimeError, match="timed out"):
+            w.wait(timeout=datetime.timedelta(milliseconds=50))  # rank 1 sends after the barrier
+        assert not w.is_completed()
+        dist.barrier(group=gloo)
+        w.wait()
+        assert torch.equal(got, torch.arange(4))
+    else:
+        dist.barrier(group=gloo)
+        if dist.get_rank() == 1:
+            dist.send(torch.arange(4), dst=0, group=tg)
