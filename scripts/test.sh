@@ -9,7 +9,7 @@
 #            build-fuzz/)
 # Which tests carry which label, why, and the measured times: docs/testing.md.
 # `scripts/test.sh asan tsan` runs only the steps named. The whole of .ci/run (setup and
-# these steps) stays under 30 minutes on 2 cores.
+# these steps) stays under 40 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -30,7 +30,7 @@ py=/usr/bin/python3
 export PYTHONPATH=$PWD/build/python PYTHONDONTWRITEBYTECODE=1
 port() { $py -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 torchrun() {
-  $py -m torch.distributed.run --nproc_per_node "$nproc" --redirects 1 --tee 1 \
+  $py -m torch.distributed.run --nproc_per_node "$nproc" --redirects 1 --tee 1 --monitor_interval 0.2 \
     --master_addr 127.0.0.1 --master_port "$(port)" "$@"
 }
 
