@@ -15,7 +15,9 @@ constexpr std::uint64_t kSeqMask = (std::uint64_t{1} << kSeqBits) - 1;
 bool CallChecker::writeEarly(Entry& e, std::uint64_t seq, const CallStamp& stamp,
                              int from) const {
   std::uint64_t current = e.seq.load(std::memory_order_relaxed);
-  if (current == kBusy) return false;
+  // Busy, or another thread's stamp for this very call published since our read(): never
+  // overwrite it unread (the caller reads it again and compares).
+  if (current == kBusy || current == seq) return false;
   if (concurrent_) {
     // Several receiving threads (hybrid: shm's caller and TCP's loop; TCP: its loop and a
     // driving caller) may race for it: the loser waits for the winner's stamp and compares
