@@ -64,6 +64,7 @@ CallCheck CallPlanner::check(OpRequest& r) const {
   if (verdict.status.ok())
     r.spec.segmentCount = segmentCounts_[static_cast<std::size_t>(r.spec.dtype)];
   r.spec.sharedMemory = setup_.sharedMemory;
+  r.spec.hosts = setup_.hosts.get();
   return verdict;
 }
 
@@ -142,6 +143,7 @@ CollectiveSpec CallPlanner::representativeSpec(const CallShape& call, int rank) 
   // The v-collectives with `count` elements per rank, packed in rank order.
   CollectiveSpec spec;
   spec.sharedMemory = setup_.sharedMemory;
+  spec.hosts = setup_.hosts.get();
   spec.kind = call.kind;
   spec.rank = rank;
   spec.size = setup_.size;

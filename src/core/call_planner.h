@@ -13,6 +13,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,6 +62,8 @@ class CallPlanner {
     int size = 1;
     /// Every peer is reached through shared memory (CollectiveSpec::sharedMemory).
     bool sharedMemory = false;
+    /// The communicator's ranks by host (CollectiveSpec::hosts); null: not known.
+    std::shared_ptr<const HostMap> hosts;
     /// Bytes one rank may contribute to the transport's flat exchange; 0: it has none.
     std::size_t flatRoom = 0;
     /// The ring algorithms' segment (TUTTI_SEGMENT_BYTES, or a share of a one-host ring).

@@ -91,6 +91,7 @@ CommImpl::Parts partsFor(const Config& config, const Choices& choices,
   CommImpl::Parts parts;
   parts.planner.forced = choices.forced;
   parts.planner.sharedMemory = transport.sharedMemory;
+  parts.planner.hosts = transport.hosts;
   parts.planner.segmentBytes = config.segmentBytes;
   if (transport.sharedMemory && !config.isSet("TUTTI_SEGMENT_BYTES"))
     parts.planner.segmentBytes = std::min(config.segmentBytes, transport.ringSegmentBytes);

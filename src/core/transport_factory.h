@@ -10,6 +10,7 @@
 
 #include "base/config.h"
 #include "bootstrap/auth.h"
+#include "schedule/collective.h"
 #include "transport/link.h"
 #include "tutti/deadline.h"
 #include "tutti/status.h"
@@ -34,6 +35,9 @@ struct TransportSetup {
   /// Where this rank accepts TCP peers (a split's children accept there too); empty
   /// without TCP.
   std::string bindHost;
+  /// The communicator's ranks by host, where the ranks span more than one (null
+  /// otherwise): what hierarchical algorithms are built from.
+  std::shared_ptr<const HostMap> hosts;
 };
 
 class TransportFactory {

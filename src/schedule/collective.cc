@@ -335,4 +335,47 @@ Status validateSpec(const CollectiveSpec& s) {
 
 std::uint64_t CallKey::bytes() const { return count * dataTypeSize(dtype); }
 
+bool HostMap::even() const {
+  for (const auto& ranks : ranksOf)
+    if (ranks.size() != ranksOf.front().size()) return false;
+  return true;
+}
+
+HostMap HostMap::fromLabels(const std::vector<int>& labels) {
+  HostMap map;
+  map.hostOf.resize(labels.size());
+  map.localIndex.resize(labels.size());
+  std::vector<int> seen;  // labels in order of first appearance
+  for (std::size_t r = 0; r < labels.size(); ++r) {
+    const auto it = std::find(seen.begin(), seen.end(), labels[r]);
+    const int host = static_cast<int>(it - seen.begin());
+    if (it == seen.end()) {
+      seen.push_back(labels[r]);
+      map.ranksOf.emplace_back();
+    }
+    map.hostOf[r] = host;
+    map.localIndex[r] = static_cast<int>(map.ranksOf[static_cast<std::size_t>(host)].size());
+    map.ranksOf[static_cast<std::size_t>(host)].push_back(static_cast<int>(r));
+  }
+  return map;
+}
+
+HostMap HostMap::blocks(const std::vector<int>& perHost) {
+  std::vector<int> labels;
+  for (std::size_t h = 0; h < perHost.size(); ++h)
+    labels.insert(labels.end(), static_cast<std::size_t>(perHost[h]), static_cast<int>(h));
+  return fromLabels(labels);
+}
+
+std::string HostMap::toString() const {
+  std::string out = strFormat("%d host%s:", hostCount(), hostCount() == 1 ? "" : "s");
+  for (const auto& ranks : ranksOf) {
+    out += " {";
+    for (std::size_t i = 0; i < ranks.size(); ++i)
+      out += (i == 0 ? "" : ",") + std::to_string(ranks[i]);
+    out += "}";
+  }
+  return out;
+}
+
 }  // namespace tutti

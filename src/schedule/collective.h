@@ -65,6 +65,28 @@ inline bool isPointToPoint(Collective kind) {
   return kind == Collective::kSend || kind == Collective::kRecv;
 }
 
+/// Which host each rank of a communicator lives on (DESIGN.md 4, Hierarchy): what the
+/// hierarchical algorithms read of the topology view. Hosts are numbered 0..H-1 in order of
+/// their lowest rank, and each host's ranks are listed in ascending order, so every rank
+/// builds the same map from the same view.
+struct HostMap {
+  std::vector<int> hostOf;               // per rank: its host
+  std::vector<std::vector<int>> ranksOf;  // per host: its ranks, ascending
+  std::vector<int> localIndex;            // per rank: its place among its host's ranks
+
+  int hostCount() const { return static_cast<int>(ranksOf.size()); }
+  int size() const { return static_cast<int>(hostOf.size()); }
+  /// True when every host holds the same number of ranks.
+  bool even() const;
+  /// The map of ranks whose hosts are given by any labels (equal label: same host),
+  /// renumbered as above.
+  static HostMap fromLabels(const std::vector<int>& labels);
+  /// Consecutive blocks of ranks: host h holds perHost[h] ranks (tests, the simulator).
+  static HostMap blocks(const std::vector<int>& perHost);
+  /// "2 hosts: {0,1} {2,3}" for messages.
+  std::string toString() const;
+};
+
 /// Everything an algorithm needs to know about one call on one rank.
 struct CollectiveSpec : CallKey {
   int rank = 0;
@@ -78,6 +100,11 @@ struct CollectiveSpec : CallKey {
   /// host can read them in place (agreed among the ranks for the call, so the same on
   /// every rank: FlatExchangeRunner::agreeOnBuffers, from 1 MiB). Only ever set with sharedMemory.
   bool sharedBuffers = false;
+  /// The communicator's ranks by host, owned by the communicator (it outlives every spec
+  /// of its calls; a plain pointer keeps copying a spec free of reference counts); null
+  /// where no view was built (a communicator of one host, or tests of flat algorithms).
+  /// Hierarchical algorithms need it, with size() == size.
+  const HostMap* hosts = nullptr;
   /// v-collectives (one entry per rank). gatherv/scatterv/allgatherv: counts and displs of
   /// the gathered/scattered buffer (meaningful on every rank, as MPI requires them on the
   /// root only, tutti requires the same arrays on every rank). reducescatterv: counts only.
