@@ -63,6 +63,11 @@ std::size_t flatBytesDirect(const CollectiveSpec& spec);
 void flatFinishDirect(const CollectiveSpec& spec, const char* const* contributions, void* output);
 std::size_t flatRankBytesDirect(const CollectiveSpec& spec, int rank);
 Schedule buildAllreduceRing(const CollectiveSpec& spec);
+// Hierarchical algorithms (hierarchy.h): allreduce_hierarchical.cc, ...
+Schedule buildAllreduceHierRsAg(const CollectiveSpec& spec);
+Schedule buildAllreduceHierReduceBcast(const CollectiveSpec& spec);
+Schedule buildBroadcastHierarchical(const CollectiveSpec& spec);
+Schedule buildReduceHierarchical(const CollectiveSpec& spec);
 // Rings and butterflies (allgather_ring.cc, reducescatter_ring.cc, allreduce_rs_ag.cc,
 // allreduce_recursive_doubling.cc, allgather_recursive_doubling.cc,
 // reducescatter_recursive_halving.cc, allreduce_rabenseifner.cc). The allgather builders

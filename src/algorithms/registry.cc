@@ -5,6 +5,7 @@
 #include <string>
 
 #include "algorithms/algorithm.h"
+#include "algorithms/hierarchy.h"
 #include "base/strings.h"
 
 namespace tutti {
@@ -48,11 +49,21 @@ const std::vector<AlgorithmInfo>& algorithmRegistry() {
        "recursive-halving reduce-scatter + recursive-doubling all-gather; log latency, "
        "ring bandwidth",
        always, buildAllreduceRabenseifner},
+      {"hier_rs_ag", Collective::kAllReduce,
+       "hosts reduce-scatter, columns all-reduce their chunk across hosts, hosts all-gather; "
+       "pipelined",
+       hierarchyUnsupported, buildAllreduceHierRsAg},
+      {"hier_reduce_bcast", Collective::kAllReduce,
+       "hosts reduce to a leader, leaders all-reduce across hosts, leaders broadcast",
+       hierarchyUnsupported, buildAllreduceHierReduceBcast},
       {"dissemination", Collective::kBarrier,
        "ceil(log2 n) rounds of empty messages to rank r+2^k", always, buildBarrierDissemination},
       {"direct", Collective::kBarrier, "every rank messages every other", always, buildDirect,
        flatBytesDirect, flatFinishDirect},
       {"direct", Collective::kBroadcast, "the root sends to every rank", always, buildDirect},
+      {"hierarchical", Collective::kBroadcast,
+       "the root to one leader per host across hosts, each leader on its host; pipelined",
+       hierarchyUnsupported, buildBroadcastHierarchical},
       {"binomial", Collective::kBroadcast,
        "binomial tree from the root, pipelined in segments; ceil(log2 n) rounds", always,
        buildBroadcastBinomial},
@@ -62,6 +73,9 @@ const std::vector<AlgorithmInfo>& algorithmRegistry() {
       {"scatter_allgather", Collective::kBroadcast,
        "binomial scatter of n chunks, then ring all-gather; ~2N per link for large N", always,
        buildBroadcastScatterAllgather},
+      {"hierarchical", Collective::kReduce,
+       "hosts reduce to a leader, the leaders reduce to the root across hosts; pipelined",
+       hierarchyUnsupported, buildReduceHierarchical},
       {"direct", Collective::kReduce, "every rank sends to the root, which reduces in rank order",
        always, buildDirect},
       {"binomial", Collective::kReduce,

@@ -18,11 +18,13 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "algorithms/algorithm.h"
+#include "algorithms/hierarchy.h"
 #include "base/strings.h"
 #include "schedule/verifier.h"
 
@@ -41,13 +43,72 @@ struct Shape {
   bool inPlace = false;
   int root = 0;  // rooted collectives; the peer's partner for point-to-point
   std::uint64_t segment = kLargeSegment;
+  const HostMap* hosts = nullptr;  // hierarchical algorithms: the ranks' hosts
 
   std::string text() const {
-    return strFormat("n=%d count=%llu%s root=%d segment=%llu", n,
+    return strFormat("n=%d count=%llu%s root=%d segment=%llu%s", n,
                      static_cast<unsigned long long>(count), inPlace ? " in-place" : "", root,
-                     static_cast<unsigned long long>(segment));
+                     static_cast<unsigned long long>(segment),
+                     hosts ? (" " + hosts->toString()).c_str() : "");
   }
 };
+
+// Host layouts of n ranks for the hierarchical algorithms: two hosts (uneven where n is
+// odd), one rank per host, ranks dealt to two hosts in turn (hosts that are not blocks of
+// consecutive ranks), three uneven hosts, and blocks of 8 for the big worlds. Built once;
+// the specs point into it.
+const std::vector<HostMap>& hostLayouts(int n) {
+  static std::map<int, std::vector<HostMap>> cache;
+  auto [it, fresh] = cache.try_emplace(n);
+  if (!fresh || n < 2) return it->second;
+  std::vector<HostMap>& maps = it->second;
+  if (n > 17) {
+    maps.push_back(HostMap::blocks(std::vector<int>(static_cast<std::size_t>(n / 8), 8)));
+    return maps;
+  }
+  maps.push_back(HostMap::blocks({n / 2, n - n / 2}));
+  if (n >= 3 && n <= 8) maps.push_back(HostMap::blocks(std::vector<int>(static_cast<std::size_t>(n), 1)));
+  if (n >= 4) {
+    std::vector<int> dealt;
+    for (int r = 0; r < n; ++r) dealt.push_back(r % 2);
+    maps.push_back(HostMap::fromLabels(dealt));
+  }
+  if (n >= 6) maps.push_back(HostMap::blocks({1, 2, n - 3}));
+  return maps;
+}
+
+// The shape itself, and where the algorithm needs hosts, the shape on each host layout.
+std::vector<Shape> withHosts(const AlgorithmInfo& info, const Shape& shape, bool needsHosts) {
+  if (!needsHosts) return {shape};
+  std::vector<Shape> out;
+  for (const HostMap& map : hostLayouts(shape.n)) {
+    Shape s = shape;
+    s.hosts = &map;
+    out.push_back(s);
+  }
+  (void)info;
+  return out;
+}
+
+// Hierarchical algorithms apply only where the spec carries hosts.
+bool needsHosts(const AlgorithmInfo& info) {
+  CollectiveSpec probe;
+  probe.kind = info.kind;
+  probe.size = 2;
+  return !info.unsupportedReason(probe).empty() && !hierarchyUnsupported(probe).empty() &&
+         std::string_view(info.name).substr(0, 4) == "hier";
+}
+
+std::vector<Shape> shapesFor(Collective kind);
+
+// Every shape an entry is verified at.
+std::vector<Shape> gridFor(const AlgorithmInfo& info) {
+  const bool hosts = needsHosts(info);
+  std::vector<Shape> grid;
+  for (const Shape& flat : shapesFor(info.kind))
+    for (const Shape& shape : withHosts(info, flat, hosts)) grid.push_back(shape);
+  return grid;
+}
 
 bool isVector(Collective kind) {
   return kind == Collective::kGatherV || kind == Collective::kScatterV ||
@@ -103,6 +164,7 @@ CollectiveSpec specFor(Collective kind, const Shape& shape, int rank) {
   s.root = shape.root;
   s.inPlace = shape.inPlace;
   s.segmentCount = shape.segment;
+  s.hosts = shape.hosts;
   if (isVector(kind)) fillVectorArrays(shape, rank, &s);
   return s;
 }
@@ -240,7 +302,7 @@ TEST_P(VerifyAll, EveryShape) {
   std::vector<CollectiveSpec> specs;
   std::vector<Schedule> schedules;
   std::string why;
-  for (const Shape& shape : shapesFor(info.kind)) {
+  for (const Shape& shape : gridFor(info)) {
     if (!buildWorld(info, shape, &specs, &schedules, &why)) {
       ++unsupported;
       continue;
@@ -269,7 +331,7 @@ TEST_P(VerifyAll, EveryShape) {
 TEST_P(VerifyAll, ForcedByNameItIsChosen) {
   const AlgorithmInfo& info = algorithmRegistry()[GetParam()];
   std::size_t applicable = 0;
-  for (const Shape& shape : shapesFor(info.kind)) {
+  for (const Shape& shape : gridFor(info)) {
     if (shape.n > 17) continue;
     for (int r = 0; r < shape.n; ++r) {
       CollectiveSpec spec = specFor(info.kind, shape, r);
