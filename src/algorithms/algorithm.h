@@ -68,6 +68,11 @@ Schedule buildAllreduceHierRsAg(const CollectiveSpec& spec);
 Schedule buildAllreduceHierReduceBcast(const CollectiveSpec& spec);
 Schedule buildBroadcastHierarchical(const CollectiveSpec& spec);
 Schedule buildReduceHierarchical(const CollectiveSpec& spec);
+Schedule buildAllgatherHierarchical(const CollectiveSpec& spec);  // allgather and allgatherv
+Schedule buildReducescatterHierarchical(const CollectiveSpec& spec);  // and reducescatterv
+Schedule buildGatherHierarchical(const CollectiveSpec& spec);   // gather and gatherv
+Schedule buildScatterHierarchical(const CollectiveSpec& spec);  // scatter and scatterv
+Schedule buildAlltoallHierarchical(const CollectiveSpec& spec);
 // Rings and butterflies (allgather_ring.cc, reducescatter_ring.cc, allreduce_rs_ag.cc,
 // allreduce_recursive_doubling.cc, allgather_recursive_doubling.cc,
 // reducescatter_recursive_halving.cc, allreduce_rabenseifner.cc). The allgather builders

@@ -41,6 +41,21 @@ std::vector<int> HostPlace::column(int c) const {
   return ranks;
 }
 
+std::vector<int> HostPlace::columnsServed(int h, int j) const {
+  std::vector<int> columns;
+  for (int c = j; c < maxLocal(); c += localSize(h)) columns.push_back(c);
+  return columns;
+}
+
+std::vector<int> HostPlace::blocksServed(int h, int j) const {
+  std::vector<int> ranks;
+  for (int c : columnsServed(h, j)) {
+    for (int k = 0; k < hosts(); ++k)
+      if (c < localSize(k)) ranks.push_back(ranksOf(k)[static_cast<std::size_t>(c)]);
+  }
+  return ranks;
+}
+
 CollectiveSpec groupSpec(const CollectiveSpec& whole, Collective kind, std::uint64_t count,
                          int groupSize, int index, bool inPlace, bool sharedMemory) {
   CollectiveSpec s;

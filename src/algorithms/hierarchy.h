@@ -41,6 +41,11 @@ struct HostPlace {
   int columnRank(int h, int c) const { return ranksOf(h)[static_cast<std::size_t>(c % localSize(h))]; }
   /// Column c's ranks, host by host.
   std::vector<int> column(int c) const;
+  /// The columns local rank j of host h serves: c < maxLocal() with c % L_h == j.
+  std::vector<int> columnsServed(int h, int j) const;
+  /// The ranks whose blocks local rank j of host h carries between the levels: for each
+  /// column it serves (ascending), local rank c of every host that has one (host order).
+  std::vector<int> blocksServed(int h, int j) const;
 };
 
 /// A phase run by `members` (global ranks, ascending or in the order the phase numbers

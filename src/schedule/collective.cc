@@ -369,7 +369,13 @@ HostMap HostMap::blocks(const std::vector<int>& perHost) {
 
 std::string HostMap::toString() const {
   std::string out = strFormat("%d host%s:", hostCount(), hostCount() == 1 ? "" : "s");
-  for (const auto& ranks : ranksOf) {
+  for (std::size_t h = 0; h < ranksOf.size(); ++h) {
+    const auto& ranks = ranksOf[h];
+    if (ranksOf.size() > 6 && h == 3) {
+      out += strFormat(" ... (%zu more)", ranksOf.size() - 6);
+      h = ranksOf.size() - 4;  // the loop steps to the last three
+      continue;
+    }
     out += " {";
     for (std::size_t i = 0; i < ranks.size(); ++i)
       out += (i == 0 ? "" : ",") + std::to_string(ranks[i]);
