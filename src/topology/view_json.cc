@@ -38,7 +38,7 @@ class Fields {
       bool found = false;
       for (const std::string_view n : names) found = found || n == name;
       if (!found)
-        return error(value, path_ + "." + name,
+        return error(value, join(name),
                      "unknown field (known: " + joinNames(names) + ")");
     }
     return Status::Ok();
@@ -47,7 +47,7 @@ class Fields {
   // `required`: absent is an error; otherwise `out` keeps its value.
   Status integer(std::string_view name, int& out, bool required, int min) const {
     const Value* v = object_.find(name);
-    const std::string path = path_ + "." + std::string(name);
+    const std::string path = join(std::string(name));
     if (v == nullptr) return required ? missing(path) : Status::Ok();
     TUTTI_RETURN_IF_ERROR(expect(*v, path, Value::Type::kNumber, "an integer"));
     if (v->number != std::floor(v->number) || v->number < min || v->number > 1e9)
@@ -58,7 +58,7 @@ class Fields {
 
   Status string(std::string_view name, std::string& out, bool required) const {
     const Value* v = object_.find(name);
-    const std::string path = path_ + "." + std::string(name);
+    const std::string path = join(std::string(name));
     if (v == nullptr) return required ? missing(path) : Status::Ok();
     TUTTI_RETURN_IF_ERROR(expect(*v, path, Value::Type::kString));
     out = v->text;
@@ -68,7 +68,7 @@ class Fields {
   // The array member `name` (absent: null when not required).
   Result<const Value*> array(std::string_view name, bool required) const {
     const Value* v = object_.find(name);
-    const std::string path = path_ + "." + std::string(name);
+    const std::string path = join(std::string(name));
     if (v == nullptr) {
       if (required) return missing(path);
       return static_cast<const Value*>(nullptr);
@@ -93,6 +93,11 @@ class Fields {
   Status missing(const std::string& path) const {
     return Status(ErrorCode::kInvalidArgument,
                   strFormat("line %d: %s: missing", object_.line, path.c_str()));
+  }
+
+  // The field's path: "ranks[2].host", or "ranks" at the top.
+  std::string join(const std::string& name) const {
+    return path_.empty() ? name : path_ + "." + name;
   }
 
   static std::string joinNames(std::initializer_list<std::string_view> names) {
@@ -210,7 +215,7 @@ std::string toJson(const View& view) {
 
 Result<View> fromJson(std::string_view text) {
   TUTTI_ASSIGN_OR_RETURN(const Value doc, json::parse(text));
-  const Fields f(doc, "view");
+  const Fields f(doc, "");
   if (doc.type != Value::Type::kObject)
     return Fields::error(doc, "the document", strFormat("an object expected, found %s",
                                                         json::typeName(doc.type)));
