@@ -10,6 +10,7 @@ PACKAGES=(
   libbenchmark-dev                                   # kernel micro-benchmarks
   libcli11-dev                                       # command lines of the tools
   libssl-dev                                         # HMAC for the authenticated bootstrap
+  libhwloc-dev                                       # the host's topology (src/topology)
   clang libclang-rt-14-dev                           # libFuzzer and its runtimes (scripts/fuzz.sh)
   iproute2 procps                                    # network-namespace tests, ps/pgrep
   python3-dev pybind11-dev python3-numpy python3-pytest  # import tutti, and its tests

@@ -14,6 +14,7 @@
 #include "core/call_describer.h"
 #include "core/call_stamp.h"
 #include "reduce/reduce.h"
+#include "topology/host_identity.h"
 
 namespace tutti::detail {
 
@@ -151,12 +152,24 @@ Result<std::unique_ptr<CommImpl>> CommImpl::create(InitParams params) {
   id.prefix = base + std::to_string(generation) + "/";
   const Deadline deadline = Deadline::afterSeconds(config->connectRetrySec);
   TUTTI_ASSIGN_OR_RETURN(std::uint64_t uid, agreeOnUid(*id.store, id.prefix, id.rank, deadline));
+  // Each rank's description goes to the store before the transport connects, which waits
+  // for every rank anyway: rank 0 then finds them all there.
+  TopologySetup topology({id.store.get(), id.prefix, id.name, id.rank, id.size,
+                          config->shmHost.empty() ? topo::hostIdentity() : config->shmHost,
+                          !config->bindAddr.empty()     ? config->bindAddr
+                          : !params.bindHost.empty()    ? params.bindHost
+                                                        : std::string("127.0.0.1"),
+                          deadline},
+                         *config, std::move(params.view));
+  TUTTI_RETURN_IF_ERROR(topology.publish());
   TransportFactory::Request request{id.store.get(), id.prefix, id.name, id.rank, id.size, uid,
                                     id.transportChoice, params.bindHost, id.key,
                                     choices.path == MessagePath::kLearn, id.localSize,
                                     &reduce::copy, &reduce::copyTwo, deadline};
   TUTTI_ASSIGN_OR_RETURN(TransportSetup transport, TransportFactory::build(request, *config));
   id.bindHost = transport.bindHost;
+  TUTTI_ASSIGN_OR_RETURN(id.view, topology.finish());
+  transport.hosts = hostMapOf(*id.view);
   const Parts parts = partsFor(*config, choices, transport);
   return std::unique_ptr<CommImpl>(new CommImpl(std::move(id), std::move(transport), parts));
 }
@@ -305,6 +318,9 @@ Result<std::unique_ptr<CommImpl>> CommImpl::split(int color, int key, const Comm
   params.bindHost = id_.bindHost;
   params.key = id_.key;
   params.localSize = std::min(id_.localSize, params.size);
+  std::vector<int> parentRanks;  // the child's ranks in this communicator, in the child's order
+  for (const auto& member : members) parentRanks.push_back(member.second);
+  params.view = std::make_shared<const topo::View>(topo::subView(*id_.view, parentRanks));
   return create(std::move(params));
 }
 

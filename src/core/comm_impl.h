@@ -26,6 +26,7 @@
 #include "core/flat_runner.h"
 #include "core/op_request.h"
 #include "core/p2p_group.h"
+#include "core/topology_setup.h"
 #include "core/transport_factory.h"
 #include "transport/call_checker.h"
 #include "tutti/communicator.h"
@@ -50,6 +51,9 @@ class CommImpl final : private CallQueue::Runner {
     std::optional<auth::Key> key;
     int localSize = 1;     // ranks on this host, when the launcher says
     std::unique_ptr<TcpStoreServer> ownedServer;  // a store this rank serves (rank 0)
+    // A split child's topology view (its ranks' part of the parent's); null: gathered or
+    // loaded (topology_setup.h).
+    std::shared_ptr<const topo::View> view;
   };
 
   static Result<std::unique_ptr<CommImpl>> create(InitParams params);
@@ -104,6 +108,7 @@ class CommImpl final : private CallQueue::Runner {
     auth::Key key;                // the job key its links prove (children reuse it)
     int localSize = 1;
     std::uint64_t splits = 0;     // splits so far: names each child uniquely
+    std::shared_ptr<const topo::View> view;  // hosts and places (split() passes its part on)
   };
 
  public:

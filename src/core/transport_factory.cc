@@ -12,6 +12,7 @@
 #include "base/strings.h"
 #include "base/wait.h"
 #include "core/message_ways.h"
+#include "topology/host_identity.h"
 #include "transport/hybrid/hybrid_transport.h"
 #include "transport/shm/shm_transport.h"
 #include "transport/tcp/tcp_transport.h"
@@ -137,7 +138,7 @@ Result<TransportSetup> TransportFactory::build(const Request& q, const Config& c
   std::optional<std::pair<bool, bool>> cores;
   std::unique_ptr<shm::ShmTransport> local;
   if (q.choice == "tcp" && q.size > 1) {
-    auto found = hostCoresOverStore(q, config.shmHost.empty() ? shm::hostKey() : config.shmHost);
+    auto found = hostCoresOverStore(q, config.shmHost.empty() ? topo::hostIdentity() : config.shmHost);
     if (!found.ok()) return found.status().withContext(where);
     cores = *found;
     TUTTI_INFO(kInit, "rank %d: TCP only, %s", q.rank,

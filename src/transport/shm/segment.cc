@@ -10,7 +10,6 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
-#include <fstream>
 #include <new>
 
 #include "base/strings.h"
@@ -195,15 +194,6 @@ void Segment::wakeIfSleeping() const {
   if (c.sleeping.load(std::memory_order_seq_cst) == 0) return;
   c.doorbell.fetch_add(1, std::memory_order_seq_cst);
   sharedFutexWake(&c.doorbell);
-}
-
-std::string hostKey() {
-  std::string boot;
-  std::ifstream in("/proc/sys/kernel/random/boot_id");
-  std::getline(in, boot);
-  char netns[128] = {};
-  const ssize_t n = readlink("/proc/self/ns/net", netns, sizeof(netns) - 1);
-  return boot + "/" + (n > 0 ? std::string(netns, static_cast<std::size_t>(n)) : std::string("?"));
 }
 
 void sharedFutexWait(std::atomic<std::uint32_t>* word, std::uint32_t expected,

@@ -282,11 +282,6 @@ class Segment {
   int fd_ = -1;
 };
 
-/// Identifies this host as far as shared memory goes: the boot and the network namespace
-/// (ranks in different network namespaces are treated as different hosts, which is how
-/// the multi-host tests emulate machines).
-std::string hostKey();
-
 /// Blocks on a doorbell shared between processes while it equals `expected`, at most
 /// `maxWaitNs`. Spurious returns are possible.
 void sharedFutexWait(std::atomic<std::uint32_t>* word, std::uint32_t expected,

@@ -22,6 +22,7 @@
 #include "base/log.h"
 #include "base/macros.h"
 #include "base/strings.h"
+#include "topology/host_identity.h"
 #include "transport/shm/shm_link.h"
 #include "transport/tag.h"
 
@@ -55,7 +56,7 @@ std::uint64_t ringsBelow(bool coreEach, bool costly) {
 
 }  // namespace
 
-// What a rank publishes about its segment: "<hostKey> <pid> <fd> <address> <ratio> <cpus>".
+// What a rank publishes about its segment: "<host identity> <pid> <fd> <address> <ratio> <cpus>".
 struct ShmTransport::PeerInfo {
   std::string host;
   int pid = 0;
@@ -115,7 +116,7 @@ Result<std::unique_ptr<ShmTransport>> ShmTransport::create(Store& store,
 
 Status ShmTransport::setUp(Store& store, const std::string& keyPrefix) {
   TUTTI_RETURN_IF_ERROR(createSegment());
-  const std::string host = options_.host.empty() ? hostKey() : options_.host;
+  const std::string host = options_.host.empty() ? topo::hostIdentity() : options_.host;
   // The kernel's copy against memcpy, in hundredths: the host's is the highest any of its
   // ranks measured (one rank's measurement can come out low while its neighbours copy at
   // once), and all its ranks agree on it.

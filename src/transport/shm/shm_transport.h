@@ -155,7 +155,7 @@ class ShmTransport final : public Transport,
     /// "A waiter that keeps its core"): it was 50 us of yields after a 20 us spin.
     std::int64_t pollNs = 5'000'000;
     Deadline deadline = Deadline::afterSeconds(60);
-    /// This rank's host as far as shared memory goes; empty: hostKey(). Ranks with equal
+    /// This rank's host as far as shared memory goes; empty: topo::hostIdentity(). Ranks with equal
     /// keys share segments.
     std::string host;
     /// True: every rank must be on this host (kNotSupported otherwise). False: the ranks

@@ -1,0 +1,89 @@
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "common/subprocess.h"
+#include "common/test_paths.h"
+#include "algorithms/algorithm.h"
+#include "info/reports.h"
+#include "topology/view_json.h"
+
+namespace tutti::test {
+namespace {
+
+constexpr double kBoundSeconds = 60;
+
+ProcessResult info(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {binPath("tutti-info")};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return runProcess(argv, kBoundSeconds);
+}
+
+TEST(TuttiInfo, TopologyOfThisHost) {
+  const ProcessResult text = info({"topology"});
+  ASSERT_EQ(text.exitCode(), 0) << text.err;
+  EXPECT_NE(text.out.find("1 host, 1 rank\nhost 0 '"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("rank 0: host 0, local rank 0, package "), std::string::npos) << text.out;
+  const ProcessResult json = info({"topology", "--json"});
+  ASSERT_EQ(json.exitCode(), 0) << json.err;
+  auto view = topo::fromJson(json.out);
+  ASSERT_TRUE(view.ok()) << view.status().message();
+  EXPECT_GE(view->hosts[0].packages, 1);
+  EXPECT_GE(view->hosts[0].cores, 1);
+}
+
+TEST(TuttiInfo, TopologyOfAFile) {
+  const std::string path = ::testing::TempDir() + "tutti_info_view.json";
+  std::ofstream(path) << R"({"format": "tutti-topology", "version": 1,
+    "hosts": [{"name": "a", "packages": 2}, {"name": "b"}],
+    "ranks": [{"rank": 0, "host": 0, "package": 1}, {"rank": 1, "host": 1}, {"rank": 2, "host": 0}]})";
+  const ProcessResult text = info({"topology", "--file", path});
+  ASSERT_EQ(text.exitCode(), 0) << text.err;
+  EXPECT_NE(text.out.find("2 hosts, 3 ranks\n"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("host 0 'a' (id a): 2 packages"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("  ranks: 0 2\n"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("rank 2: host 0, local rank 1, package ?"), std::string::npos) << text.out;
+  std::ofstream(path) << "{\"format\": \"tutti-topology\",\n \"version\": true}";
+  const ProcessResult bad = info({"topology", "--file", path});
+  EXPECT_EQ(bad.exitCode(), 1);
+  EXPECT_NE(bad.err.find("line 2: version: an integer expected, found a boolean"),
+            std::string::npos) << bad.err;
+}
+
+TEST(TuttiInfo, Config) {
+  const ProcessResult r = info({"config"});
+  ASSERT_EQ(r.exitCode(), 0) << r.err;
+  EXPECT_NE(r.out.find("TUTTI_TOPO_FILE (default "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("TUTTI_DEBUG (default WARN)"), std::string::npos) << r.out;
+}
+
+TEST(TuttiInfo, Algorithms) {
+  const ProcessResult all = info({"algorithms"});
+  ASSERT_EQ(all.exitCode(), 0) << all.err;
+  EXPECT_NE(all.out.find("allreduce:\n"), std::string::npos);
+  EXPECT_NE(all.out.find("  ring "), std::string::npos);
+  EXPECT_EQ(all.out.find("[applies"), std::string::npos);  // nothing to apply to
+  const ProcessResult four = info({"algorithms", "--ranks", "4", "--hosts", "2"});
+  ASSERT_EQ(four.exitCode(), 0) << four.err;
+  EXPECT_NE(four.out.find("for 4 ranks on 2 hosts (2 hosts: {0,1} {2,3}):"), std::string::npos)
+      << four.out;
+  EXPECT_NE(four.out.find("; the default]"), std::string::npos);
+  const ProcessResult bad = info({"algorithms", "--ranks", "2", "--hosts", "3"});
+  EXPECT_EQ(bad.exitCode(), 1);
+  EXPECT_NE(bad.err.find("--hosts 3: between 1 and the 2 ranks"), std::string::npos) << bad.err;
+  EXPECT_EQ(info({"nonsense"}).exitCode(), 2);
+}
+
+TEST(InfoReports, EveryAlgorithmIsListedUnderItsCollective) {
+  auto text = info::describeAlgorithms(3, 1);
+  ASSERT_TRUE(text.ok());
+  for (const AlgorithmInfo& a : algorithmRegistry()) {
+    const std::string heading = std::string(collectiveName(a.kind)) + ":\n";
+    const auto at = text->find(heading);
+    ASSERT_NE(at, std::string::npos) << heading;
+    EXPECT_NE(text->find(std::string("  ") + a.name + " ", at), std::string::npos) << a.name;
+  }
+}
+
+}  // namespace
+}  // namespace tutti::test
