@@ -41,6 +41,7 @@ bool shellSafe(const std::string& word) {
 }  // namespace
 
 Result<std::vector<HostSlots>> parseHosts(const std::string& text, int maxRanks) {
+  TUTTI_CHECK_ARG(!text.empty(), "--hosts is empty");
   std::vector<HostSlots> hosts;
   std::set<std::string> seen;
   long total = 0;
@@ -67,7 +68,6 @@ Result<std::vector<HostSlots>> parseHosts(const std::string& text, int maxRanks)
                     maxRanks);
     hosts.push_back(std::move(host));
   }
-  TUTTI_CHECK_ARG(!hosts.empty(), "--hosts is empty");
   return hosts;
 }
 
