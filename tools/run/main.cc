@@ -58,7 +58,8 @@ constexpr const char* kFooter =
     "ends; the job, the secret included, reaches it on its stdin, never on a command line.\n"
     "The ranks get the agent's environment (what the launch command gives it), tutti-run's\n"
     "TUTTI_* variables and -x. The store listens on --bind, by default on the first IPv4\n"
-    "address of this machine's interfaces that is up and not loopback. A failure is named\n"
+    "address of this machine's interfaces that is up and not loopback. --cpu-bind applies\n"
+    "on each host among its own ranks and CPUs. A failure is named\n"
     "with its host: a rank's end, or a launch command that ends before its ranks did\n"
     "(exit status: the launch command's).";
 
