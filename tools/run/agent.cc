@@ -129,7 +129,9 @@ Status Agent::setUpSignals() {
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u64 = tag;
-    if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev) != 0) return systemError("epoll_ctl", errno);
+    if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev) != 0) {
+      return systemError("epoll_ctl", errno);
+    }
   }
   devNull_.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (!devNull_.valid()) return systemError("open", errno, "/dev/null");
@@ -138,9 +140,11 @@ Status Agent::setUpSignals() {
 
 Status Agent::spawnAll() {
   if (!job_.cwd.empty() && ::chdir(job_.cwd.c_str()) != 0) {
+    const int err = errno;
+    const char* home = ::getenv("HOME") != nullptr ? ::getenv("HOME") : "/";
     note(strFormat("cannot go to tutti-run's directory %s (%s); the ranks start in %s",
-                   job_.cwd.c_str(), std::strerror(errno), ::getenv("HOME") ? ::getenv("HOME") : "/"));
-    [[maybe_unused]] int ignored = ::chdir(::getenv("HOME") ? ::getenv("HOME") : "/");
+                   job_.cwd.c_str(), std::strerror(err), home));
+    [[maybe_unused]] const int ignored = ::chdir(home);
   }
   std::vector<std::string> inherited;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) inherited.emplace_back(*e);

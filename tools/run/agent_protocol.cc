@@ -171,7 +171,8 @@ Result<bool> AgentFrameReader::next(AgentFrame* frame) {
     parts_.push_back(std::move(text));
   }
   const std::string& kind = parts_[0];
-  TUTTI_CHECK_ARG(kind.size() == 1 && std::string_view("SOEXF").find(kind[0]) != std::string_view::npos,
+  TUTTI_CHECK_ARG(kind.size() == 1 &&
+                      std::string_view("SOEXF").find(kind[0]) != std::string_view::npos,
                   "agent frame of unknown kind '%s'", kind.c_str());
   const auto rank = parseInt(parts_[1]);
   TUTTI_CHECK_ARG(rank.has_value() && *rank >= -1 && *rank < (1 << 30),

@@ -583,7 +583,8 @@ void Job::supervise() {
     // Sleep until something happens or the next step of the stop sequence is due. Without
     // --timeout and before any failure nothing is due: the wait ends when a rank exits.
     const Deadline next = Deadline::earliest(
-        Deadline::earliest(Deadline::earliest(timeout_, grace_), Deadline::earliest(kill_, abandon_)),
+        Deadline::earliest(Deadline::earliest(timeout_, grace_),
+                           Deadline::earliest(kill_, abandon_)),
         agentKill_);
     const int n = ::epoll_wait(epoll_.get(), events, 64, next.pollTimeoutMs());
     if (n < 0) {
@@ -839,7 +840,9 @@ void Job::onFrame(std::size_t index, const AgentFrame& frame) {
       break;
     }
     case 'X':
-      if (rank.running) onRankExit(rank, static_cast<int>(parseInt(frame.payload).value_or(1 << 8)));
+      if (rank.running) {
+        onRankExit(rank, static_cast<int>(parseInt(frame.payload).value_or(1 << 8)));
+      }
       break;
     default: break;
   }

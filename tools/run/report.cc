@@ -15,10 +15,14 @@ namespace {
 using State = RankOutcome::State;
 
 std::string describeRank(const RankOutcome& r) {
-  std::string text = r.host.empty()
-                         ? strFormat("rank %d (pid %d)", r.rank, r.pid)
-                         : r.pid > 0 ? strFormat("rank %d on host %s (pid %d)", r.rank, r.host.c_str(), r.pid)
-                                     : strFormat("rank %d on host %s", r.rank, r.host.c_str());
+  std::string text;
+  if (r.host.empty()) {
+    text = strFormat("rank %d (pid %d)", r.rank, r.pid);
+  } else if (r.pid > 0) {
+    text = strFormat("rank %d on host %s (pid %d)", r.rank, r.host.c_str(), r.pid);
+  } else {  // lost before its agent reported its pid
+    text = strFormat("rank %d on host %s", r.rank, r.host.c_str());
+  }
   if (r.state == State::kRunning) return text + " did not exit";
   if (r.state == State::kLost) return text + " was lost with its host's agent";
   return text + strFormat(" %s at %.3f s", describeWaitStatus(r.waitStatus).c_str(), r.endSeconds);

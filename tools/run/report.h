@@ -60,7 +60,8 @@ struct JobOutcome {
 inline constexpr int kLauncherErrorExitCode = 1;
 
 /// tutti-run's exit status: the first failure's exit code (128 + signal when it was killed),
-/// else hostFailureExitCode after a host failure, else 124 after a timeout, else 128 + the signal that interrupted tutti-run, else
+/// else hostFailureExitCode after a host failure,
+/// else 124 after a timeout, else 128 + the signal that interrupted tutti-run, else
 /// kLauncherErrorExitCode when tutti-run aborted the job, else 0.
 int jobExitCode(const JobOutcome& job);
 
