@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "run/hosts.h"
 #include "run/report.h"
 #include "tutti/status.h"
 
@@ -48,6 +49,15 @@ struct LaunchOptions {
   std::vector<std::string> inheritedEnv;
   /// The program and its arguments.
   std::vector<std::string> command;
+  /// --hosts: the hosts and their ranks (numRanks is their total); empty: every rank on
+  /// this host, started directly. With hosts, one agent per host (`tutti-run --agent`,
+  /// agent.h) is started through `launcherWords` and starts that host's ranks.
+  std::vector<HostSlots> hosts;
+  /// The launch command template split into words (splitTemplate() in hosts.h); "{host}"
+  /// in a word is replaced by the host's name.
+  std::vector<std::string> launcherWords;
+  /// With hosts: serve the store on pickStoreHost() (--bind was not given).
+  bool pickStoreHost = false;
 };
 
 /// Checks the options: rank count in range, non-negative timeout and grace, a program, and

@@ -1,6 +1,9 @@
-// tutti-run: starts N ranks of a program on this host, like mpirun or torchrun.
+// tutti-run: starts N ranks of a program on this host, or on several hosts, like mpirun or
+// torchrun.
 //   tutti-run -n 4 [options] program [args...]
-// This file is the command line only; launcher.h does the work.
+//   tutti-run --hosts a:2,b:2 [--launcher 'ssh {host}'] [options] program [args...]
+// This file is the command line only; launcher.h does the work, agent.h the per-host side
+// (`tutti-run --agent`, which tutti-run starts on each host itself; not for users).
 
 #include <CLI/CLI.hpp>
 
@@ -9,7 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "run/agent.h"
 #include "run/config_report.h"
+#include "run/hosts.h"
 #include "run/launcher.h"
 
 extern char** environ;  // NOLINT: POSIX
@@ -20,8 +25,11 @@ namespace {
 constexpr int kUsageExitCode = 2;
 
 constexpr const char* kDescription =
-    "tutti-run: start N ranks of a program on this host and supervise them.\n"
-    "Usage: tutti-run -n N [options] program [args...]   or   tutti-run --config\n"
+    "tutti-run: start N ranks of a program on this host, or on several hosts, and supervise "
+    "them.\n"
+    "Usage: tutti-run -n N [options] program [args...]\n"
+    "       tutti-run --hosts h1:2,h2:2 [--launcher TEMPLATE] [options] program [args...]\n"
+    "       tutti-run --config\n"
     "Options end at the program name (or at --); everything after it goes to the program.";
 
 constexpr const char* kFooter =
@@ -40,7 +48,20 @@ constexpr const char* kFooter =
     "Exit status: 0 when every rank succeeded; the first failing rank's exit status, or\n"
     "128+signal if it was killed; 124 when --timeout expired; 128+signal when tutti-run was\n"
     "interrupted; 127 from a rank whose program cannot be executed; 2 for a bad command\n"
-    "line; 1 when the job could not be started.";
+    "line; 1 when the job could not be started.\n"
+    "\n"
+    "Several hosts (--hosts): ranks are numbered host by host in the order given. On each\n"
+    "host tutti-run runs the launch command (the --launcher template, its words split as a\n"
+    "shell would but without running one, {host} replaced by the name) followed by the\n"
+    "absolute path of this tutti-run and --agent, so tutti-run must be installed at the same\n"
+    "path on every host. That agent starts the host's ranks and reports their output and\n"
+    "ends; the job, the secret included, reaches it on its stdin, never on a command line.\n"
+    "The ranks get the agent's environment (what the launch command gives it), tutti-run's\n"
+    "TUTTI_* variables and -x. The store listens on --bind, by default on the first IPv4\n"
+    "address of this machine's interfaces that is up and not loopback. --cpu-bind applies\n"
+    "on each host among its own ranks and CPUs. A failure is named\n"
+    "with its host: a rank's end, or a launch command that ends before its ranks did\n"
+    "(exit status: the launch command's).";
 
 // Splits "NAME=VALUE"; the value may be empty or contain '='.
 bool splitAssignment(const std::string& text, std::pair<std::string, std::string>* out) {
@@ -59,14 +80,31 @@ int usageError(const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The per-host agent of --hosts, started by tutti-run itself: its job comes on stdin.
+  if (argc == 2 && std::string(argv[1]) == "--agent") return tutti::run::runAgent();
   tutti::run::LaunchOptions options;
   std::vector<std::string> assignments;
   bool noTag = false;
 
   CLI::App app{kDescription, "tutti-run"};
   app.footer(kFooter);
-  CLI::Option* np = app.add_option("-n,--np", options.numRanks, "number of ranks to start")
+  CLI::Option* np = app.add_option("-n,--np", options.numRanks,
+                                   "number of ranks to start (with --hosts: the total of its "
+                                   "slots, which -n may repeat)")
                         ->check(CLI::Range(1, tutti::run::kMaxRanks));
+  std::string hostsText;
+  CLI::Option* hostsOption =
+      app.add_option("--hosts", hostsText,
+                     "start the ranks on these hosts, HOST:SLOTS comma-separated (e.g. "
+                     "a:2,b:1: ranks 0-1 on a, 2 on b), through --launcher")
+          ->type_name("LIST");
+  std::string launcherTemplate = tutti::run::kDefaultLauncher;
+  CLI::Option* launcherOption =
+      app.add_option("--launcher", launcherTemplate,
+                     "with --hosts: the command that runs a program on {host} (e.g. "
+                     "'ip netns exec {host}')")
+          ->type_name("TEMPLATE")
+          ->capture_default_str();
   bool showConfig = false;
   app.add_flag("--config", showConfig,
                "print every TUTTI_* variable tutti reads: its default, the value this "
@@ -80,9 +118,11 @@ int main(int argc, char** argv) {
                  "before SIGTERM")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("--bind", options.bindHost,
-                 "address the rendezvous store listens on (\"\" = every interface)")
-      ->capture_default_str();
+  CLI::Option* bind =
+      app.add_option("--bind", options.bindHost,
+                     "address the rendezvous store listens on (\"\" = every interface); with "
+                     "--hosts the default is this machine's first non-loopback IPv4 address")
+          ->capture_default_str();
   app.add_option("--cpu-bind", options.cpuBind,
                  "none: ranks run where the kernel puts them; block: each rank is bound to "
                  "one CPU, consecutive ranks sharing one when they outnumber the CPUs; auto: "
@@ -116,7 +156,25 @@ int main(int argc, char** argv) {
     std::fputs(tutti::run::describeConfig(env).c_str(), stdout);
     return 0;
   }
-  if (np->count() == 0) return usageError("-n/--np is required");
+  if (hostsOption->count() > 0) {
+    auto hosts = tutti::run::parseHosts(hostsText, tutti::run::kMaxRanks);
+    if (!hosts.ok()) return usageError(hosts.status().message());
+    options.hosts = std::move(hosts).value();
+    const int total = tutti::run::totalSlots(options.hosts);
+    if (np->count() > 0 && options.numRanks != total) {
+      return usageError("-n " + std::to_string(options.numRanks) + " does not match --hosts " +
+                        hostsText + ", which gives " + std::to_string(total) + " ranks");
+    }
+    options.numRanks = total;
+    auto words = tutti::run::splitTemplate(launcherTemplate);
+    if (!words.ok()) return usageError(words.status().message());
+    options.launcherWords = std::move(words).value();
+    options.pickStoreHost = bind->count() == 0;
+  } else if (launcherOption->count() > 0) {
+    return usageError("--launcher needs --hosts");
+  } else if (np->count() == 0) {
+    return usageError("-n/--np is required (or --hosts)");
+  }
   options.command = app.remaining();
   if (!options.command.empty() && options.command.front() == "--") {
     options.command.erase(options.command.begin());

@@ -15,8 +15,16 @@ namespace {
 using State = RankOutcome::State;
 
 std::string describeRank(const RankOutcome& r) {
-  std::string text = strFormat("rank %d (pid %d)", r.rank, r.pid);
+  std::string text;
+  if (r.host.empty()) {
+    text = strFormat("rank %d (pid %d)", r.rank, r.pid);
+  } else if (r.pid > 0) {
+    text = strFormat("rank %d on host %s (pid %d)", r.rank, r.host.c_str(), r.pid);
+  } else {  // lost before its agent reported its pid
+    text = strFormat("rank %d on host %s", r.rank, r.host.c_str());
+  }
   if (r.state == State::kRunning) return text + " did not exit";
+  if (r.state == State::kLost) return text + " was lost with its host's agent";
   return text + strFormat(" %s at %.3f s", describeWaitStatus(r.waitStatus).c_str(), r.endSeconds);
 }
 
@@ -42,6 +50,9 @@ std::string headline(const JobOutcome& job) {
   if (job.firstFailure >= 0) {
     const RankOutcome& first = job.ranks.at(static_cast<std::size_t>(job.firstFailure));
     return strFormat("tutti-run: job failed: first failure: %s\n", describeRank(first).c_str());
+  }
+  if (!job.hostFailure.empty()) {
+    return strFormat("tutti-run: job failed: first failure: %s\n", job.hostFailure.c_str());
   }
   if (job.timedOut) {
     return strFormat("tutti-run: job timed out: --timeout %g s expired\n", job.timeoutSeconds);
@@ -93,6 +104,7 @@ int jobExitCode(const JobOutcome& job) {
     TUTTI_ASSERT_CMP(code, !=, 0);
     return code;
   }
+  if (!job.hostFailure.empty()) return job.hostFailureExitCode != 0 ? job.hostFailureExitCode : 1;
   if (job.timedOut) return kTimeoutExitCode;
   if (job.interruptSignal != 0) return 128 + job.interruptSignal;
   if (!job.abortReason.empty()) return kLauncherErrorExitCode;
@@ -108,6 +120,7 @@ std::string formatSummary(const JobOutcome& job, int maxListed) {
   std::vector<const RankOutcome*> failed;
   std::vector<const RankOutcome*> stopped;
   std::vector<const RankOutcome*> running;
+  std::vector<const RankOutcome*> lost;
   std::vector<int> succeeded;
   for (const RankOutcome& r : job.ranks) {
     switch (r.state) {
@@ -116,6 +129,7 @@ std::string formatSummary(const JobOutcome& job, int maxListed) {
         break;
       case State::kStopped: stopped.push_back(&r); break;
       case State::kRunning: running.push_back(&r); break;
+      case State::kLost: lost.push_back(&r); break;
       case State::kSucceeded: succeeded.push_back(r.rank); break;
     }
   }
@@ -126,6 +140,7 @@ std::string formatSummary(const JobOutcome& job, int maxListed) {
   appendCategory("also failed", failed, maxListed, &out);
   appendCategory("stopped by tutti-run", stopped, maxListed, &out);
   appendCategory("never exited", running, maxListed, &out);
+  appendCategory("lost", lost, maxListed, &out);
   if (!succeeded.empty()) {
     out += strFormat("tutti-run:   succeeded: ranks %s\n", formatRankList(succeeded).c_str());
   }

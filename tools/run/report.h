@@ -31,9 +31,11 @@ struct RankOutcome {
     kSucceeded,  ///< exited with status 0
     kFailed,     ///< ended unsuccessfully on its own (before tutti-run signalled it)
     kStopped,    ///< ended after tutti-run signalled it (grace expired, timeout, forwarded signal)
+    kLost,       ///< on another host, whose agent ended before reporting the rank's end
   };
   int rank = 0;
-  int pid = 0;
+  int pid = 0;  ///< on its own host
+  std::string host;  ///< the --hosts name of its host; empty for a job on this host only
   State state = State::kRunning;
   int waitStatus = 0;     ///< valid unless kRunning
   double endSeconds = 0;  ///< when it was reaped, in seconds since the job started
@@ -47,12 +49,18 @@ struct JobOutcome {
   double timeoutSeconds = 0;       ///< the --timeout value, for the message
   int interruptSignal = 0;         ///< first SIGINT/SIGTERM/SIGHUP tutti-run received, or 0
   std::string abortReason;         ///< why tutti-run itself stopped the ranks, if it did
+  /// With --hosts: the first failure when it was a host's launch command or agent ending
+  /// before its ranks did (no rank failed before it), e.g. "host h2: the launcher exited with
+  /// status 255 before its ranks finished"; and the exit status tutti-run then returns.
+  std::string hostFailure;
+  int hostFailureExitCode = 0;
 };
 
 /// Exit status of tutti-run when it could not start or had to abort the job itself.
 inline constexpr int kLauncherErrorExitCode = 1;
 
 /// tutti-run's exit status: the first failure's exit code (128 + signal when it was killed),
+/// else hostFailureExitCode after a host failure,
 /// else 124 after a timeout, else 128 + the signal that interrupted tutti-run, else
 /// kLauncherErrorExitCode when tutti-run aborted the job, else 0.
 int jobExitCode(const JobOutcome& job);

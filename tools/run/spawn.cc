@@ -128,7 +128,8 @@ const std::vector<std::string>& JobEnvironment::launcherVariables() {
   return names;
 }
 
-std::vector<std::string> JobEnvironment::forRank(int rank, int worldSize,
+std::vector<std::string> JobEnvironment::forRank(int rank, int worldSize, int localRank,
+                                                 int localSize,
                                                  const std::string& storeAddress,
                                                  const std::string& jobId,
                                                  const std::string& secret) const {
@@ -137,8 +138,8 @@ std::vector<std::string> JobEnvironment::forRank(int rank, int worldSize,
   for (const auto& [name, value] : vars_) env.push_back(name + "=" + value);
   env.push_back(strFormat("TUTTI_RANK=%d", rank));
   env.push_back(strFormat("TUTTI_WORLD_SIZE=%d", worldSize));
-  env.push_back(strFormat("TUTTI_LOCAL_RANK=%d", rank));
-  env.push_back(strFormat("TUTTI_LOCAL_WORLD_SIZE=%d", worldSize));
+  env.push_back(strFormat("TUTTI_LOCAL_RANK=%d", localRank));
+  env.push_back(strFormat("TUTTI_LOCAL_WORLD_SIZE=%d", localSize));
   env.push_back("TUTTI_STORE_ADDR=" + storeAddress);
   env.push_back("TUTTI_JOB_ID=" + jobId);
   env.push_back("TUTTI_SECRET=" + secret);

@@ -33,7 +33,14 @@ class JobEnvironment {
   /// TUTTI_JOB_ID (all ranks run on this host, so local rank = rank) and TUTTI_SECRET, the
   /// job secret: the environment is the only place a secret goes (never a command line).
   std::vector<std::string> forRank(int rank, int worldSize, const std::string& storeAddress,
-                                   const std::string& jobId, const std::string& secret) const;
+                                   const std::string& jobId, const std::string& secret) const {
+    return forRank(rank, worldSize, rank, worldSize, storeAddress, jobId, secret);
+  }
+
+  /// The same for a rank that shares its host with `localSize` ranks (tutti-run --hosts).
+  std::vector<std::string> forRank(int rank, int worldSize, int localRank, int localSize,
+                                   const std::string& storeAddress, const std::string& jobId,
+                                   const std::string& secret) const;
 
   /// The variables tutti-run decides per rank; -x may not set them, and inherited values
   /// are dropped. TUTTI_SECRET_FILE is among them: a rank gets tutti-run's secret only.

@@ -135,3 +135,48 @@ TEST(Report, LongCategoriesAreCutToRankRanges) {
 
 }  // namespace
 }  // namespace tutti::run
+
+namespace tutti::run {
+namespace {
+
+// With --hosts a rank is named with its host, and a host whose agent ended first is the
+// job's failure, with its launch command's status.
+TEST(Report, NamesHostsOfRanksAndHostFailures) {
+  JobOutcome job;
+  job.ranks.push_back(RankOutcome{});
+  job.ranks.push_back(RankOutcome{});
+  job.ranks[0].rank = 0;
+  job.ranks[0].pid = 41;
+  job.ranks[0].host = "a";
+  job.ranks[0].state = RankOutcome::State::kStopped;
+  job.ranks[0].waitStatus = SIGTERM;
+  job.ranks[1].rank = 1;
+  job.ranks[1].host = "b";
+  job.ranks[1].state = RankOutcome::State::kLost;
+  job.hostFailure = "host b: the launcher exited with status 255 before its rank 1 finished";
+  job.hostFailureExitCode = 255;
+  EXPECT_EQ(jobExitCode(job), 255);
+  const std::string summary = formatSummary(job);
+  EXPECT_NE(summary.find("first failure: host b: the launcher exited with status 255"),
+            std::string::npos)
+      << summary;
+  EXPECT_NE(summary.find("stopped by tutti-run: rank 0 on host a (pid 41) killed by signal 15"),
+            std::string::npos)
+      << summary;
+  EXPECT_NE(summary.find("lost: rank 1 on host b was lost with its host's agent"),
+            std::string::npos)
+      << summary;
+
+  // A rank that failed is the first failure whatever its host did next.
+  job.ranks[1].state = RankOutcome::State::kFailed;
+  job.ranks[1].pid = 7;
+  job.ranks[1].waitStatus = 1 << 8;
+  job.firstFailure = 1;
+  EXPECT_EQ(jobExitCode(job), 1);
+  EXPECT_NE(formatSummary(job).find("first failure: rank 1 on host b (pid 7) exited with status 1"),
+            std::string::npos)
+      << formatSummary(job);
+}
+
+}  // namespace
+}  // namespace tutti::run

@@ -27,6 +27,16 @@ TEST(JobEnvironment, SetsLauncherVariablesPerRank) {
   EXPECT_TRUE(contains(vars, "TUTTI_SECRET=s3cret-0123456789"));
 }
 
+// With --hosts a rank's local coordinates are its place among its host's ranks.
+TEST(JobEnvironment, LocalCoordinatesOfARankOnAnotherHost) {
+  const JobEnvironment env({}, {});
+  const auto vars = env.forRank(4, 5, 1, 2, "10.0.0.1:5000", "job-7", "s3cret-0123456789");
+  EXPECT_TRUE(contains(vars, "TUTTI_RANK=4"));
+  EXPECT_TRUE(contains(vars, "TUTTI_WORLD_SIZE=5"));
+  EXPECT_TRUE(contains(vars, "TUTTI_LOCAL_RANK=1"));
+  EXPECT_TRUE(contains(vars, "TUTTI_LOCAL_WORLD_SIZE=2"));
+}
+
 TEST(JobEnvironment, ExtraAssignmentsOverrideAndInheritedCoordinatesAreDropped) {
   // As if tutti-run were started by a rank of another job.
   const JobEnvironment env({"TUTTI_RANK=5", "TUTTI_STORE_ADDR=10.0.0.1:1", "A=old", "B=x=y",

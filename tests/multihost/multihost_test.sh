@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# The multi-host tier (ctest label `multihost`): tutti-run --hosts over pretend hosts made
+# by netns.sh (network namespaces on a bridge, links shaped to 1 Gbit/s), each launched
+# through `ip netns exec {host}`.
+#   multihost_test.sh CASE BUILD_DIR
+# Cases:
+#   collectives_2x2      every collective x algorithm (tutti_collective_worker every) on
+#                        2 hosts x 2 ranks: shared memory within a host, TCP between them
+#   collectives_uneven   the same on 3 hosts of 2, 1 and 2 ranks
+#   rank_failure         rank 3 (on the second host) exits 1: every host's ranks are stopped,
+#                        the summary and exit status name the rank and its host
+#   agent_killed         the second host's agent is killed: its rank dies with it, the
+#                        failure names the host, the other host's rank is stopped
+#   secret               while a job runs the secret is in every rank's environment and on
+#                        no process's command line; SIGTERM to tutti-run ends every host's ranks
+# Needs root, ip and tc; exits 77 (ctest's skip) with the reason otherwise.
+set -euo pipefail
+
+case_name=${1:?case}
+build=$(readlink -f "${2:?build dir}")
+here=$(dirname "$(readlink -f "$0")")
+netns=$here/netns.sh
+run=$build/bin/tutti-run
+worker=$build/tests/tutti_collective_worker
+
+skip() { echo "SKIPPED: $*"; exit 77; }
+fail() { echo "FAILED: $*" >&2; exit 1; }
+
+[ "$(id -u)" = 0 ] || skip "the multi-host tests need root (network namespaces)"
+command -v ip >/dev/null && command -v tc >/dev/null || skip "ip and tc (iproute2) are needed"
+probe=ttprobe$$
+ip netns add "$probe" 2>/dev/null || skip "cannot create a network namespace here"
+ip netns delete "$probe"
+[ -x "$run" ] && [ -x "$worker" ] || fail "build tutti-run and tutti_collective_worker first"
+
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+# Runs tutti-run in the head namespace on $TT_HOSTLIST with the netns launcher; to be called
+# under `netns.sh run`. All the pretend hosts share this machine's CPUs, so each rank is
+# bound to one CPU as tutti-run binds ranks on one host (neighbouring ranks share a core):
+# ranks that spin-wait unbound on an oversubscribed machine make the job 5-10 times slower.
+export RUN=$run
+tutti_run_hosts() {
+  ip netns exec "$TT_HEAD" "$RUN" --hosts "$TT_HOSTLIST" --launcher 'ip netns exec {host}' \
+    --cpu-bind none "$@"
+}
+# The same as the process itself (for a job in the background that the test signals).
+exec_tutti_run_hosts() {
+  exec ip netns exec "$TT_HEAD" "$RUN" --hosts "$TT_HOSTLIST" --launcher 'ip netns exec {host}' \
+    --cpu-bind none "$@"
+}
+export -f tutti_run_hosts exec_tutti_run_hosts
+bind='exec taskset -c $((TUTTI_RANK * $(nproc) / TUTTI_WORLD_SIZE)) "$0" "$@"'
+
+check_collectives() {
+  local slots=$1 n=$2
+  local rc=0
+  timeout 150 "$netns" run --slots "$slots" -- bash -c \
+    'tutti_run_hosts --timeout 120 -x TUTTI_DEBUG=INFO -x TUTTI_DEBUG_SUBSYS=INIT sh -c "$0" "$@"' \
+    "$bind" "$worker" every >"$out/out" 2>"$out/err" || rc=$?
+  [ "$rc" = 0 ] || fail "exit status $rc: $(cat "$out/out" "$out/err")"
+  local r
+  for ((r = 0; r < n; r++)); do
+    grep -q "^\[$r\] RESULT OK rank $r of $n: every collective" "$out/out" ||
+      fail "no RESULT OK from rank $r: $(cat "$out/out" "$out/err")"
+  done
+  ! grep -q "RESULT FAILED" "$out/out" || fail "$(cat "$out/out")"
+  # Each host's ranks reach each other over shared memory and the others over TCP from
+  # their own host's address: the namespaces are told apart as hosts.
+  local first=${slots%%,*}
+  grep -q "^\[0\] .*rank 0 of $n ready, $((first - 1)) peers over shared memory, the others over TCP from 10\.77\.0\.1$" \
+    "$out/err" || fail "rank 0 did not use TCP from host 1's address: $(grep ready "$out/err")"
+  grep -q "^\[$((n - 1))\] .*rank $((n - 1)) of $n ready, .* over TCP from 10\.77\.0\.[2-4]$" "$out/err" ||
+    fail "rank $((n - 1)) did not use TCP from its host's address: $(grep ready "$out/err")"
+}
+
+case $case_name in
+  collectives_2x2) check_collectives 2,2 4 ;;
+  collectives_uneven) check_collectives 2,1,2 5 ;;
+
+  rank_failure)
+    rc=0
+    timeout 60 "$netns" run --slots 2,2 -- bash -c '
+      tutti_run_hosts --grace 1 --timeout 40 sh -c \
+        "if [ \$TUTTI_RANK = 3 ]; then sleep 0.5; echo rank 3 fails; exit 1; fi; exec sleep 30"
+      rc=$?
+      # Nothing of the job may be left on any host.
+      for ns in $TT_HOSTS; do
+        left=$(ip netns pids "$ns")
+        [ -z "$left" ] || { echo "LEFT on $ns: $left"; ps -o pid,args -p "$left"; }
+      done
+      echo "HOSTS $TT_HOSTS"
+      exit $rc' >"$out/out" 2>"$out/err" || rc=$?
+    all=$(cat "$out/out" "$out/err")
+    [ "$rc" = 1 ] || fail "exit status $rc, not rank 3's 1: $all"
+    read -r _ h1 h2 < <(grep '^HOSTS ' "$out/out")
+    grep -q "^\[3\] rank 3 fails$" "$out/out" || fail "rank 3's output is missing: $all"
+    grep -q "^tutti-run: job failed: first failure: rank 3 on host $h2 (pid [0-9]*) exited with status 1" \
+      "$out/err" || fail "the summary does not name rank 3 on host $h2: $all"
+    for r in 0 1; do
+      grep -q "stopped by tutti-run: rank $r on host $h1 (pid [0-9]*) killed by signal 15" "$out/err" ||
+        fail "rank $r on $h1 was not stopped: $all"
+    done
+    grep -q "stopped by tutti-run: rank 2 on host $h2 " "$out/err" || fail "rank 2 not stopped: $all"
+    ! grep -q "^LEFT" "$out/out" || fail "processes left behind: $all"
+    ;;
+
+  agent_killed)
+    rc=0
+    timeout 60 "$netns" run --slots 1,1 -- bash -c '
+      set -- $TT_HOSTS
+      exec_tutti_run_hosts --grace 1 --timeout 40 sh -c "echo up; exec sleep 30" &
+      job=$!
+      # Once both ranks are up, kill the agent of host 2 (ip netns exec became it).
+      for i in $(seq 100); do
+        [ "$(ip netns pids "$2" | wc -l)" -ge 2 ] && break
+        sleep 0.1
+      done
+      for pid in $(ip netns pids "$2"); do
+        if tr "\0" " " </proc/$pid/cmdline | grep -q -- "--agent"; then kill -KILL $pid; fi
+      done
+      wait $job
+      rc=$?
+      echo "HOSTS $TT_HOSTS"
+      exit $rc' >"$out/out" 2>"$out/err" || rc=$?
+    all=$(cat "$out/out" "$out/err")
+    read -r _ h1 h2 < <(grep '^HOSTS ' "$out/out")
+    [ "$rc" = 137 ] || fail "exit status $rc, not the killed launcher's 137: $all"
+    grep -q "^tutti-run: job failed: first failure: host $h2: the launcher killed by signal 9 (SIGKILL) before its rank 1 finished" \
+      "$out/err" || fail "the summary does not name host $h2: $all"
+    grep -q "stopped by tutti-run: rank 0 on host $h1 " "$out/err" || fail "rank 0 not stopped: $all"
+    ;;
+
+  secret)
+    rc=0
+    timeout 60 "$netns" run --slots 1,2 -- bash -c '
+      exec_tutti_run_hosts --timeout 40 sh -c "echo up; exec sleep 30" >"$0/job" 2>&1 &
+      job=$!
+      for i in $(seq 100); do
+        [ "$(grep -c "] up$" "$0/job")" = 3 ] && break
+        sleep 0.1
+      done
+      ranks=$(for ns in $TT_HOSTS; do ip netns pids "$ns"; done | while read -r pid; do
+                [ "$(cat /proc/$pid/comm)" = sleep ] && echo $pid; done)
+      [ "$(echo $ranks | wc -w)" = 3 ] || { echo "NOT 3 RANKS: $ranks"; exit 1; }
+      secret=""
+      for pid in $ranks; do
+        s=$(tr "\0" "\n" </proc/$pid/environ | sed -n "s/^TUTTI_SECRET=//p")
+        [ -n "$s" ] || { echo "NO SECRET in rank pid $pid"; exit 1; }
+        [ -z "$secret" ] || [ "$s" = "$secret" ] || { echo "SECRETS DIFFER"; exit 1; }
+        secret=$s
+      done
+      # From a file: the secret on grep'"'"'s own command line would be found.
+      printf "%s\n" "$secret" >"$0/secret"
+      for f in /proc/[0-9]*/cmdline; do
+        if grep -qF -f "$0/secret" "$f" 2>/dev/null; then
+          echo "SECRET ON THE COMMAND LINE of ${f%/cmdline}: $(tr "\0" " " <"$f")"
+        fi
+      done
+      echo CHECKED
+      kill -TERM $job
+      wait $job
+      rc=$?
+      cat "$0/job"
+      exit $rc' "$out" >"$out/out" 2>"$out/err" || rc=$?
+    all=$(cat "$out/out" "$out/err")
+    grep -q "^CHECKED$" "$out/out" || fail "$all"
+    ! grep -q "SECRET ON THE COMMAND LINE" "$out/out" || fail "$all"
+    [ "$rc" = 143 ] || fail "exit status $rc after SIGTERM, not 143: $all"
+    grep -q "job interrupted: tutti-run received SIGTERM" "$out/out" || fail "$all"
+    ;;
+
+  *) fail "unknown case '$case_name'" ;;
+esac
+echo "PASSED: $case_name"
