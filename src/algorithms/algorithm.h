@@ -73,7 +73,6 @@ Schedule buildReducescatterHierarchical(const CollectiveSpec& spec);  // and red
 Schedule buildGatherHierarchical(const CollectiveSpec& spec);   // gather and gatherv
 Schedule buildScatterHierarchical(const CollectiveSpec& spec);  // scatter and scatterv
 Schedule buildAlltoallHierarchical(const CollectiveSpec& spec);
-extern std::string (*const kAlltoallHierarchyUnsupported)(const CollectiveSpec& spec);
 // Rings and butterflies (allgather_ring.cc, reducescatter_ring.cc, allreduce_rs_ag.cc,
 // allreduce_recursive_doubling.cc, allgather_recursive_doubling.cc,
 // reducescatter_recursive_halving.cc, allreduce_rabenseifner.cc). The allgather builders

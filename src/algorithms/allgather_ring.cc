@@ -35,6 +35,7 @@
 #include <algorithm>
 
 #include "algorithms/algorithm.h"
+#include "algorithms/hierarchy.h"
 #include "algorithms/block_layout.h"
 #include "algorithms/partition.h"
 #include "algorithms/patterns/ring.h"
@@ -44,6 +45,23 @@ namespace tutti {
 
 Schedule buildAllgatherRing(const CollectiveSpec& spec) {
   TUTTI_ASSERT(spec.kind == Collective::kAllGather || spec.kind == Collective::kAllGatherV);
+  // Across hosts whose ranks are not numbered host by host, the ring runs in host order:
+  // position v of the order plays rank v, with rank order[v]'s block (an all-gatherv).
+  if (const std::vector<int> order = ringOrderByHost(spec); !order.empty()) {
+    const RankBlocks real = rankBlocks(spec);
+    CollectiveSpec ordered = spec;
+    ordered.hosts = nullptr;
+    ordered.kind = Collective::kAllGatherV;
+    ordered.count = 0;
+    ordered.rank = indexIn(order, spec.rank);
+    ordered.counts.clear();
+    ordered.displs.clear();
+    for (int r : order) {
+      ordered.counts.push_back(real.countOf(r));
+      ordered.displs.push_back(real.offsetOf(r));
+    }
+    return embed(buildAllgatherRing(ordered), order, spec.size);
+  }
   TUTTI_ASSERT_CMP(spec.segmentCount, >=, 1u);
   const int n = spec.size;
   const int r = spec.rank;

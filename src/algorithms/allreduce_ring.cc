@@ -32,12 +32,21 @@
 #include <vector>
 
 #include "algorithms/algorithm.h"
+#include "algorithms/hierarchy.h"
 #include "algorithms/partition.h"
 #include "base/assert.h"
 
 namespace tutti {
 
 Schedule buildAllreduceRing(const CollectiveSpec& spec) {
+  // Across hosts whose ranks are not numbered host by host, the ring runs in host order
+  // (position v of the order plays rank v; every rank ends with the whole vector alike).
+  if (const std::vector<int> order = ringOrderByHost(spec); !order.empty()) {
+    CollectiveSpec ordered = spec;
+    ordered.hosts = nullptr;
+    ordered.rank = indexIn(order, spec.rank);
+    return embed(buildAllreduceRing(ordered), order, spec.size);
+  }
   const int n = spec.size;
   const int r = spec.rank;
   ScheduleBuilder b(r, n);

@@ -12,7 +12,8 @@
 //   3. the receiver hands each local rank the blocks meant for it.
 //
 // Each block crosses the network once, as in the flat all-to-all, plus up to two copies
-// through shared memory on the hosts. In place is left to the flat algorithms.
+// through shared memory on the hosts. In place, the received blocks wait in scratch until
+// every send has read the buffer, then move into it.
 
 #include <vector>
 
@@ -22,11 +23,6 @@
 namespace tutti {
 namespace {
 
-std::string alltoallHierarchyUnsupported(const CollectiveSpec& spec) {
-  if (spec.inPlace) return "in place (the flat algorithms take it)";
-  return hierarchyUnsupported(spec);
-}
-
 bool consecutive(const std::vector<int>& ranks) {
   for (std::size_t i = 1; i < ranks.size(); ++i)
     if (ranks[i] != ranks[i - 1] + 1) return false;
@@ -34,9 +30,6 @@ bool consecutive(const std::vector<int>& ranks) {
 }
 
 }  // namespace
-
-std::string (*const kAlltoallHierarchyUnsupported)(const CollectiveSpec&) =
-    alltoallHierarchyUnsupported;
 
 Schedule buildAlltoallHierarchical(const CollectiveSpec& spec) {
   const HostPlace place(spec);
@@ -47,7 +40,13 @@ Schedule buildAlltoallHierarchical(const CollectiveSpec& spec) {
   const std::vector<int>& hostRanks = place.ranksOf(place.host);
   const int L = static_cast<int>(hostRanks.size());
   auto in = [&](int q) { return Region{BufferKind::kInput, static_cast<std::uint64_t>(q) * c, c}; };
-  auto out = [&](int q) { return Region{BufferKind::kOutput, static_cast<std::uint64_t>(q) * c, c}; };
+  // In place, blocks from other ranks land in scratch [staged, staged + n c) first.
+  std::uint64_t staged = 0;
+  auto out = [&](int q) {
+    if (spec.inPlace && q != spec.rank)
+      return Region{BufferKind::kScratch, staged + static_cast<std::uint64_t>(q) * c, c};
+    return Region{BufferKind::kOutput, static_cast<std::uint64_t>(q) * c, c};
+  };
   auto local = [&](int h, int i) { return place.ranksOf(h)[static_cast<std::size_t>(i)]; };
   auto aggregator = [&](int from, int to) { return local(from, to % place.localSize(from)); };
   auto receiver = [&](int from, int to) { return local(to, from % place.localSize(to)); };
@@ -68,6 +67,8 @@ Schedule buildAlltoallHierarchical(const CollectiveSpec& spec) {
       scratch += blocks * c;
     }
   }
+  staged = scratch;
+  if (spec.inPlace) scratch += static_cast<std::uint64_t>(spec.size) * c;
   b.reserveScratch(scratch);
   auto packBlock = [&](std::uint64_t base, int dstLocalSize, int srcLocal, int dstLocal,
                        std::uint64_t blocks = 1) {
@@ -77,7 +78,7 @@ Schedule buildAlltoallHierarchical(const CollectiveSpec& spec) {
   };
 
   // 0. On the host, directly.
-  b.copy(in(spec.rank), out(spec.rank));
+  if (!spec.inPlace) b.copy(in(spec.rank), out(spec.rank));
   for (int k = 1; k < L; ++k) {
     const int from = hostRanks[static_cast<std::size_t>((place.local - k + L) % L)];
     b.recv(from, out(from));
@@ -156,7 +157,16 @@ Schedule buildAlltoallHierarchical(const CollectiveSpec& spec) {
       for (int j = 0; j < Lh; ++j) b.recv(from, out(local(h, j)));
     }
   }
-  return std::move(b).build();
+  if (!spec.inPlace) return std::move(b).build();
+  // In place: once every step is done (every send has read the buffer), the staged blocks
+  // move into it.
+  ScheduleAssembler whole(spec.rank, spec.size, scratch);
+  const ScheduleAssembler::PartId exchange = whole.add(std::move(b).build());
+  ScheduleBuilder settle(spec.rank, spec.size);
+  for (int q = 0; q < spec.size; ++q)
+    if (q != spec.rank) settle.copy(out(q), {BufferKind::kOutput, static_cast<std::uint64_t>(q) * c, c});
+  whole.add(std::move(settle).build(), {exchange});
+  return std::move(whole).build();
 }
 
 }  // namespace tutti

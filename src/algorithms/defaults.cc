@@ -34,6 +34,25 @@ struct Rule {
 // algorithm's header. `maxBytes` is what one rank contributes (for allgather and alltoall
 // one block).
 constexpr Rule kRules[] = {
+    // Across hosts (the spec carries a host map of two or more hosts; elsewhere these
+    // rules do not apply and the ones below decide): the hierarchical algorithms, which
+    // send each byte across a host's link once where flat ones cross host boundaries on
+    // every step (DESIGN.md 4). All-reduce: reduce + broadcast through one leader per host
+    // while one message per level is what counts, the reduce-scatter form above. The
+    // threshold is the tuner's to refine (issue 39).
+    {Collective::kAllReduce, 64 << 10, kAnyRanks, "hier_reduce_bcast"},
+    {Collective::kAllReduce, kAny, kAnyRanks, "hier_rs_ag"},
+    {Collective::kBroadcast, kAny, kAnyRanks, "hierarchical"},
+    {Collective::kReduce, kAny, kAnyRanks, "hierarchical"},
+    {Collective::kAllGather, kAny, kAnyRanks, "hierarchical"},
+    {Collective::kAllGatherV, kAny, kAnyRanks, "hierarchical"},
+    {Collective::kReduceScatter, kAny, kAnyRanks, "hierarchical"},
+    {Collective::kReduceScatterV, kAny, kAnyRanks, "hierarchical"},
+    {Collective::kGather, kAny, kAnyRanks, "hierarchical"},
+    {Collective::kGatherV, kAny, kAnyRanks, "hierarchical"},
+    {Collective::kScatter, kAny, kAnyRanks, "hierarchical"},
+    {Collective::kScatterV, kAny, kAnyRanks, "hierarchical"},
+    {Collective::kAllToAll, kAny, kAnyRanks, "hierarchical"},
     // all-reduce: log-round exchanges for small vectors (8 ranks, 1 KiB: recursive doubling
     // 275 us, reduce_bcast 339, ring 1126), reduce + broadcast in the middle (64 KiB:
     // 186/526 us vs ring 346/1075), bandwidth-optimal ones for large (4 MiB, 4 ranks: ring

@@ -81,6 +81,15 @@ Schedule buildGroupPhase(const CollectiveSpec& phase, const std::vector<int>& me
   return embed(info->build(phase), members, worldSize);
 }
 
+std::vector<int> ringOrderByHost(const CollectiveSpec& spec) {
+  if (spec.hosts == nullptr || spec.hosts->size() != spec.size) return {};
+  std::vector<int> order;
+  for (const auto& ranks : spec.hosts->ranksOf) order.insert(order.end(), ranks.begin(), ranks.end());
+  for (std::size_t i = 0; i < order.size(); ++i)
+    if (order[i] != static_cast<int>(i)) return order;
+  return {};
+}
+
 Schedule emptySchedule(const CollectiveSpec& spec) {
   return std::move(ScheduleBuilder(spec.rank, spec.size)).build();
 }

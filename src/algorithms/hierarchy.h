@@ -59,6 +59,11 @@ CollectiveSpec groupSpec(const CollectiveSpec& whole, Collective kind, std::uint
 Schedule buildGroupPhase(const CollectiveSpec& phase, const std::vector<int>& members,
                          int worldSize);
 
+/// The world's ranks host by host (each host's in ascending order), where `spec` carries
+/// a host map whose hosts are not already blocks of consecutive ranks; empty otherwise. A
+/// flat ring built over this order crosses each host boundary once each way.
+std::vector<int> ringOrderByHost(const CollectiveSpec& spec);
+
 /// A schedule with no steps for `spec`'s rank and world.
 Schedule emptySchedule(const CollectiveSpec& spec);
 

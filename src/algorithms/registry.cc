@@ -160,7 +160,7 @@ const std::vector<AlgorithmInfo>& algorithmRegistry() {
       {"hierarchical", Collective::kAllToAll,
        "one message per host pair: ranks pack their blocks at an aggregator per destination "
        "host, whose receiver hands them out",
-       kAlltoallHierarchyUnsupported, buildAlltoallHierarchical},
+       hierarchyUnsupported, buildAlltoallHierarchical},
       {"direct", Collective::kAllToAll, "one message per pair of ranks", always, buildDirect,
        flatBytesDirect, flatFinishDirect},
       {"pairwise", Collective::kAllToAll,

@@ -207,3 +207,49 @@ TEST(DefaultRules, TwoRanksSharingMemoryAllGatherInOneExchange) {
 
 }  // namespace
 }  // namespace tutti
+
+namespace tutti {
+namespace {
+
+// Across hosts every collective defaults to its hierarchical algorithm; the same calls without a host map keep the flat choices.
+TEST(DefaultRules, AcrossHostsTheHierarchicalAlgorithms) {
+  const HostMap twoByTwo = HostMap::blocks({2, 2});
+  const HostMap oneHost = HostMap::blocks({4});
+  auto chosen = [](Collective kind, std::uint64_t bytes, const HostMap* hosts, bool inPlace) {
+    CollectiveSpec spec;
+    spec.kind = kind;
+    spec.size = 4;
+    spec.rank = 1;
+    spec.count = bytes / 4;
+    spec.segmentCount = (512 << 10) / 4;
+    spec.inPlace = inPlace;
+    spec.hosts = hosts;
+    if (kind == Collective::kAllGatherV || kind == Collective::kReduceScatterV ||
+        kind == Collective::kGatherV || kind == Collective::kScatterV) {
+      spec.counts.assign(4, spec.count);
+      if (kind != Collective::kReduceScatterV) spec.displs = {0, spec.count, 2 * spec.count, 3 * spec.count};
+      spec.count = 0;
+    }
+    const AlgorithmInfo* info = defaultAlgorithm(spec);
+    return std::string(info == nullptr ? "none" : info->name);
+  };
+  EXPECT_EQ(chosen(Collective::kAllReduce, 8, &twoByTwo, false), "hier_reduce_bcast");
+  EXPECT_EQ(chosen(Collective::kAllReduce, 64 << 10, &twoByTwo, false), "hier_reduce_bcast");
+  EXPECT_EQ(chosen(Collective::kAllReduce, (64 << 10) + 4, &twoByTwo, false), "hier_rs_ag");
+  EXPECT_EQ(chosen(Collective::kAllReduce, 64 << 20, &twoByTwo, true), "hier_rs_ag");
+  for (Collective kind : {Collective::kBroadcast, Collective::kReduce, Collective::kAllGather,
+                          Collective::kAllGatherV, Collective::kReduceScatter,
+                          Collective::kReduceScatterV, Collective::kGather, Collective::kGatherV,
+                          Collective::kScatter, Collective::kScatterV, Collective::kAllToAll}) {
+    for (std::uint64_t bytes : {std::uint64_t{8}, std::uint64_t{64} << 20}) {
+      EXPECT_EQ(chosen(kind, bytes, &twoByTwo, false), "hierarchical") << collectiveName(kind);
+      EXPECT_NE(chosen(kind, bytes, nullptr, false), "hierarchical") << collectiveName(kind);
+      EXPECT_NE(chosen(kind, bytes, &oneHost, false), "hierarchical") << collectiveName(kind);
+    }
+  }
+  EXPECT_EQ(chosen(Collective::kAllToAll, 1 << 20, &twoByTwo, true), "hierarchical");
+  EXPECT_EQ(chosen(Collective::kAllReduce, 64 << 20, nullptr, false), "ring");
+}
+
+}  // namespace
+}  // namespace tutti

@@ -356,6 +356,39 @@ std::string entryName(const testing::TestParamInfo<std::size_t>& param) {
   return name;
 }
 
+// Across hosts whose ranks are dealt in turn (not numbered host by host), the flat rings of
+// all-reduce and all-gather(v) run in host order: each rank sends to the next rank of the
+// order, so the ring crosses each host boundary once each way, and the result is right.
+TEST(RingsAcrossHosts, RunInHostOrder) {
+  for (int n = 4; n <= 9; ++n) {
+    std::vector<int> dealt;
+    for (int r = 0; r < n; ++r) dealt.push_back(r % 2);
+    const HostMap map = HostMap::fromLabels(dealt);
+    std::vector<int> order;
+    for (const auto& ranks : map.ranksOf) order.insert(order.end(), ranks.begin(), ranks.end());
+    for (const char* kindName : {"allreduce", "allgather", "allgatherv"}) {
+      const Collective kind = *parseCollective(kindName);
+      for (const AlgorithmInfo& info : algorithmRegistry()) {
+        if (info.kind != kind || std::string_view(info.name) != "ring") continue;
+        Shape shape{n, static_cast<std::uint64_t>(3 * n + 1), false, 0, 5, &map};
+        std::vector<CollectiveSpec> specs;
+        std::vector<Schedule> schedules;
+        std::string why;
+        ASSERT_TRUE(buildWorld(info, shape, &specs, &schedules, &why)) << why;
+        EXPECT_TRUE(verifySchedules(specs, schedules).ok()) << kindName << " n=" << n;
+        for (int v = 0; v < n; ++v) {
+          const Schedule& s = schedules[static_cast<std::size_t>(order[static_cast<std::size_t>(v)])];
+          const int next = order[static_cast<std::size_t>((v + 1) % n)];
+          for (const Step& step : s.steps)
+            if (opSends(step.op)) {
+              EXPECT_EQ(step.sendPeer, next) << kindName << " n=" << n;
+            }
+        }
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Registry, VerifyAll,
                          testing::Range<std::size_t>(0, algorithmRegistry().size()), entryName);
 
