@@ -49,8 +49,14 @@ command -v ip >/dev/null || skip "ip (iproute2) is needed"
 
 tmp=$(mktemp -d)
 ns=""
+child=""
 cleanup() {
   local rc=$?
+  if [ -n "$child" ]; then
+    # netns.sh (under timeout, which passes the signal on) removes its namespaces on TERM.
+    kill -TERM "$child" 2>/dev/null || true
+    wait "$child" 2>/dev/null || true
+  fi
   if [ -n "$ns" ]; then
     # Whatever still runs in the namespace is ours: the daemons, a launcher, its ranks.
     ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
@@ -62,6 +68,17 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+
+# Runs a command in the background and waits for it, so that INT and TERM (ctest's timeout)
+# reach the traps at once rather than when the command ends.
+run() {
+  local rc=0
+  "$@" &
+  child=$!
+  wait "$child" || rc=$?
+  child=""
+  return "$rc"
+}
 
 # A private namespace with loopback up. Slurm resolves its addresses with AI_ADDRCONFIG,
 # which finds none where 127.0.0.1 is the only one: a second address on lo gives it one
@@ -248,7 +265,7 @@ rc=0
 case $case_name in
   *_collectives)
     make_private_netns
-    launch -- "$worker" every >"$tmp/out" 2>&1 || rc=$?
+    run launch -- "$worker" every >"$tmp/out" 2>&1 || rc=$?
     [ "$rc" = 0 ] || fail "exit status $rc: $(cat "$tmp/out")"
     check_every $n "$tmp/out"
     ;;
@@ -256,7 +273,7 @@ case $case_name in
   *_rank_killed)
     make_private_netns
     # shellcheck disable=SC2086
-    launch $killed_env -- "$wrapper" "$worker" die 1 small >"$tmp/out" 2>&1 || rc=$?
+    run launch $killed_env -- "$wrapper" "$worker" die 1 small >"$tmp/out" 2>&1 || rc=$?
     [ "$rc" = 0 ] || fail "exit status $rc: $(cat "$tmp/out")"
     check_killed 1 "$tmp/out" "0:0:4:all 1:1:4:all 2:2:4:all 3:3:4:all"
     ;;
@@ -266,7 +283,7 @@ case $case_name in
     export tmp worker n store_port wrapper killed_env
     export -f start_slurm two_nodes
     # shellcheck disable=SC2016
-    timeout 90 "$netns" run --hosts 2 -- bash -c 'nsenter --net="/run/netns/$TT_HEAD" bash -c two_nodes' \
+    run timeout 90 "$netns" run --hosts 2 -- bash -c 'nsenter --net="/run/netns/$TT_HEAD" bash -c two_nodes' \
       >"$tmp/out" 2>&1 || rc=$?
     [ "$rc" = 0 ] || fail "exit status $rc: $(cat "$tmp/out")"
     sed -n '/^== every$/,/^== status/p' "$tmp/out" >"$tmp/every"
