@@ -13,6 +13,7 @@ PACKAGES=(
   libhwloc-dev                                       # the host's topology (src/topology)
   clang libclang-rt-14-dev                           # libFuzzer and its runtimes (scripts/fuzz.sh)
   iproute2 procps                                    # network-namespace tests, ps/pgrep
+  openmpi-bin mpich slurm-wlm                        # the launchers' tests (tests/launchers)
   python3-dev pybind11-dev python3-numpy python3-pytest  # import tutti, and its tests
   python3-torch libtorch-dev                         # the torch.distributed backend
 )
