@@ -18,8 +18,7 @@ namespace tutti {
 struct AlgorithmInfo {
   const char* name;
   Collective kind;
-  /// One line on what the algorithm does (nothing prints it yet: a listing of the
-  /// algorithms, for choosing TUTTI_ALGO, would).
+  /// One line on what the algorithm does (`tutti-info algorithms` lists them).
   const char* summary;
   /// Empty when the algorithm applies to `spec`; otherwise why not.
   std::string (*unsupportedReason)(const CollectiveSpec& spec);

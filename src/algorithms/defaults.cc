@@ -26,6 +26,7 @@ struct Rule {
   int minRanks = 1;        // ... and at least this many
   bool sharedMemoryOnly = false;  // ... and only where every rank shares memory (one host)
   bool sharedBuffersOnly = false;  // ... and every rank's buffers come from memAlloc
+  bool acrossHostsOnly = false;    // ... and only where the ranks span hosts (a host map)
 };
 
 // Order matters: the first applicable rule wins. Evidence: bench/algorithms_tcp.sh on this
@@ -35,24 +36,25 @@ struct Rule {
 // one block).
 constexpr Rule kRules[] = {
     // Across hosts (the spec carries a host map of two or more hosts; elsewhere these
-    // rules do not apply and the ones below decide): the hierarchical algorithms, which
+    // rules are skipped without asking the algorithms, so that one-host calls pay nothing
+    // for them, and the ones below decide): the hierarchical algorithms, which
     // send each byte across a host's link once where flat ones cross host boundaries on
     // every step (DESIGN.md 4). All-reduce: reduce + broadcast through one leader per host
     // while one message per level is what counts, the reduce-scatter form above. The
     // threshold is the tuner's to refine (issue 39).
-    {Collective::kAllReduce, 64 << 10, kAnyRanks, "hier_reduce_bcast"},
-    {Collective::kAllReduce, kAny, kAnyRanks, "hier_rs_ag"},
-    {Collective::kBroadcast, kAny, kAnyRanks, "hierarchical"},
-    {Collective::kReduce, kAny, kAnyRanks, "hierarchical"},
-    {Collective::kAllGather, kAny, kAnyRanks, "hierarchical"},
-    {Collective::kAllGatherV, kAny, kAnyRanks, "hierarchical"},
-    {Collective::kReduceScatter, kAny, kAnyRanks, "hierarchical"},
-    {Collective::kReduceScatterV, kAny, kAnyRanks, "hierarchical"},
-    {Collective::kGather, kAny, kAnyRanks, "hierarchical"},
-    {Collective::kGatherV, kAny, kAnyRanks, "hierarchical"},
-    {Collective::kScatter, kAny, kAnyRanks, "hierarchical"},
-    {Collective::kScatterV, kAny, kAnyRanks, "hierarchical"},
-    {Collective::kAllToAll, kAny, kAnyRanks, "hierarchical"},
+    {Collective::kAllReduce, 64 << 10, kAnyRanks, "hier_reduce_bcast", 1, false, false, true},
+    {Collective::kAllReduce, kAny, kAnyRanks, "hier_rs_ag", 1, false, false, true},
+    {Collective::kBroadcast, kAny, kAnyRanks, "hierarchical", 1, false, false, true},
+    {Collective::kReduce, kAny, kAnyRanks, "hierarchical", 1, false, false, true},
+    {Collective::kAllGather, kAny, kAnyRanks, "hierarchical", 1, false, false, true},
+    {Collective::kAllGatherV, kAny, kAnyRanks, "hierarchical", 1, false, false, true},
+    {Collective::kReduceScatter, kAny, kAnyRanks, "hierarchical", 1, false, false, true},
+    {Collective::kReduceScatterV, kAny, kAnyRanks, "hierarchical", 1, false, false, true},
+    {Collective::kGather, kAny, kAnyRanks, "hierarchical", 1, false, false, true},
+    {Collective::kGatherV, kAny, kAnyRanks, "hierarchical", 1, false, false, true},
+    {Collective::kScatter, kAny, kAnyRanks, "hierarchical", 1, false, false, true},
+    {Collective::kScatterV, kAny, kAnyRanks, "hierarchical", 1, false, false, true},
+    {Collective::kAllToAll, kAny, kAnyRanks, "hierarchical", 1, false, false, true},
     // all-reduce: log-round exchanges for small vectors (8 ranks, 1 KiB: recursive doubling
     // 275 us, reduce_bcast 339, ring 1126), reduce + broadcast in the middle (64 KiB:
     // 186/526 us vs ring 346/1075), bandwidth-optimal ones for large (4 MiB, 4 ranks: ring
@@ -253,10 +255,11 @@ const AlgorithmInfo* defaultAlgorithm(const CollectiveSpec& spec) {
     if (const AlgorithmInfo* direct = findApplicable(spec, "direct")) return direct;
   }
   const std::uint64_t bytes = bytesOf(spec);
+  const bool acrossHosts = spec.hosts != nullptr && spec.hosts->hostCount() > 1;
   for (const Rule& rule : kRules) {
     if (rule.kind != spec.kind || bytes > rule.maxBytes || spec.size > rule.maxRanks ||
         spec.size < rule.minRanks || (rule.sharedMemoryOnly && !spec.sharedMemory) ||
-        (rule.sharedBuffersOnly && !spec.sharedBuffers))
+        (rule.sharedBuffersOnly && !spec.sharedBuffers) || (rule.acrossHostsOnly && !acrossHosts))
       continue;
     if (const AlgorithmInfo* info = findApplicable(spec, rule.algorithm)) return info;
   }

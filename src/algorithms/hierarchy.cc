@@ -16,6 +16,10 @@ std::string hierarchyUnsupported(const CollectiveSpec& spec) {
   return {};
 }
 
+bool isHierarchical(const AlgorithmInfo& info) {
+  return info.unsupportedReason == &hierarchyUnsupported;
+}
+
 HostPlace::HostPlace(const CollectiveSpec& spec) : map(spec.hosts) {
   TUTTI_ASSERT(map != nullptr);
   host = map->hostOf[static_cast<std::size_t>(spec.rank)];

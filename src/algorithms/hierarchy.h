@@ -24,6 +24,9 @@ namespace tutti {
 /// why a hierarchical algorithm does not apply.
 std::string hierarchyUnsupported(const CollectiveSpec& spec);
 
+/// True for the hierarchical entries of the registry (they apply only with a host map).
+bool isHierarchical(const struct AlgorithmInfo& info);
+
 /// This rank's place in the host map.
 struct HostPlace {
   const HostMap* map = nullptr;

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "algorithms/hierarchy.h"
+
 namespace tutti::test {
 
 std::vector<Collective> registeredCollectives() {
@@ -23,7 +25,7 @@ std::vector<Collective> registeredCollectives() {
 std::vector<std::string> algorithmsOf(Collective kind) {
   std::vector<std::string> names;
   for (const AlgorithmInfo& info : algorithmRegistry()) {
-    if (info.kind == kind) names.emplace_back(info.name);
+    if (info.kind == kind && !isHierarchical(info)) names.emplace_back(info.name);
   }
   return names;
 }
@@ -39,7 +41,7 @@ std::string RegisteredAlgorithm::testName() const {
 std::vector<RegisteredAlgorithm> registeredAlgorithms(const std::vector<Collective>& kinds) {
   std::vector<RegisteredAlgorithm> out;
   for (const AlgorithmInfo& info : algorithmRegistry()) {
-    if (std::find(kinds.begin(), kinds.end(), info.kind) != kinds.end())
+    if (std::find(kinds.begin(), kinds.end(), info.kind) != kinds.end() && !isHierarchical(info))
       out.push_back(RegisteredAlgorithm{info.kind, info.name, &info});
   }
   return out;

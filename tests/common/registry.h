@@ -2,7 +2,10 @@
 // The algorithm registry (src/algorithms/registry.cc) as tests iterate it: a test that means
 // "every algorithm of these collectives" takes its list from here, so an algorithm added to
 // the registry is tested the day it is registered, without editing the test. Tests about
-// one algorithm's own behaviour (its cost, its diagram) name it instead.
+// one algorithm's own behaviour (its cost, its diagram) name it instead. The lists leave out
+// the hierarchical algorithms, which apply only to ranks on several hosts (a host map these
+// tests' one-host worlds do not have): verify_all_test.cc verifies them on host layouts, and
+// the multihost tier runs them across network namespaces.
 
 #include <ostream>
 #include <string>
@@ -16,7 +19,7 @@ namespace tutti::test {
 /// send and recv (point-to-point calls, which tests pair up themselves).
 std::vector<Collective> registeredCollectives();
 
-/// The names of the algorithms registered for `kind`, in registry order.
+/// The names of the flat algorithms registered for `kind`, in registry order.
 std::vector<std::string> algorithmsOf(Collective kind);
 
 /// One registry entry, for parameterized tests.
@@ -33,7 +36,7 @@ inline void PrintTo(const RegisteredAlgorithm& algorithm, std::ostream* os) {
   *os << algorithm.testName();
 }
 
-/// Every registry entry whose collective is one of `kinds`, in registry order.
+/// Every flat registry entry whose collective is one of `kinds`, in registry order.
 std::vector<RegisteredAlgorithm> registeredAlgorithms(const std::vector<Collective>& kinds);
 
 /// The registry entry named `name` for `kind`; a gtest failure and null when there is none.

@@ -55,15 +55,18 @@ struct Shape {
 
 // Host layouts of n ranks for the hierarchical algorithms: two hosts (uneven where n is
 // odd), one rank per host, ranks dealt to two hosts in turn (hosts that are not blocks of
-// consecutive ranks), three uneven hosts, and blocks of 8 for the big worlds. Built once;
+// consecutive ranks), three uneven hosts, and 8 hosts of 8 for 64 ranks. Built once;
 // the specs point into it.
 const std::vector<HostMap>& hostLayouts(int n) {
   static std::map<int, std::vector<HostMap>> cache;
   auto [it, fresh] = cache.try_emplace(n);
   if (!fresh || n < 2) return it->second;
   std::vector<HostMap>& maps = it->second;
+  // 64 ranks: 8 hosts of 8. Not at 1,024: the all-gather's and reduce-scatter's host phase
+  // has every rank message each local rank once per host (2M steps, 10 s per entry), and
+  // 64 ranks already have several columns and hosts per column.
   if (n > 17) {
-    maps.push_back(HostMap::blocks(std::vector<int>(static_cast<std::size_t>(n / 8), 8)));
+    if (n <= 64) maps.push_back(HostMap::blocks(std::vector<int>(static_cast<std::size_t>(n / 8), 8)));
     return maps;
   }
   maps.push_back(HostMap::blocks({n / 2, n - n / 2}));
