@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/net.h"
+#include "transport/tcp/establish.h"
 #include "transport/call_checker.h"
 #include "transport/tag.h"
 #include "transport/tcp/tcp_link.h"
@@ -65,17 +66,17 @@ TEST(TcpTransport, StrangerConnectionsAreRefusedDuringEstablishment) {
   });
   auto addr = store->get("s/addr/0", Deadline::afterSeconds(30));
   ASSERT_TRUE(addr.ok());
-  auto hp = parseHostPort(std::string(addr->begin(), addr->end()));
+  auto hp = parsePublishedAddress(std::string(addr->begin(), addr->end()));
   ASSERT_TRUE(hp.ok());
   {  // garbage
-    auto fd = connectTcp(*hp, Deadline::afterSeconds(10));
+    auto fd = connectTcp(hp->address, Deadline::afterSeconds(10));
     ASSERT_TRUE(fd.ok());
     const char junk[64] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
     ASSERT_TRUE(writeFull(fd->get(), junk, sizeof(junk), Deadline::afterSeconds(5)).ok());
   }
   {  // a well-formed hello, without the authentication that must come first (tcp_auth_test.cc
      // has the strangers that authenticate)
-    auto fd = connectTcp(*hp, Deadline::afterSeconds(10));
+    auto fd = connectTcp(hp->address, Deadline::afterSeconds(10));
     ASSERT_TRUE(fd.ok());
     auto header = encodeHeader(FrameHeader{FrameType::kHello, 0, kHelloBytes, 0, {}});
     auto hello = encodeHello(Hello{kUid + 1, 1, 2});
