@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/launch.h"
 #include "common/subprocess.h"
 #include "common/test_paths.h"
 
@@ -105,6 +106,20 @@ TEST(BenchProcs, EveryCollectiveChecksCleanOnThreeRanks) {
   // Two placements of 3 x 6 and 5 x 5 rows; sendrecv's 6 rows and barrier's 1 out of place.
   EXPECT_EQ(objects, 2u * (3 * 6 + 5 * 5) + 6 + 1) << text;
   std::remove(json.c_str());
+}
+
+// Every collective over TCP with four connections per pair: small messages on the first,
+// those of 256 KiB and more striped across all four; every element checked.
+TEST(BenchProcs, EveryCollectiveChecksCleanOverFourTcpStreams) {
+  ProcessResult r = runProcess(
+      launch(3, "tcp4", {"--timeout", "200"},
+             {binPath("tutti-bench"), "all", "-b", "1K", "-e", "4M", "-f", "64", "-n", "2", "-w",
+              "1", "-c", "1"}),
+      kOuterBoundSeconds);
+  ASSERT_FALSE(r.timedOut) << r.out << r.err;
+  EXPECT_EQ(r.exitCode(), 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("# All 10 collectives: out of bounds values : 0 OK"), std::string::npos)
+      << r.out;
 }
 
 TEST(BenchProcs, ReductionsCheckEveryTypeAndOperator) {
