@@ -156,6 +156,21 @@ void TcpLink::receivedLocked(TransferRequest* request, Unexpected* u, std::size_
 void TcpLink::handleHeaderLocked(const FrameHeader& header, DoneList& done) {
   switch (header.type) {
     case FrameType::kData:
+      // The two ends stripe the same messages (the same rule, the same stream count): a
+      // frame that says otherwise would leave the streams out of step.
+      if (header.striped != stripedBytes(header.length)) {
+        const Status bad(ErrorCode::kProtocolError,
+                         strFormat("bad frame from %s: a %llu-byte message %s striped over %d "
+                                   "stream%s",
+                                   peerName_.c_str(),
+                                   static_cast<unsigned long long>(header.length),
+                                   header.striped ? "marked" : "not marked", streams(),
+                                   streams() == 1 ? "" : "s"),
+                         peer_);
+        abortNowLocked(bad);
+        failLocked(bad, done);
+        return;
+      }
       startPayloadLocked(header, done);
       return;
     case FrameType::kClose: {
