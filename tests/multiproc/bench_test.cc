@@ -122,6 +122,36 @@ TEST(BenchProcs, EveryCollectiveChecksCleanOverFourTcpStreams) {
       << r.out;
 }
 
+// TUTTI_SOCKET_IFNAME picks the listener's interface by name (=lo: loopback, the only one
+// these ranks can reach each other on here); a value matching no interface fails every rank
+// with an error listing the interfaces.
+TEST(BenchProcs, SocketIfnameChoosesTheInterfaceOrFailsListingThem) {
+  const std::vector<std::string> bench = {binPath("tutti-bench"), "allreduce", "-b", "8",
+                                          "-e",  "8",  "-n", "1", "-w", "0", "-c", "1"};
+  ProcessResult good = runProcess(
+      launch(2, "tcp", {"--timeout", "100", "-x", "TUTTI_SOCKET_IFNAME==lo"}, bench),
+      kOuterBoundSeconds);
+  ASSERT_FALSE(good.timedOut) << good.out << good.err;
+  EXPECT_EQ(good.exitCode(), 0) << good.out << good.err;
+  EXPECT_NE(good.out.find("# Out of bounds values : 0 OK"), std::string::npos) << good.out;
+  ProcessResult bad = runProcess(
+      launch(2, "tcp", {"--timeout", "100", "-x", "TUTTI_SOCKET_IFNAME=nosuchif"}, bench),
+      kOuterBoundSeconds);
+  ASSERT_FALSE(bad.timedOut) << bad.out << bad.err;
+  EXPECT_NE(bad.exitCode(), 0);
+  const std::string all = bad.out + bad.err;
+  for (const char* rank : {"[0]", "[1]"}) {
+    bool named = false;
+    for (const std::string& line : splitLines(all)) {
+      named = named || (line.rfind(rank, 0) == 0 &&
+                        line.find("TUTTI_SOCKET_IFNAME='nosuchif' matches none of this host's "
+                                  "interfaces (") != std::string::npos &&
+                        line.find("lo 127.0.0.1") != std::string::npos);
+    }
+    EXPECT_TRUE(named) << rank << " did not say why\n" << all;
+  }
+}
+
 TEST(BenchProcs, ReductionsCheckEveryTypeAndOperator) {
   ProcessResult r = runBench(3, {"reducescatter", "-b", "0", "-e", "64K", "-f", "8", "-c", "1",
                                  "-n", "2", "-w", "1", "-d", "all", "-o", "all"});

@@ -173,7 +173,8 @@ Status MeshBuilder::connectDown() {
   for (int peer = 0; peer < p_.rank; ++peer) {
     const PublishedAddress& address = addresses_[static_cast<std::size_t>(peer)];
     Status mismatch;
-    int streams = pairStreams(p_.streams, address.streams, p_.bindHost, address.address.host);
+    int streams =
+        pairStreams(p_.streams, address.streams, p_.bindHost, address.address.host, p_.size);
     if (p_.streams > 0 && address.streams > 0 && p_.streams != address.streams) {
       mismatch = Status(ErrorCode::kInvalidArgument,
                         strFormat("rank %d runs with TUTTI_TCP_STREAMS=%d and this rank with %d: "
@@ -497,11 +498,12 @@ Result<PublishedAddress> parsePublishedAddress(const std::string& text) {
   return out;
 }
 
-int pairStreams(int mine, int theirs, const std::string& myHost, const std::string& theirHost) {
+int pairStreams(int mine, int theirs, const std::string& myHost, const std::string& theirHost,
+                int size) {
   if (mine > 0) return mine;
   if (theirs > 0) return theirs;
   if (myHost == theirHost || isLoopbackHost(myHost) || isLoopbackHost(theirHost)) return 1;
-  return kRemoteStreams;
+  return std::clamp(kAutoConnectionBudget / std::max(size - 1, 1), 1, kRemoteStreams);
 }
 
 Result<MeshSockets> establishMesh(Store& store, const std::string& keyPrefix,

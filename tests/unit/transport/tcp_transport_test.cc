@@ -261,6 +261,16 @@ TEST(TcpStreams, APeerGoneMidMessageFailsTheReceiveNamingIt) {
   EXPECT_NE(s.message().find("rank 1 (test)"), std::string::npos) << s.toString();
 }
 
+TEST(TcpStreams, AutoCountFollowsThePairsHostsAndTheWorldSize) {
+  EXPECT_EQ(pairStreams(3, 0, "10.0.0.1", "10.0.0.2", 2), 3);  // explicit wins
+  EXPECT_EQ(pairStreams(0, 2, "10.0.0.1", "10.0.0.1", 2), 2);
+  EXPECT_EQ(pairStreams(0, 0, "127.0.0.1", "127.0.0.1", 2), 1);  // one host
+  EXPECT_EQ(pairStreams(0, 0, "10.0.0.1", "10.0.0.1", 2), 1);
+  EXPECT_EQ(pairStreams(0, 0, "10.0.0.1", "10.0.0.2", 2), kRemoteStreams);
+  EXPECT_EQ(pairStreams(0, 0, "10.0.0.1", "10.0.0.2", 257), 2);  // 512 connections at most
+  EXPECT_EQ(pairStreams(0, 0, "10.0.0.1", "10.0.0.2", 4096), 1);
+}
+
 TEST(TcpWire, StripePartsCoverTheMessageInOrder) {
   for (const std::uint64_t bytes : {std::uint64_t{256} << 10, std::uint64_t{1} << 20,
                                     (std::uint64_t{3} << 20) + 7}) {
