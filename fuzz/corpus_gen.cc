@@ -68,6 +68,13 @@ void addTcpWire(Corpus* corpus) {
   seeds["hello-payload"] = helloBytes;
   seeds["data"] = frame(FrameType::kData, 0x0000000500000007ULL, bytesOf("12345678"));
   seeds["data-empty"] = frame(FrameType::kData, 42, {});
+  // The second of two parts of a striped 16-byte message (TUTTI_TCP_STREAMS).
+  FrameHeader part{FrameType::kPart, 7, 8, 0, {}};
+  part.partOffset = 8;
+  part.partTotal = 16;
+  seeds["part"].clear();
+  append(&seeds["part"], tutti::tcp::encodeHeader(part));
+  append(&seeds["part"], bytesOf("partbyte"));
   // A collective's message: its call's stamp (set bit, root 2, algorithm, op, dtype, kind).
   seeds["data-stamped"] = frame(FrameType::kData, 0x0000000300000001ULL, bytesOf("abcdefgh"), 0,
                                 tutti::CallStamp{0x8000020123450204ULL, 1000});
@@ -228,6 +235,14 @@ void addTcpLink(Corpus* corpus) {
       linkSeed({{1, 4}}, {frame(FrameType::kAbort, 0, {},
                                 static_cast<std::uint32_t>(tutti::ErrorCode::kInternal))});
   seeds["link-hello"] = linkSeed({{1, 4}}, {frame(FrameType::kHello, 0, seeds["hello-payload"])});
+  // A striped message's frames on a one-stream link: a PART, a DATA flagged striped.
+  seeds["link-part"] = linkSeed({{1, 4}}, {seeds["part"]});
+  tutti::tcp::FrameHeader striped{FrameType::kData, 1, 4, 0, {}};
+  striped.striped = true;
+  Bytes stripedFrame;
+  append(&stripedFrame, tutti::tcp::encodeHeader(striped));
+  append(&stripedFrame, bytesOf("abcd"));
+  seeds["link-striped"] = linkSeed({{1, 4}}, {stripedFrame});
   Bytes cut = frame(FrameType::kData, 1, bytesOf("12345678"));
   cut.resize(cut.size() - 5);
   seeds["link-cut-payload"] = linkSeed({{1, 8}}, {cut});

@@ -2,7 +2,7 @@
 // (src/transport/tcp/tcp_link.cc).
 //
 // Every input is first read as a stream of frames, the way a socket delivers them: a
-// kHeaderBytes (48-byte, wire version 2) header, then its payload. A HELLO's 24-byte payload
+// kHeaderBytes (48-byte, wire version 3) header, then its payload. A HELLO's 24-byte payload
 // goes through decodeHello (as establish.cc's readHello does); other payloads are skipped.
 // Whatever decodes must encode back to the very same bytes: the format has no redundant
 // encodings (flags and reserved bytes must be zero, the checksum is a function of the
@@ -17,7 +17,7 @@
 // after which rank 1 shuts its side. Every receive must end as the link's rules say
 // (expectLink() below walks the stream by them): the payload of the first DATA frame with
 // its tag, kMismatch for another size or call, the peer's failure for an ABORT, kPeerFailure
-// for a CLOSE or an end of stream, kProtocolError for a bad header or a HELLO; or no end at
+// for a CLOSE or an end of stream, kProtocolError for a bad header, a HELLO, a PART or a striped DATA frame; or no end at
 // all once unexpected messages pass the link's cap and it stops reading (back-pressure).
 
 #include <sys/socket.h>
@@ -158,6 +158,7 @@ std::vector<Expected> expectLink(std::span<const std::uint8_t> stream,
     const bool whole = present == header->length;
     switch (header->type) {
       case FrameType::kHello:
+      case FrameType::kPart:  // a one-stream link has no stream for parts
         failAll(ErrorCode::kProtocolError);
         return out;
       case FrameType::kClose:
@@ -168,6 +169,10 @@ std::vector<Expected> expectLink(std::span<const std::uint8_t> stream,
         failAll(whole ? static_cast<ErrorCode>(header->aux) : ErrorCode::kPeerFailure);
         return out;
       case FrameType::kData:
+        if (header->striped) {  // nothing is striped over one stream
+          failAll(ErrorCode::kProtocolError);
+          return out;
+        }
         break;
     }
     auto match = std::find_if(posted.begin(), posted.end(),

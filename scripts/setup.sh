@@ -14,6 +14,7 @@ PACKAGES=(
   clang libclang-rt-14-dev                           # libFuzzer and its runtimes (scripts/fuzz.sh)
   iproute2 procps                                    # network-namespace tests, ps/pgrep
   openmpi-bin mpich slurm-wlm                        # the launchers' tests (tests/launchers)
+  iperf3                                             # bench/tcp_netns.sh (a benchmark only)
   python3-dev pybind11-dev python3-numpy python3-pytest  # import tutti, and its tests
   python3-torch libtorch-dev                         # the torch.distributed backend
 )

@@ -2,17 +2,21 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
 #include <thread>
 
+#include "base/macros.h"
 #include "base/strings.h"
 
 namespace tutti {
@@ -90,6 +94,15 @@ Status setNoDelay(int fd) {
   int one = 1;
   if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
     return systemError("setsockopt(TCP_NODELAY)", errno);
+  return Status::Ok();
+}
+
+Status setSocketBuffers(int fd, std::uint64_t bytes) {
+  const int value = static_cast<int>(std::min<std::uint64_t>(bytes, 1u << 30));
+  if (setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &value, sizeof(value)) < 0)
+    return systemError("setsockopt(SO_SNDBUF)", errno);
+  if (setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &value, sizeof(value)) < 0)
+    return systemError("setsockopt(SO_RCVBUF)", errno);
   return Status::Ok();
 }
 
@@ -248,6 +261,80 @@ Status readFull(int fd, void* data, std::size_t len, Deadline deadline) {
     return systemError("recv", errno);
   }
   return Status::Ok();
+}
+
+Result<std::vector<NetInterface>> listInterfaces() {
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return systemError("getifaddrs", errno);
+  std::unique_ptr<ifaddrs, void (*)(ifaddrs*)> owner(list, ::freeifaddrs);
+  std::vector<NetInterface> out;
+  for (const ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || (i->ifa_flags & IFF_UP) == 0) continue;
+    const int family = i->ifa_addr->sa_family;
+    if (family != AF_INET && family != AF_INET6) continue;
+    if (family == AF_INET6 &&
+        IN6_IS_ADDR_LINKLOCAL(&reinterpret_cast<const sockaddr_in6*>(i->ifa_addr)->sin6_addr))
+      continue;  // needs a scope id to be reached: not an address to publish
+    char host[NI_MAXHOST];
+    const socklen_t length = family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+    if (::getnameinfo(i->ifa_addr, length, host, sizeof(host), nullptr, 0, NI_NUMERICHOST) != 0)
+      continue;
+    out.push_back(NetInterface{i->ifa_name, host});
+  }
+  return out;
+}
+
+bool InterfaceFilter::allows(std::string_view name) const {
+  bool listed = false;
+  for (const std::string& n : names) {
+    if (exact ? name == n : name.substr(0, n.size()) == n) listed = true;
+  }
+  return listed != exclude;
+}
+
+Result<InterfaceFilter> parseInterfaceFilter(std::string_view spec) {
+  InterfaceFilter filter;
+  std::string_view rest = spec;
+  if (!rest.empty() && rest.front() == '^') {
+    filter.exclude = true;
+    rest.remove_prefix(1);
+  }
+  if (!rest.empty() && rest.front() == '=') {
+    filter.exact = true;
+    rest.remove_prefix(1);
+  }
+  while (true) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view name = rest.substr(0, comma);
+    if (name.empty())
+      return Status(ErrorCode::kInvalidArgument,
+                    strFormat("TUTTI_SOCKET_IFNAME='%.*s' has an empty interface name (expected "
+                              "a comma-separated list such as eth,ib, ^docker,lo or =eth0)",
+                              static_cast<int>(spec.size()), spec.data()));
+    filter.names.emplace_back(name);
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return filter;
+}
+
+Result<std::string> chooseInterfaceAddress(std::string_view spec,
+                                           const std::vector<NetInterface>& interfaces) {
+  TUTTI_ASSIGN_OR_RETURN(InterfaceFilter filter, parseInterfaceFilter(spec));
+  const NetInterface* v6 = nullptr;
+  for (const NetInterface& i : interfaces) {
+    if (!filter.allows(i.name)) continue;
+    if (i.address.find(':') == std::string::npos) return i.address;
+    if (v6 == nullptr) v6 = &i;
+  }
+  if (v6 != nullptr) return v6->address;
+  std::string listed;
+  for (const NetInterface& i : interfaces)
+    listed += (listed.empty() ? "" : ", ") + i.name + " " + i.address;
+  return Status(ErrorCode::kInvalidArgument,
+                strFormat("TUTTI_SOCKET_IFNAME='%.*s' matches none of this host's interfaces (%s)",
+                          static_cast<int>(spec.size()), spec.data(),
+                          listed.empty() ? "none is up" : listed.c_str()));
 }
 
 }  // namespace tutti

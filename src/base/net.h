@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "tutti/deadline.h"
 #include "base/fd.h"
@@ -53,5 +55,36 @@ Status readFull(int fd, void* data, std::size_t len, Deadline deadline);
 
 Status setNonBlocking(int fd);
 Status setNoDelay(int fd);
+/// Sets SO_SNDBUF and SO_RCVBUF to `bytes` (the kernel doubles it for its bookkeeping, and
+/// caps it at net.core.wmem_max/rmem_max); this turns the kernel's autotuning off for the
+/// socket.
+Status setSocketBuffers(int fd, std::uint64_t bytes);
+
+/// A network interface's address: "eth0" and "10.0.0.2" (numeric; IPv4 or IPv6).
+struct NetInterface {
+  std::string name;
+  std::string address;
+};
+
+/// This host's interfaces that are up, one entry per address (getifaddrs' order), IPv6
+/// link-local addresses left out.
+Result<std::vector<NetInterface>> listInterfaces();
+
+/// Which interfaces a TUTTI_SOCKET_IFNAME value (NCCL_SOCKET_IFNAME's syntax) allows: a
+/// comma-separated list of name prefixes ("eth,ib"); "^" before it excludes the names
+/// instead ("^docker,lo"); "=" (after any "^") makes them exact names ("=eth0", "^=docker0").
+struct InterfaceFilter {
+  bool exclude = false;
+  bool exact = false;
+  std::vector<std::string> names;
+  bool allows(std::string_view name) const;
+};
+/// kInvalidArgument for an empty list or an empty name in it.
+Result<InterfaceFilter> parseInterfaceFilter(std::string_view spec);
+
+/// The address of the first of `interfaces` that `spec` allows, an IPv4 one before any IPv6
+/// one. kInvalidArgument naming the value and listing the interfaces when none matches.
+Result<std::string> chooseInterfaceAddress(std::string_view spec,
+                                           const std::vector<NetInterface>& interfaces);
 
 }  // namespace tutti

@@ -8,6 +8,7 @@
 #include "base/cpus.h"
 #include "base/host_props.h"
 #include "base/log.h"
+#include "base/net.h"
 #include "base/macros.h"
 #include "base/strings.h"
 #include "base/wait.h"
@@ -66,16 +67,34 @@ Result<std::unique_ptr<shm::ShmTransport>> createShm(const Request& q,
   return shm::ShmTransport::create(*q.store, q.prefix, options);
 }
 
+// The address this rank's TCP listener binds and publishes. TUTTI_BIND_ADDR is the user's
+// explicit choice and wins, then TUTTI_SOCKET_IFNAME's interface, over the interface that
+// happens to reach the store; the listener binds that one address only.
+Result<std::string> tcpBindHost(const Request& q, const Config& config) {
+  if (!config.bindAddr.empty()) return config.bindAddr;
+  if (!config.socketIfname.empty()) {
+    TUTTI_ASSIGN_OR_RETURN(std::vector<NetInterface> interfaces, listInterfaces());
+    return chooseInterfaceAddress(config.socketIfname, interfaces);
+  }
+  return !q.bindHost.empty() ? q.bindHost : std::string("127.0.0.1");
+}
+
 Result<std::unique_ptr<tcp::TcpTransport>> createTcp(const Request& q, const Config& config) {
   tcp::TcpTransport::Options options;
   options.rank = q.rank;
   options.size = q.size;
   options.commUid = q.uid;
-  // TUTTI_BIND_ADDR is the user's explicit choice and wins over the interface that happens
-  // to reach the store; the listener binds that one address only.
-  options.bindHost = !config.bindAddr.empty() ? config.bindAddr
-                     : !q.bindHost.empty()    ? q.bindHost
-                                              : std::string("127.0.0.1");
+  TUTTI_ASSIGN_OR_RETURN(options.bindHost, tcpBindHost(q, config));
+  if (config.tcpStreams != "auto") {
+    const std::optional<std::int64_t> streams = parseInt(config.tcpStreams);
+    if (!streams || *streams < 1 || *streams > tcp::kMaxStreams)
+      return Status(ErrorCode::kInvalidArgument,
+                    strFormat("TUTTI_TCP_STREAMS='%s' is not auto or a count from 1 to %d",
+                              config.tcpStreams.c_str(), tcp::kMaxStreams));
+    options.streams = static_cast<int>(*streams);
+  }
+  if (config.socketBufferBytes != "auto")
+    options.socketBufferBytes = parseBytes(config.socketBufferBytes).value_or(0);
   options.key = q.key;
   TUTTI_ASSIGN_OR_RETURN(options.authTimeout, auth::authTimeout(config));
   if (q.size > 1)
@@ -109,9 +128,7 @@ Result<TransportSetup> overTcp(const Request& q, const Config& config,
                                std::optional<std::pair<bool, bool>> cores) {
   TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<tcp::TcpTransport> tcp, createTcp(q, config));
   TransportSetup setup;
-  setup.bindHost = !config.bindAddr.empty() ? config.bindAddr
-                   : !q.bindHost.empty()    ? q.bindHost
-                                            : std::string("127.0.0.1");
+  TUTTI_ASSIGN_OR_RETURN(setup.bindHost, tcpBindHost(q, config));
   if (local) cores = std::make_pair(local->coreEach(), local->twoCoresEach());
   // Without a word from the host's ranks, the launcher's ranks per host against the cores.
   setup.coreEach = cores ? cores->first : q.localSize <= usableCores();

@@ -12,7 +12,8 @@ namespace tutti::test {
 /// (TUTTI_SHM_HOST), so pairs share memory and reach the other pairs over TCP.
 extern const std::vector<std::string> kTransports;
 
-/// tutti-run's arguments for `n` ranks of `program` over `transport` (one of kTransports),
+/// tutti-run's arguments for `n` ranks of `program` over `transport` (one of kTransports, or
+/// "tcp4": TCP with TUTTI_TCP_STREAMS=4),
 /// with `tuttiRunOptions` (e.g. "--timeout", "100") before the program.
 std::vector<std::string> launch(int n, const std::string& transport,
                                 const std::vector<std::string>& tuttiRunOptions,

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/launch.h"
 #include "common/subprocess.h"
 #include "common/test_paths.h"
 
@@ -105,6 +106,50 @@ TEST(BenchProcs, EveryCollectiveChecksCleanOnThreeRanks) {
   // Two placements of 3 x 6 and 5 x 5 rows; sendrecv's 6 rows and barrier's 1 out of place.
   EXPECT_EQ(objects, 2u * (3 * 6 + 5 * 5) + 6 + 1) << text;
   std::remove(json.c_str());
+}
+
+// Every collective over TCP with four connections per pair: small messages on the first,
+// those of 256 KiB and more striped across all four; every element checked.
+TEST(BenchProcs, EveryCollectiveChecksCleanOverFourTcpStreams) {
+  ProcessResult r = runProcess(
+      launch(3, "tcp4", {"--timeout", "200"},
+             {binPath("tutti-bench"), "all", "-b", "1K", "-e", "4M", "-f", "64", "-n", "2", "-w",
+              "1", "-c", "1"}),
+      kOuterBoundSeconds);
+  ASSERT_FALSE(r.timedOut) << r.out << r.err;
+  EXPECT_EQ(r.exitCode(), 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("# All 10 collectives: out of bounds values : 0 OK"), std::string::npos)
+      << r.out;
+}
+
+// TUTTI_SOCKET_IFNAME picks the listener's interface by name (=lo: loopback, the only one
+// these ranks can reach each other on here); a value matching no interface fails every rank
+// with an error listing the interfaces.
+TEST(BenchProcs, SocketIfnameChoosesTheInterfaceOrFailsListingThem) {
+  const std::vector<std::string> bench = {binPath("tutti-bench"), "allreduce", "-b", "8",
+                                          "-e",  "8",  "-n", "1", "-w", "0", "-c", "1"};
+  ProcessResult good = runProcess(
+      launch(2, "tcp", {"--timeout", "100", "-x", "TUTTI_SOCKET_IFNAME==lo"}, bench),
+      kOuterBoundSeconds);
+  ASSERT_FALSE(good.timedOut) << good.out << good.err;
+  EXPECT_EQ(good.exitCode(), 0) << good.out << good.err;
+  EXPECT_NE(good.out.find("# Out of bounds values : 0 OK"), std::string::npos) << good.out;
+  ProcessResult bad = runProcess(
+      launch(2, "tcp", {"--timeout", "100", "-x", "TUTTI_SOCKET_IFNAME=nosuchif"}, bench),
+      kOuterBoundSeconds);
+  ASSERT_FALSE(bad.timedOut) << bad.out << bad.err;
+  EXPECT_NE(bad.exitCode(), 0);
+  const std::string all = bad.out + bad.err;
+  for (const char* rank : {"[0]", "[1]"}) {
+    bool named = false;
+    for (const std::string& line : splitLines(all)) {
+      named = named || (line.rfind(rank, 0) == 0 &&
+                        line.find("TUTTI_SOCKET_IFNAME='nosuchif' matches none of this host's "
+                                  "interfaces (") != std::string::npos &&
+                        line.find("lo 127.0.0.1") != std::string::npos);
+    }
+    EXPECT_TRUE(named) << rank << " did not say why\n" << all;
+  }
 }
 
 TEST(BenchProcs, ReductionsCheckEveryTypeAndOperator) {

@@ -103,7 +103,9 @@ TEST_P(KillAnyRank, EverySurvivorNamesTheVictimAndTheJobEndsInTime) {
 
   RunningJob job;
   ASSERT_TRUE(startRunning(transport, {"--grace", "30", "-x", "TUTTI_TIMEOUT=20"},
-                           {collective, "-b", "64K", "-e", "64K", "-n", "10000000", "-w", "1",
+                           // Over several streams, messages large enough to be striped.
+                           {collective, "-b", transport == "tcp4" ? "2M" : "64K", "-e",
+                            transport == "tcp4" ? "2M" : "64K", "-n", "10000000", "-w", "1",
                             "-c", "0"},
                            job))
       << trial;
@@ -142,6 +144,11 @@ INSTANTIATE_TEST_SUITE_P(
                                          "barrier"),
                        ::testing::ValuesIn(kTransports)),
     collectiveName);
+// Several TCP connections per pair, a 2 MiB all-reduce striped across them.
+INSTANTIATE_TEST_SUITE_P(Streams, KillAnyRank,
+                         ::testing::Combine(::testing::Values("allreduce"),
+                                            ::testing::Values("tcp4")),
+                         collectiveName);
 
 // Process `pid`'s sockets: descriptor by socket inode, from /proc.
 std::map<std::string, int> socketFds(pid_t pid) {

@@ -37,10 +37,13 @@ constexpr std::size_t kHangUpPeekBytes = 256 << 10;
 // handshakes already under way.
 constexpr int kMaxAcceptsPerWake = 16;
 
-Status sendHello(int fd, std::uint64_t uid, int rank, int size, Deadline deadline) {
+Status sendHello(int fd, std::uint64_t uid, int rank, int size, int stream, int streams,
+                 Deadline deadline) {
   auto header = encodeHeader(FrameHeader{FrameType::kHello, 0, kHelloBytes, 0, {}});
   auto hello = encodeHello(Hello{uid, static_cast<std::uint32_t>(rank),
-                                 static_cast<std::uint32_t>(size)});
+                                 static_cast<std::uint32_t>(size),
+                                 static_cast<std::uint32_t>(stream),
+                                 static_cast<std::uint32_t>(streams)});
   TUTTI_RETURN_IF_ERROR(writeFull(fd, header.data(), header.size(), deadline));
   return writeFull(fd, hello.data(), hello.size(), deadline);
 }
@@ -59,29 +62,41 @@ Result<Hello> readHello(int fd, const std::string& who, Deadline deadline) {
 // Publishes this rank's address and reads those of the lower ranks, the only ones it
 // connects to. It does not wait for the higher ranks: they come to its listener, which
 // starts accepting (and challenging) as soon as this returns.
-Result<std::vector<HostPort>> exchangeAddresses(Store& store, const std::string& prefix, int rank,
-                                                int size, const std::string& myAddress,
-                                                Deadline deadline) {
+Result<std::vector<PublishedAddress>> exchangeAddresses(Store& store, const std::string& prefix,
+                                                        int rank, int size, const HostPort& mine,
+                                                        int streams, Deadline deadline) {
+  const std::string published = formatPublishedAddress(PublishedAddress{mine, streams});
   TUTTI_RETURN_IF_ERROR(store.set(prefix + "addr/" + std::to_string(rank),
-                                  std::vector<std::uint8_t>(myAddress.begin(), myAddress.end())));
-  std::vector<HostPort> addresses(static_cast<std::size_t>(size));
+                                  std::vector<std::uint8_t>(published.begin(), published.end())));
+  std::vector<PublishedAddress> addresses(static_cast<std::size_t>(size));
   for (int peer = 0; peer < rank; ++peer) {
     auto value = store.get(prefix + "addr/" + std::to_string(peer), deadline);
     if (!value.ok())
       return value.status().withContext(
           strFormat("rank %d never published its address (did it start?)", peer));
-    std::string text(value->begin(), value->end());
-    TUTTI_ASSIGN_OR_RETURN(addresses[static_cast<std::size_t>(peer)], parseHostPort(text));
+    auto parsed = parsePublishedAddress(std::string(value->begin(), value->end()));
+    if (!parsed.ok()) return parsed.status().withContext(strFormat("rank %d's address", peer));
+    addresses[static_cast<std::size_t>(peer)] = std::move(parsed).value();
   }
   return addresses;
 }
 
-// Our connection to one lower rank, from connect to the HELLO we send on it.
+bool isLoopbackHost(const std::string& host) {
+  return host.rfind("127.", 0) == 0 || host == "::1" || host == "localhost";
+}
+
+// Our connection to one lower rank (one of the pair's streams), from connect to the HELLO
+// we send on it.
 struct Outgoing {
   int peer = 0;
+  int stream = 0;
+  int streams = 1;
   HostPort target;
   UniqueFd fd;
   std::optional<auth::HandshakeClient> handshake;
+  // The peer's TUTTI_TCP_STREAMS differs from ours: only stream 0 is dialled, so that the
+  // peer learns it from our HELLO, and this fails once that is sent.
+  Status mismatch;
   bool done = false;  // authenticated and our HELLO sent
 };
 
@@ -89,7 +104,7 @@ struct Outgoing {
 class MeshBuilder {
  public:
   MeshBuilder(const MeshParams& params, int listenFd, const std::string& listenerName,
-              std::vector<HostPort> addresses, Deadline deadline)
+              std::vector<PublishedAddress> addresses, Deadline deadline)
       : p_(params),
         listenFd_(listenFd),
         addresses_(std::move(addresses)),
@@ -97,7 +112,9 @@ class MeshBuilder {
         gate_(*params.key, auth::Context::peerLink(params.commUid, params.rank, params.size),
               params.authTimeout, listenerName, log::kTcp) {
     mesh_.sockets.resize(static_cast<std::size_t>(p_.size));
+    mesh_.extra.resize(static_cast<std::size_t>(p_.size));
     mesh_.names.resize(static_cast<std::size_t>(p_.size));
+    peerStreams_.resize(static_cast<std::size_t>(p_.size), 0);
     quiet_.resize(static_cast<std::size_t>(p_.size), false);
     missing_ = p_.size - 1 - p_.rank;
   }
@@ -121,19 +138,26 @@ class MeshBuilder {
   Status onHangUp(int peer);
   // Whether `rank` is one this rank still waits to connect with (or is unknown, < 0).
   bool waitsFor(int rank) const;
+  // Whether every stream of `peer` is connected.
+  bool connected(int peer) const;
+  // Stores the socket of one of a peer's streams.
+  void place(int peer, int stream, UniqueFd fd);
   Status timeoutError() const;
   // Phase 3: the lower ranks' answers prove we reached the right processes.
   Status readAnswers();
 
   const MeshParams& p_;
   const int listenFd_;
-  const std::vector<HostPort> addresses_;
+  const std::vector<PublishedAddress> addresses_;
   const Deadline deadline_;
   auth::HandshakeGate gate_;
   MeshSockets mesh_;
   std::vector<Outgoing> outgoing_;
   // Per peer: its CLOSE, or an ABORT blaming a connected rank, was seen; not watched any more.
   std::vector<bool> quiet_;
+  // Per peer: how many streams the pair has (0: not known yet, a higher rank's first HELLO
+  // tells).
+  std::vector<int> peerStreams_;
   int missing_ = 0;         // higher ranks not yet connected
   int outgoingLeft_ = 0;    // lower ranks not yet authenticated
 };
@@ -146,14 +170,32 @@ Result<MeshSockets> MeshBuilder::run() {
 }
 
 Status MeshBuilder::connectDown() {
-  outgoing_.resize(static_cast<std::size_t>(p_.rank));
   for (int peer = 0; peer < p_.rank; ++peer) {
-    Outgoing& out = outgoing_[static_cast<std::size_t>(peer)];
-    out.peer = peer;
-    out.target = addresses_[static_cast<std::size_t>(peer)];
-    TUTTI_RETURN_IF_ERROR(dial(out));
+    const PublishedAddress& address = addresses_[static_cast<std::size_t>(peer)];
+    Status mismatch;
+    int streams =
+        pairStreams(p_.streams, address.streams, p_.bindHost, address.address.host, p_.size);
+    if (p_.streams > 0 && address.streams > 0 && p_.streams != address.streams) {
+      mismatch = Status(ErrorCode::kInvalidArgument,
+                        strFormat("rank %d runs with TUTTI_TCP_STREAMS=%d and this rank with %d: "
+                                  "every rank needs the same setting",
+                                  peer, address.streams, p_.streams),
+                        peer);
+      streams = 1;
+    }
+    peerStreams_[static_cast<std::size_t>(peer)] = streams;
+    for (int stream = 0; stream < streams; ++stream) {
+      Outgoing out;
+      out.peer = peer;
+      out.stream = stream;
+      out.streams = mismatch.ok() ? streams : p_.streams;
+      out.target = address.address;
+      out.mismatch = mismatch;
+      outgoing_.push_back(std::move(out));
+    }
   }
-  outgoingLeft_ = p_.rank;
+  for (Outgoing& out : outgoing_) TUTTI_RETURN_IF_ERROR(dial(out));
+  outgoingLeft_ = static_cast<int>(outgoing_.size());
   return Status::Ok();
 }
 
@@ -190,10 +232,11 @@ Status MeshBuilder::handshakeAll() {
       fds.push_back(pollfd{gate_.fd(slot), POLLIN, 0});
       owners.push_back(slot);
     }
-    for (Outgoing& out : outgoing_) {
-      if (out.done) continue;
-      fds.push_back(pollfd{out.fd.get(), POLLIN, 0});
-      owners.push_back(-2 - out.peer);
+    const int outgoingCount = static_cast<int>(outgoing_.size());
+    for (int i = 0; i < outgoingCount; ++i) {
+      if (outgoing_[static_cast<std::size_t>(i)].done) continue;
+      fds.push_back(pollfd{outgoing_[static_cast<std::size_t>(i)].fd.get(), POLLIN, 0});
+      owners.push_back(-2 - i);
     }
     // Connections already made: a peer whose communicator failed blaming a rank this one
     // still waits for (that rank died) ends the wait with that reason rather than at the
@@ -203,7 +246,7 @@ Status MeshBuilder::handshakeAll() {
       const UniqueFd& fd = mesh_.sockets[static_cast<std::size_t>(peer)];
       if (!fd.valid() || quiet_[static_cast<std::size_t>(peer)]) continue;
       fds.push_back(pollfd{fd.get(), POLLRDHUP, 0});
-      owners.push_back(-2 - p_.size - peer);
+      owners.push_back(-2 - outgoingCount - peer);
     }
     // Woken by bytes, or in time to expire or evict a pending connection.
     const Deadline wake = Deadline::earliest(deadline_, gate_.nextDue());
@@ -219,10 +262,10 @@ Status MeshBuilder::handshakeAll() {
       } else if (owner >= 0) {
         if (gate_.onReadable(owner) == auth::HandshakeGate::Progress::kAccepted)
           TUTTI_RETURN_IF_ERROR(onAuthenticated(owner));
-      } else if (owner >= -1 - p_.size) {
+      } else if (owner >= -1 - outgoingCount) {
         TUTTI_RETURN_IF_ERROR(onOutgoing(outgoing_[static_cast<std::size_t>(-2 - owner)]));
       } else {
-        TUTTI_RETURN_IF_ERROR(onHangUp(-2 - p_.size - owner));
+        TUTTI_RETURN_IF_ERROR(onHangUp(-2 - outgoingCount - owner));
       }
     }
   }
@@ -258,29 +301,70 @@ Status MeshBuilder::onAuthenticated(int slot) {
     problem = strFormat("it claims a world of %u ranks, this one has %u", hello->size, size);
   else if (hello->rank <= rank || hello->rank >= size)
     problem = strFormat("it claims rank %u, which should not connect to rank %u", hello->rank, rank);
-  else if (mesh_.sockets[hello->rank].valid())
+  else if (connected(static_cast<int>(hello->rank)))
     problem = strFormat("rank %u is already connected", hello->rank);
+  else if (peerStreams_[hello->rank] != 0 &&
+           peerStreams_[hello->rank] != static_cast<int>(hello->streams))
+    problem = strFormat("it claims %u streams, rank %u's earlier connections %d", hello->streams,
+                        hello->rank, peerStreams_[hello->rank]);
+  else if ((hello->stream == 0 ? mesh_.sockets[hello->rank].valid()
+                               : mesh_.extra[hello->rank].size() >= hello->stream &&
+                                     mesh_.extra[hello->rank][hello->stream - 1].valid()))
+    problem = strFormat("stream %u of rank %u is already connected", hello->stream, hello->rank);
   if (!problem.empty()) {
     TUTTI_WARN(kTcp, "rank %d refused connection from %s: %s", p_.rank, who.c_str(),
                problem.c_str());
     return Status::Ok();  // `fd` closes it
   }
-  if (Status answered = sendHello(fd.get(), p_.commUid, p_.rank, p_.size, deadline_);
+  // A rank of this job set up otherwise: both ends fail, each saying why.
+  if (p_.streams > 0 && static_cast<int>(hello->streams) != p_.streams)
+    return Status(ErrorCode::kInvalidArgument,
+                  strFormat("rank %u runs with TUTTI_TCP_STREAMS=%u and this rank with %d: every "
+                            "rank needs the same setting",
+                            hello->rank, hello->streams, p_.streams),
+                  static_cast<int>(hello->rank));
+  if (Status answered = sendHello(fd.get(), p_.commUid, p_.rank, p_.size,
+                                  static_cast<int>(hello->stream),
+                                  static_cast<int>(hello->streams), deadline_);
       !answered.ok())
     return Status(answered.code(),
                   strFormat("answering the HELLO of rank %u (%s): %s", hello->rank, who.c_str(),
                             answered.message().c_str()),
                   static_cast<int>(hello->rank));
-  mesh_.names[hello->rank] = strFormat("rank %u (%s)", hello->rank, who.c_str());
-  mesh_.sockets[hello->rank] = std::move(fd);
-  --missing_;
+  const int peer = static_cast<int>(hello->rank);
+  peerStreams_[hello->rank] = static_cast<int>(hello->streams);
+  if (hello->stream == 0) mesh_.names[hello->rank] = strFormat("rank %u (%s)", hello->rank, who.c_str());
+  place(peer, static_cast<int>(hello->stream), std::move(fd));
+  if (connected(peer)) --missing_;
   return Status::Ok();
+}
+
+void MeshBuilder::place(int peer, int stream, UniqueFd fd) {
+  const auto at = static_cast<std::size_t>(peer);
+  if (stream == 0) {
+    mesh_.sockets[at] = std::move(fd);
+    return;
+  }
+  auto& extra = mesh_.extra[at];
+  extra.resize(static_cast<std::size_t>(peerStreams_[at] - 1));
+  extra[static_cast<std::size_t>(stream - 1)] = std::move(fd);
+}
+
+bool MeshBuilder::connected(int peer) const {
+  const auto at = static_cast<std::size_t>(peer);
+  if (!mesh_.sockets[at].valid() || peerStreams_[at] == 0) return false;
+  const auto& extra = mesh_.extra[at];
+  if (extra.size() + 1 != static_cast<std::size_t>(peerStreams_[at])) return false;
+  return std::all_of(extra.begin(), extra.end(), [](const UniqueFd& fd) { return fd.valid(); });
 }
 
 // Advances our handshake with one lower rank; once it has accepted us and proved itself,
 // sends our HELLO, whose answer readAnswers() checks.
 Status MeshBuilder::onOutgoing(Outgoing& out) {
-  const std::string who = strFormat("rank %d at %s", out.peer, out.target.toString().c_str());
+  const std::string who =
+      out.stream == 0 ? strFormat("rank %d at %s", out.peer, out.target.toString().c_str())
+                      : strFormat("rank %d at %s (stream %d)", out.peer,
+                                  out.target.toString().c_str(), out.stream);
   Result<bool> done = out.handshake->onReadable();
   if (!done.ok() && done.status().code() == ErrorCode::kPeerFailure) {
     // Its handshake slots were all taken (a flood, or a burst of ranks): try again.
@@ -295,10 +379,12 @@ Status MeshBuilder::onOutgoing(Outgoing& out) {
                             done.status().message().c_str()),
                   out.peer);
   if (!*done) return Status::Ok();
-  TUTTI_RETURN_IF_ERROR(sendHello(out.fd.get(), p_.commUid, p_.rank, p_.size, deadline_));
+  TUTTI_RETURN_IF_ERROR(sendHello(out.fd.get(), p_.commUid, p_.rank, p_.size, out.stream,
+                                  out.streams, deadline_));
+  if (!out.mismatch.ok()) return out.mismatch;  // the peer has its reason: our HELLO
   mesh_.names[static_cast<std::size_t>(out.peer)] = strFormat("rank %d (%s)", out.peer,
                                                                out.target.toString().c_str());
-  mesh_.sockets[static_cast<std::size_t>(out.peer)] = std::move(out.fd);
+  place(out.peer, out.stream, std::move(out.fd));
   out.done = true;
   --outgoingLeft_;
   return Status::Ok();
@@ -346,8 +432,7 @@ Status MeshBuilder::onHangUp(int peer) {
 }
 
 bool MeshBuilder::waitsFor(int rank) const {
-  return rank < 0 || rank >= p_.size ||
-         (rank != p_.rank && !mesh_.sockets[static_cast<std::size_t>(rank)].valid());
+  return rank < 0 || rank >= p_.size || (rank != p_.rank && !connected(rank));
 }
 
 // Names every rank still missing, and why the latest stranger was refused: when a rank was
@@ -355,10 +440,10 @@ bool MeshBuilder::waitsFor(int rank) const {
 Status MeshBuilder::timeoutError() const {
   std::string ranks;
   for (int p = p_.rank + 1; p < p_.size; ++p) {
-    if (!mesh_.sockets[static_cast<std::size_t>(p)].valid()) ranks += " " + std::to_string(p);
+    if (!connected(p)) ranks += " " + std::to_string(p);
   }
-  for (const Outgoing& out : outgoing_) {
-    if (!out.done) ranks += " " + std::to_string(out.peer);
+  for (int p = 0; p < p_.rank; ++p) {
+    if (!connected(p)) ranks += " " + std::to_string(p);
   }
   std::string refused;
   if (gate_.refusals() > 0)
@@ -371,21 +456,55 @@ Status MeshBuilder::timeoutError() const {
 
 Status MeshBuilder::readAnswers() {
   for (int peer = 0; peer < p_.rank; ++peer) {
-    const std::string& who = mesh_.names[static_cast<std::size_t>(peer)];
-    auto hello = readHello(mesh_.sockets[static_cast<std::size_t>(peer)].get(), who, deadline_);
-    if (!hello.ok()) return hello.status().withContext("waiting for the answer of " + who);
-    if (hello->commUid != p_.commUid || hello->rank != static_cast<std::uint32_t>(peer) ||
-        hello->size != static_cast<std::uint32_t>(p_.size))
-      return Status(ErrorCode::kProtocolError,
-                    strFormat("%s answered as rank %u of %u with another communicator id: a "
-                              "stale address in the store?",
-                              who.c_str(), hello->rank, hello->size),
-                    peer);
+    const auto at = static_cast<std::size_t>(peer);
+    const std::string& who = mesh_.names[at];
+    for (int stream = 0; stream < peerStreams_[at]; ++stream) {
+      const int fd = stream == 0 ? mesh_.sockets[at].get()
+                                 : mesh_.extra[at][static_cast<std::size_t>(stream - 1)].get();
+      auto hello = readHello(fd, who, deadline_);
+      if (!hello.ok()) return hello.status().withContext("waiting for the answer of " + who);
+      if (hello->commUid != p_.commUid || hello->rank != static_cast<std::uint32_t>(peer) ||
+          hello->size != static_cast<std::uint32_t>(p_.size) ||
+          hello->stream != static_cast<std::uint32_t>(stream) ||
+          hello->streams != static_cast<std::uint32_t>(peerStreams_[at]))
+        return Status(ErrorCode::kProtocolError,
+                      strFormat("%s answered as rank %u of %u (stream %u of %u) with another "
+                                "communicator id: a stale address in the store?",
+                                who.c_str(), hello->rank, hello->size, hello->stream,
+                                hello->streams),
+                      peer);
+    }
   }
   return Status::Ok();
 }
 
 }  // namespace
+
+std::string formatPublishedAddress(const PublishedAddress& published) {
+  return published.address.toString() + "/" + std::to_string(published.streams);
+}
+
+Result<PublishedAddress> parsePublishedAddress(const std::string& text) {
+  const std::size_t slash = text.rfind('/');
+  std::optional<std::int64_t> streams;
+  if (slash != std::string::npos) streams = parseInt(text.substr(slash + 1));
+  if (!streams || *streams < 0 || *streams > kMaxStreams)
+    return Status(ErrorCode::kProtocolError,
+                  strFormat("malformed published address '%s' (expected host:port/streams)",
+                            text.c_str()));
+  PublishedAddress out;
+  TUTTI_ASSIGN_OR_RETURN(out.address, parseHostPort(text.substr(0, slash)));
+  out.streams = static_cast<int>(*streams);
+  return out;
+}
+
+int pairStreams(int mine, int theirs, const std::string& myHost, const std::string& theirHost,
+                int size) {
+  if (mine > 0) return mine;
+  if (theirs > 0) return theirs;
+  if (myHost == theirHost || isLoopbackHost(myHost) || isLoopbackHost(theirHost)) return 1;
+  return std::clamp(kAutoConnectionBudget / std::max(size - 1, 1), 1, kRemoteStreams);
+}
 
 Result<MeshSockets> establishMesh(Store& store, const std::string& keyPrefix,
                                   const MeshParams& params, Deadline deadline) {
@@ -393,6 +512,7 @@ Result<MeshSockets> establishMesh(Store& store, const std::string& keyPrefix,
   if (params.size == 1) {
     MeshSockets mesh;
     mesh.sockets.resize(1);
+    mesh.extra.resize(1);
     mesh.names.resize(1);
     return mesh;
   }
@@ -400,14 +520,26 @@ Result<MeshSockets> establishMesh(Store& store, const std::string& keyPrefix,
                          listenTcp(params.bindHost, 0, std::max(params.size, 128)));
   TUTTI_ASSIGN_OR_RETURN(HostPort bound, localAddress(listener.get()));
   bound.host = params.bindHost;
-  TUTTI_ASSIGN_OR_RETURN(std::vector<HostPort> addresses,
-                         exchangeAddresses(store, keyPrefix, params.rank, params.size,
-                                           bound.toString(), deadline));
+  if (params.socketBufferBytes > 0)  // accepted sockets inherit it
+    TUTTI_RETURN_IF_ERROR(setSocketBuffers(listener.get(), params.socketBufferBytes));
+  TUTTI_ASSIGN_OR_RETURN(std::vector<PublishedAddress> addresses,
+                         exchangeAddresses(store, keyPrefix, params.rank, params.size, bound,
+                                           params.streams, deadline));
   TUTTI_DEBUG(kTcp, "rank %d listening on %s", params.rank, bound.toString().c_str());
   MeshBuilder builder(params, listener.get(),
                       strFormat("rank %d listening on %s", params.rank, bound.toString().c_str()),
                       std::move(addresses), deadline);
-  return builder.run();
+  TUTTI_ASSIGN_OR_RETURN(MeshSockets mesh, builder.run());
+  if (params.socketBufferBytes > 0) {
+    // Our own connections get it only now, after their handshake: the window scale they
+    // agreed on follows the system's maximum buffer, so a larger size still takes effect.
+    for (std::size_t peer = 0; peer < static_cast<std::size_t>(params.rank); ++peer) {
+      TUTTI_RETURN_IF_ERROR(setSocketBuffers(mesh.sockets[peer].get(), params.socketBufferBytes));
+      for (const UniqueFd& fd : mesh.extra[peer])
+        TUTTI_RETURN_IF_ERROR(setSocketBuffers(fd.get(), params.socketBufferBytes));
+    }
+  }
+  return mesh;
 }
 
 }  // namespace tutti::tcp

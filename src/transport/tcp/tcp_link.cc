@@ -25,20 +25,40 @@
 
 namespace tutti::tcp {
 
-TcpLink::TcpLink(TcpTransport* owner, int peer, UniqueFd fd, std::string peerName,
+TcpLink::TcpLink(TcpTransport* owner, int peer, std::vector<UniqueFd> fds, std::string peerName,
                  std::uint64_t maxUnexpectedBytes)
     : owner_(owner),
       peer_(peer),
-      fd_(std::move(fd)),
+      target_{this, 0},
       peerName_(std::move(peerName)),
       maxUnexpectedBytes_(maxUnexpectedBytes) {
   TUTTI_ASSERT(owner_ != nullptr);
+  TUTTI_ASSERT(!fds.empty());
+  fd_ = std::move(fds[0]);
   TUTTI_ASSERT(fd_.valid());
   interest_ = EPOLLIN;
   // Room for an executor's window of requests and more, so that how many happen to be
   // pending at once never makes a call allocate.
   sendQueue_.reserve(kQueuedRequests);
   posted_.reserve(kQueuedRequests);
+  for (std::size_t i = 1; i < fds.size(); ++i) {
+    auto stream = std::make_unique<Stream>();
+    stream->target = PollTarget{this, static_cast<int>(i)};
+    stream->fd = std::move(fds[i]);
+    TUTTI_ASSERT(stream->fd.valid());
+    stream->interest = EPOLLIN;
+    stream->sends.reserve(kQueuedRequests);
+    stream->expected.reserve(kQueuedRequests);
+    extra_.push_back(std::move(stream));
+  }
+}
+
+int TcpLink::fd(int stream) const {
+  return stream == 0 ? fd_.get() : extra_[static_cast<std::size_t>(stream - 1)]->fd.get();
+}
+
+PollTarget* TcpLink::pollTarget(int stream) {
+  return stream == 0 ? &target_ : &extra_[static_cast<std::size_t>(stream - 1)]->target;
 }
 
 TcpLink::~TcpLink() = default;
@@ -70,6 +90,18 @@ void TcpLink::failLocked(const Status& status, DoneList& done) {
   for (auto& u : unexpected_) {
     if (u->claimedBy != nullptr) completeLocked(u->claimedBy, status, done);
   }
+  // Requests whose other parts were still under way on the extra streams.
+  for (auto& stream : extra_) {
+    for (RingQueue<Part>* parts : {&stream->sends, &stream->expected}) {
+      for (Part& part : *parts) {
+        if (part.request != nullptr && !part.request->done())
+          completeLocked(part.request, status, done);
+      }
+      parts->clear();
+    }
+    owner_->unwatch(stream->fd.get());
+    stream->interest = 0;
+  }
   unexpected_.clear();
   unexpectedBytes_ = 0;
   owner_->unwatch(fd_.get());
@@ -83,7 +115,17 @@ void TcpLink::updateInterestLocked() {
   if (!sendQueue_.empty() || (controlQueued_ && !controlSent_)) want |= EPOLLOUT;
   if (want != interest_) {
     interest_ = want;
-    owner_->modify(fd_.get(), want, this);
+    owner_->modify(fd_.get(), want, &target_);
+  }
+  for (auto& s : extra_) {
+    std::uint32_t wants = 0;
+    // A PART header read waits for its DATA frame's match (expected) before more is read.
+    if (!s->eof && (s->headerGot < kHeaderBytes || !s->expected.empty())) wants |= EPOLLIN;
+    if (!s->sends.empty()) wants |= EPOLLOUT;
+    if (wants != s->interest) {
+      s->interest = wants;
+      owner_->modify(s->fd.get(), wants, &s->target);
+    }
   }
 }
 
@@ -131,15 +173,17 @@ void TcpLink::trySendLocked(DoneList& done) {
     std::size_t total = 0;
     if (front != nullptr) {
       if (front->progress == 0) {
-        sendHeader_ = encodeHeader(
-            FrameHeader{FrameType::kData, front->tag, front->bytes, 0, front->stamp});
+        FrameHeader header{FrameType::kData, front->tag, front->bytes, 0, front->stamp};
+        header.striped = stripedBytes(front->bytes);
+        sendHeader_ = encodeHeader(header);
       }
       const std::size_t progress = front->progress;
-      total = kHeaderBytes + front->bytes;
+      const std::size_t frameBytes = firstPartBytes(front->bytes);
+      total = kHeaderBytes + frameBytes;
       if (progress < kHeaderBytes)
         iov[iovCount++] = {sendHeader_.data() + progress, kHeaderBytes - progress};
       const std::size_t payloadDone = progress < kHeaderBytes ? 0 : progress - kHeaderBytes;
-      const std::size_t payloadLeft = front->bytes - payloadDone;
+      const std::size_t payloadLeft = frameBytes - payloadDone;
       if (payloadLeft > 0) {
         if (front->data != nullptr)
           iov[iovCount++] = {front->data + payloadDone, payloadLeft};
@@ -163,15 +207,85 @@ void TcpLink::trySendLocked(DoneList& done) {
     }
     auto written = static_cast<std::size_t>(n);
     if (front != nullptr) {
+      // The DATA frame started: its other parts may go now (never before, wire.h).
+      if (front->progress == 0 && written > 0 && front != orphan_.get() &&
+          stripedBytes(front->bytes))
+        queuePartsLocked(front, done);
       front->progress += written;
       if (front->progress == total) {
         sendQueue_.pop_front();
         if (front == orphan_.get()) orphan_.reset();
-        else completeLocked(front, Status(), done);
+        else if (!sendPendingLocked(front)) completeLocked(front, Status(), done);
       }
     } else {
       controlProgress_ += written;
       if (controlProgress_ == control_.size()) controlSent_ = true;
+    }
+  }
+}
+
+void TcpLink::queuePartsLocked(TransferRequest* request, DoneList& done) {
+  for (int i = 1; i < streams(); ++i) {
+    Stream& s = *extra_[static_cast<std::size_t>(i - 1)];
+    const PartRange range = stripePart(request->bytes, streams(), i);
+    Part part;
+    part.request = request;
+    part.data = request->data + range.offset;
+    part.tag = request->tag;
+    part.offset = range.offset;
+    part.length = range.length;
+    part.total = request->bytes;
+    FrameHeader header{FrameType::kPart, request->tag, range.length, 0, {}};
+    header.partOffset = range.offset;
+    header.partTotal = request->bytes;
+    part.header = encodeHeader(header);
+    s.sends.push_back(part);
+    if (s.sends.size() == 1) trySendStreamLocked(s, done);
+  }
+}
+
+bool TcpLink::sendPendingLocked(const TransferRequest* request) const {
+  if (std::find(sendQueue_.begin(), sendQueue_.end(), request) != sendQueue_.end()) return true;
+  for (const auto& s : extra_) {
+    for (const Part& part : s->sends) {
+      if (part.request == request) return true;
+    }
+  }
+  return false;
+}
+
+void TcpLink::trySendStreamLocked(Stream& s, DoneList& done) {
+  static const char kZeros[64 << 10] = {};
+  while (failure_.ok() && !s.sends.empty()) {
+    Part& part = s.sends.front();
+    iovec iov[2];
+    int iovCount = 0;
+    if (part.progress < kHeaderBytes)
+      iov[iovCount++] = {part.header.data() + part.progress, kHeaderBytes - part.progress};
+    const std::uint64_t payloadDone = part.progress < kHeaderBytes ? 0 : part.progress - kHeaderBytes;
+    const std::uint64_t payloadLeft = part.length - payloadDone;
+    if (payloadLeft > 0) {
+      if (part.data != nullptr)
+        iov[iovCount++] = {const_cast<char*>(part.data) + payloadDone, payloadLeft};
+      else
+        iov[iovCount++] = {const_cast<char*>(kZeros),
+                           std::min<std::uint64_t>(payloadLeft, sizeof(kZeros))};
+    }
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = static_cast<std::size_t>(iovCount);
+    ssize_t n = ::sendmsg(s.fd.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      failLocked(sendErrorLocked(errno, done), done);
+      return;
+    }
+    part.progress += static_cast<std::uint64_t>(n);
+    if (part.progress == kHeaderBytes + part.length) {
+      TransferRequest* request = part.request;
+      s.sends.pop_front();
+      if (request != nullptr && !sendPendingLocked(request)) completeLocked(request, Status(), done);
     }
   }
 }
@@ -253,22 +367,29 @@ void TcpLink::queueAbort(const Status& status) {
 
 bool TcpLink::sendsDrained() {
   std::lock_guard<std::mutex> lock(mutex_);
-  return !failure_.ok() || !fd_.valid() || (sendQueue_.empty() && (!controlQueued_ || controlSent_));
+  if (!failure_.ok() || !fd_.valid()) return true;
+  for (const auto& s : extra_) {
+    if (!s->sends.empty()) return false;
+  }
+  return sendQueue_.empty() && (!controlQueued_ || controlSent_);
 }
 
 bool TcpLink::writesAcknowledged() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!fd_.valid()) return true;
-  // A connection that is over (reset, or closed both ways) delivers nothing more; its
-  // unacknowledged count stays where it stopped.
-  tcp_info info{};
-  socklen_t length = sizeof(info);
-  if (::getsockopt(fd_.get(), IPPROTO_TCP, TCP_INFO, &info, &length) != 0 ||
-      info.tcpi_state == TCP_CLOSE)
-    return true;
-  int unacknowledged = 0;
-  if (::ioctl(fd_.get(), SIOCOUTQ, &unacknowledged) != 0) return true;
-  return unacknowledged == 0;
+  for (int stream = 0; stream < streams(); ++stream) {
+    // A connection that is over (reset, or closed both ways) delivers nothing more; its
+    // unacknowledged count stays where it stopped.
+    tcp_info info{};
+    socklen_t length = sizeof(info);
+    if (::getsockopt(fd(stream), IPPROTO_TCP, TCP_INFO, &info, &length) != 0 ||
+        info.tcpi_state == TCP_CLOSE)
+      continue;
+    int unacknowledged = 0;
+    if (::ioctl(fd(stream), SIOCOUTQ, &unacknowledged) != 0) continue;
+    if (unacknowledged != 0) return false;
+  }
+  return true;
 }
 
 // ---- receiving ----------------------------------------------------------------------------
@@ -376,14 +497,20 @@ bool TcpLink::readsPaused() {
   return readState_ == ReadState::kPaused;
 }
 
-void TcpLink::onEvents(std::uint32_t events) {
+void TcpLink::onEvents(int stream, std::uint32_t events) {
   DoneList done;
   Status failure;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!fd_.valid() || !failure_.ok()) return;
-    if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) readLocked(done);
-    if ((events & EPOLLOUT) && failure_.ok()) trySendLocked(done);
+    if (stream > 0) {
+      Stream& s = *extra_[static_cast<std::size_t>(stream - 1)];
+      if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) readStreamLocked(stream, s, done);
+      if ((events & EPOLLOUT) && failure_.ok()) trySendStreamLocked(s, done);
+    } else {
+      if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) readLocked(done);
+      if ((events & EPOLLOUT) && failure_.ok()) trySendLocked(done);
+    }
     failure = failureToReportLocked();
     updateInterestLocked();
   }
@@ -400,12 +527,25 @@ void TcpLink::cancel(TransferRequest* request) {
     auto posted = std::find(posted_.begin(), posted_.end(), request);
     if (posted != posted_.end()) posted_.erase(posted);
     if (readTarget_ == request) {
-      discardLeft_ = request->bytes - request->progress;
+      discardLeft_ = readEnd_ - readPos_;
       readTarget_ = nullptr;
       readState_ = discardLeft_ > 0 ? ReadState::kDiscard : ReadState::kHeader;
     }
     for (auto& u : unexpected_) {
       if (u->claimedBy == request) u->claimedBy = nullptr;
+    }
+    // Parts of it still to come on the extra streams are read and dropped; parts of it
+    // still to go were committed with its DATA frame: they go out as zeros.
+    for (auto& s : extra_) {
+      for (Part& part : s->expected) {
+        if (part.request == request) part.request = nullptr;
+      }
+      for (Part& part : s->sends) {
+        if (part.request == request) {
+          part.request = nullptr;
+          part.data = nullptr;
+        }
+      }
     }
     auto queued = std::find(sendQueue_.begin(), sendQueue_.end(), request);
     if (queued != sendQueue_.end()) {
@@ -434,14 +574,18 @@ void TcpLink::cancel(TransferRequest* request) {
 void TcpLink::closeSocket() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!fd_.valid()) return;
-  owner_->unwatch(fd_.get());
-  // Drain input we will never read, so that close() sends FIN rather than RST (an RST
-  // could destroy our CLOSE frame before the peer reads it). Bounded: at most 64 reads.
   char sink[kDiscardChunk];
-  for (int i = 0; i < 64; ++i) {
-    ssize_t n = ::recv(fd_.get(), sink, sizeof(sink), MSG_DONTWAIT);
-    if (n <= 0) break;
+  for (int stream = streams() - 1; stream >= 0; --stream) {
+    const int socket = fd(stream);
+    owner_->unwatch(socket);
+    // Drain input we will never read, so that close() sends FIN rather than RST (an RST
+    // could destroy our CLOSE frame before the peer reads it). Bounded: at most 64 reads.
+    for (int i = 0; i < 64; ++i) {
+      ssize_t n = ::recv(socket, sink, sizeof(sink), MSG_DONTWAIT);
+      if (n <= 0) break;
+    }
   }
+  for (auto& s : extra_) s->fd.reset();
   fd_.reset();
 }
 

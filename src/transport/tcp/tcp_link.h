@@ -1,5 +1,12 @@
 #pragma once
-// TcpLink: the connection to one peer over one TCP socket.
+// TcpLink: the connection to one peer over one TCP socket, or several (TUTTI_TCP_STREAMS).
+//
+// With several streams, stream 0 carries every frame as with one (headers, small messages,
+// CLOSE, ABORT: their order and matching are one socket's), and a message of at least
+// kStripeMinBytes is striped (wire.h): its DATA frame on stream 0 carries the first part,
+// each other stream a PART frame with the next. The receiver routes the parts where the
+// DATA frame's match put the message (the posted receive's buffer, at their offsets, or an
+// unexpected buffer), so no part is copied twice. Any stream's failure fails the link.
 //
 // Sends are queued FIFO and written with sendmsg(header, payload) — first directly by the
 // posting thread when the queue is empty (no thread hop on the fast path), otherwise by the
@@ -31,10 +38,23 @@
 namespace tutti::tcp {
 
 class TcpTransport;
+class TcpLink;
+
+/// What the transport's epoll entries point to: a link's stream.
+struct PollTarget {
+  TcpLink* link = nullptr;
+  int stream = 0;
+};
+
+/// Messages this large are striped across a link's streams (smaller ones go whole on
+/// stream 0): a part of at least 128 KiB per stream keeps the extra headers and system
+/// calls negligible.
+inline constexpr std::size_t kStripeMinBytes = 256u << 10;
 
 class TcpLink final : public Link {
  public:
-  TcpLink(TcpTransport* owner, int peer, UniqueFd fd, std::string peerName,
+  /// `fds`: the pair's streams, stream 0 first (at least one).
+  TcpLink(TcpTransport* owner, int peer, std::vector<UniqueFd> fds, std::string peerName,
           std::uint64_t maxUnexpectedBytes);
   ~TcpLink() override;
 
@@ -43,12 +63,15 @@ class TcpLink final : public Link {
   void postRecv(TransferRequest* request, Tag tag, void* data, std::size_t bytes) override;
   void cancel(TransferRequest* request) override;
 
-  int fd() const { return fd_.get(); }
+  /// Stream `stream`'s socket and epoll target (0 <= stream < streams()).
+  int fd(int stream = 0) const;
+  PollTarget* pollTarget(int stream);
+  int streams() const { return 1 + static_cast<int>(extra_.size()); }
   const std::string& peerName() const { return peerName_; }
 
   // --- called by the transport's loop thread -------------------------------------------
-  /// Handles epoll readiness `events` (EPOLLIN/OUT/HUP/ERR) for this link's socket.
-  void onEvents(std::uint32_t events);
+  /// Handles epoll readiness `events` (EPOLLIN/OUT/HUP/ERR) for one stream's socket.
+  void onEvents(int stream, std::uint32_t events);
   /// Queues a CLOSE frame (orderly goodbye) after every queued send.
   void queueClose();
   /// Queues an ABORT frame carrying `status` (text, code and the rank at fault) after every
@@ -59,7 +82,7 @@ class TcpLink final : public Link {
   /// True when the peer's kernel has acknowledged every byte written (or the socket is
   /// closed or broken): closing the socket then loses nothing of ours.
   bool writesAcknowledged();
-  /// Reads and drops whatever input is available, then closes the socket.
+  /// Reads and drops whatever input is available, then closes the sockets.
   void closeSocket();
 
   /// Gives the messages buffered before the transport had a call checker (the loop thread
@@ -97,7 +120,57 @@ class TcpLink final : public Link {
     kAbortPayload
   };
 
+  // A part of a striped message on an extra stream: to write (request: the send, data its
+  // bytes or null for zeros) or to read (request or unexpected: where it goes; neither:
+  // dropped).
+  struct Part {
+    TransferRequest* request = nullptr;
+    Unexpected* unexpected = nullptr;
+    const char* data = nullptr;
+    Tag tag = 0;
+    std::uint64_t offset = 0;
+    std::uint64_t length = 0;
+    std::uint64_t total = 0;
+    std::uint64_t progress = 0;  // bytes written (header included) or payload read
+    HeaderBytes header{};        // sends
+  };
+  // Stream 1.. of the link: PART frames only.
+  struct Stream {
+    PollTarget target;
+    UniqueFd fd;
+    RingQueue<Part> sends;
+    RingQueue<Part> expected;  // parts to read, in the order of their DATA frames
+    HeaderBytes readHeader{};
+    std::size_t headerGot = 0;
+    FrameHeader held;           // the PART header read (headerGot == kHeaderBytes)
+    bool eof = false;           // ended at a frame boundary with nothing expected
+    std::uint32_t interest = 0;
+  };
+
   // Everything *Locked() runs with mutex_ held and appends finished requests to `done`.
+  bool stripedBytes(std::uint64_t bytes) const {
+    return !extra_.empty() && bytes >= kStripeMinBytes;
+  }
+  // Bytes of a message's DATA frame payload (all of it, or its first part when striped).
+  std::uint64_t firstPartBytes(std::uint64_t bytes) const {
+    return stripedBytes(bytes) ? stripePart(bytes, streams(), 0).length : bytes;
+  }
+  // Queues the other parts of `request` (whose DATA frame started) on the extra streams.
+  void queuePartsLocked(TransferRequest* request, DoneList& done);
+  // Whether `request` (a send) still has a frame or part to write on any stream.
+  bool sendPendingLocked(const TransferRequest* request) const;
+  void trySendStreamLocked(Stream& s, DoneList& done);
+  void readStreamLocked(int index, Stream& s, DoneList& done);
+  // Tells each extra stream where the next part of the striped message of `header` goes
+  // (`request`, `unexpected`, or neither: dropped).
+  void expectPartsLocked(const FrameHeader& header, TransferRequest* request,
+                         Unexpected* unexpected);
+  // Bytes [got] of a message arrived (on any stream) for `request` / `unexpected`:
+  // completes it when whole.
+  void receivedLocked(TransferRequest* request, Unexpected* unexpected, std::size_t got,
+                      DoneList& done);
+  // Starts dropping the payload of `header` (refused, a probe, a conflict).
+  void discardPayloadLocked(const FrameHeader& header);
   void trySendLocked(DoneList& done);
   /// Why a write failed with `error`: what the peer's last frames say (read first), else
   /// the failed write.
@@ -127,7 +200,9 @@ class TcpLink final : public Link {
 
   TcpTransport* owner_;
   const int peer_;
-  UniqueFd fd_;
+  UniqueFd fd_;  // stream 0
+  PollTarget target_;
+  std::vector<std::unique_ptr<Stream>> extra_;  // streams 1..
   const std::string peerName_;
   const std::uint64_t maxUnexpectedBytes_;
 
@@ -154,6 +229,9 @@ class TcpLink final : public Link {
   FrameHeader pausedHeader_;
   TransferRequest* readTarget_ = nullptr;
   Unexpected* readUnexpected_ = nullptr;
+  // Where stream 0's payload being read lies in its message: [readPos_, readEnd_).
+  std::uint64_t readPos_ = 0;
+  std::uint64_t readEnd_ = 0;
   std::uint64_t discardLeft_ = 0;
   FrameHeader abortHeader_;
   std::string abortText_;

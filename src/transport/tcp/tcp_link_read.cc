@@ -44,8 +44,7 @@ void TcpLink::startPayloadLocked(const FrameHeader& header, DoneList& done) {
     static std::atomic<bool> taken{false};
     markFirstTime(taken);  // code no call runs until a peer waits long (pool_growth.h)
     (void)arrivalConflictsLocked(header);
-    discardLeft_ = header.length;
-    readState_ = discardLeft_ > 0 ? ReadState::kDiscard : ReadState::kHeader;
+    discardPayloadLocked(header);
     return;
   }
   auto it = std::find_if(posted_.begin(), posted_.end(),
@@ -66,8 +65,7 @@ void TcpLink::startPayloadLocked(const FrameHeader& header, DoneList& done) {
     }
     if (!refused.ok()) {
       completeLocked(request, std::move(refused), done);
-      discardLeft_ = header.length;
-      readState_ = discardLeft_ > 0 ? ReadState::kDiscard : ReadState::kHeader;
+      discardPayloadLocked(header);
       return;
     }
     if (header.length == 0) {
@@ -76,15 +74,17 @@ void TcpLink::startPayloadLocked(const FrameHeader& header, DoneList& done) {
       return;
     }
     readTarget_ = request;
-    readState_ = ReadState::kPayloadToRequest;
+    readPos_ = 0;
+    readEnd_ = firstPartBytes(header.length);
+    expectPartsLocked(header, request, nullptr);
+    readState_ = readEnd_ > 0 ? ReadState::kPayloadToRequest : ReadState::kHeader;
     return;
   }
   // Unexpected: nobody may ever receive it (another call here), so the checker looks at it
   // now. A message that matched a receive was checked against that receive's stamp above,
   // which is this rank's call for the same sequence number; the checker would repeat it.
   if (arrivalConflictsLocked(header)) {
-    discardLeft_ = header.length;  // dropped unread
-    readState_ = discardLeft_ > 0 ? ReadState::kDiscard : ReadState::kHeader;
+    discardPayloadLocked(header);  // dropped unread
     return;
   }
   // Payloads and entries both count: empty messages are held to the cap too.
@@ -103,13 +103,74 @@ void TcpLink::startPayloadLocked(const FrameHeader& header, DoneList& done) {
   entry->length = header.length;
   unexpectedBytes_ += header.length;
   readUnexpected_ = entry.get();
+  readPos_ = 0;
+  readEnd_ = firstPartBytes(header.length);
+  expectPartsLocked(header, nullptr, entry.get());
   pushEarly(unexpected_, std::move(entry));
-  readState_ = header.length > 0 ? ReadState::kPayloadToUnexpected : ReadState::kHeader;
+  readState_ = readEnd_ > 0 ? ReadState::kPayloadToUnexpected : ReadState::kHeader;
+}
+
+void TcpLink::discardPayloadLocked(const FrameHeader& header) {
+  discardLeft_ = firstPartBytes(header.length);
+  expectPartsLocked(header, nullptr, nullptr);
+  readState_ = discardLeft_ > 0 ? ReadState::kDiscard : ReadState::kHeader;
+}
+
+void TcpLink::expectPartsLocked(const FrameHeader& header, TransferRequest* request,
+                                Unexpected* unexpected) {
+  if (!stripedBytes(header.length)) return;
+  for (int i = 1; i < streams(); ++i) {
+    const PartRange range = stripePart(header.length, streams(), i);
+    Part part;
+    part.request = request;
+    part.unexpected = unexpected;
+    part.tag = header.tag;
+    part.offset = range.offset;
+    part.length = range.length;
+    part.total = header.length;
+    extra_[static_cast<std::size_t>(i - 1)]->expected.push_back(part);
+  }
+  // The streams' reading resumes with their interest (updateInterestLocked), or, for one
+  // that ended, fails the link there (readStreamLocked): the peer left mid-message.
+}
+
+void TcpLink::receivedLocked(TransferRequest* request, Unexpected* u, std::size_t got,
+                             DoneList& done) {
+  if (got == 0) return;  // an empty part: the message completes with its last byte
+  if (request != nullptr) {
+    request->progress += got;
+    if (request->progress == request->bytes) completeLocked(request, Status(), done);
+    return;
+  }
+  if (u == nullptr) return;
+  u->received += got;
+  if (u->received < u->length || u->claimedBy == nullptr) return;
+  TransferRequest* r = u->claimedBy;
+  std::memcpy(r->data, u->data.data(), u->length);
+  unexpectedBytes_ -= u->length;
+  recycleLocked(std::find_if(unexpected_.begin(), unexpected_.end(),
+                             [&](const auto& e) { return e.get() == u; }));
+  completeLocked(r, Status(), done);
 }
 
 void TcpLink::handleHeaderLocked(const FrameHeader& header, DoneList& done) {
   switch (header.type) {
     case FrameType::kData:
+      // The two ends stripe the same messages (the same rule, the same stream count): a
+      // frame that says otherwise would leave the streams out of step.
+      if (header.striped != stripedBytes(header.length)) {
+        const Status bad(ErrorCode::kProtocolError,
+                         strFormat("bad frame from %s: a %llu-byte message %s striped over %d "
+                                   "stream%s",
+                                   peerName_.c_str(),
+                                   static_cast<unsigned long long>(header.length),
+                                   header.striped ? "marked" : "not marked", streams(),
+                                   streams() == 1 ? "" : "s"),
+                         peer_);
+        abortNowLocked(bad);
+        failLocked(bad, done);
+        return;
+      }
       startPayloadLocked(header, done);
       return;
     case FrameType::kClose: {
@@ -131,9 +192,11 @@ void TcpLink::handleHeaderLocked(const FrameHeader& header, DoneList& done) {
       else readState_ = ReadState::kAbortPayload;
       return;
     case FrameType::kHello:
+    case FrameType::kPart:
       failLocked(Status(ErrorCode::kProtocolError,
-                        strFormat("%s sent a hello frame on an established connection",
-                                  peerName_.c_str()),
+                        strFormat("%s sent a %s frame on an established connection's stream 0",
+                                  peerName_.c_str(),
+                                  header.type == FrameType::kHello ? "hello" : "part"),
                         peer_),
                  done);
       return;
@@ -155,11 +218,11 @@ bool TcpLink::readPayloadLocked(DoneList& done) {
   std::size_t want = 0;
   char discard[kDiscardChunk];
   if (readState_ == ReadState::kPayloadToRequest) {
-    dst = readTarget_->data + readTarget_->progress;
-    want = readTarget_->bytes - readTarget_->progress;
+    dst = readTarget_->data + readPos_;
+    want = readEnd_ - readPos_;
   } else if (readState_ == ReadState::kPayloadToUnexpected) {
-    dst = readUnexpected_->data.data() + readUnexpected_->received;
-    want = readUnexpected_->length - readUnexpected_->received;
+    dst = readUnexpected_->data.data() + readPos_;
+    want = readEnd_ - readPos_;
   } else if (readState_ == ReadState::kAbortPayload) {
     dst = abortText_.data() + abortGot_;
     want = abortText_.size() - abortGot_;
@@ -180,28 +243,19 @@ bool TcpLink::readPayloadLocked(DoneList& done) {
     return false;
   }
   auto got = static_cast<std::size_t>(n);
-  if (readState_ == ReadState::kPayloadToRequest) {
-    readTarget_->progress += got;
-    if (readTarget_->progress == readTarget_->bytes) {
-      completeLocked(readTarget_, Status(), done);
+  if (readState_ == ReadState::kPayloadToRequest ||
+      readState_ == ReadState::kPayloadToUnexpected) {
+    // The other parts of a striped message may land before or after this one: whichever
+    // completes the message (receivedLocked) completes it.
+    readPos_ += got;
+    TransferRequest* request = readTarget_;
+    Unexpected* u = readState_ == ReadState::kPayloadToUnexpected ? readUnexpected_ : nullptr;
+    if (readPos_ == readEnd_) {
       readTarget_ = nullptr;
-      readState_ = ReadState::kHeader;
-    }
-  } else if (readState_ == ReadState::kPayloadToUnexpected) {
-    Unexpected* u = readUnexpected_;
-    u->received += got;
-    if (u->received == u->length) {
       readUnexpected_ = nullptr;
       readState_ = ReadState::kHeader;
-      if (u->claimedBy != nullptr) {
-        TransferRequest* r = u->claimedBy;
-        std::memcpy(r->data, u->data.data(), u->length);
-        unexpectedBytes_ -= u->length;
-        recycleLocked(std::find_if(unexpected_.begin(), unexpected_.end(),
-                                   [&](const auto& e) { return e.get() == u; }));
-        completeLocked(r, Status(), done);
-      }
     }
+    receivedLocked(request, u, got, done);
   } else if (readState_ == ReadState::kAbortPayload) {
     abortGot_ += got;
     if (abortGot_ == abortText_.size()) finishAbortLocked(done);
@@ -271,6 +325,115 @@ void TcpLink::readLocked(DoneList& done) {
     }
     handleHeaderLocked(*header, done);
   }
+}
+
+void TcpLink::readStreamLocked(int index, Stream& s, DoneList& done) {
+  std::size_t budget = kReadBudgetBytes;
+  char discard[kDiscardChunk];
+  while (failure_.ok() && !s.eof && budget > 0) {
+    if (s.headerGot < kHeaderBytes) {
+      ssize_t n = ::recv(s.fd.get(), s.readHeader.data() + s.headerGot,
+                         kHeaderBytes - s.headerGot, MSG_DONTWAIT);
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      if (n < 0 && errno == EINTR) continue;
+      if (n == 0 && s.headerGot == 0 && s.expected.empty()) {
+        // Between parts: the peer closed, in order or not; stream 0 tells which (its CLOSE,
+        // ABORT or EOF). A part expected later fails the link below.
+        s.eof = true;
+        owner_->unwatch(s.fd.get());
+        s.interest = 0;
+        break;
+      }
+      if (n <= 0) {
+        failLocked(Status(ErrorCode::kPeerFailure,
+                          strFormat("%s closed stream %d of its connection in the middle of a "
+                                    "message (%s): the peer process died or was killed",
+                                    peerName_.c_str(), index, n == 0 ? "EOF" : std::strerror(errno)),
+                          peer_),
+                   done);
+        break;
+      }
+      s.headerGot += static_cast<std::size_t>(n);
+      if (s.headerGot < kHeaderBytes) continue;
+      const std::string who = strFormat("%s (stream %d)", peerName_.c_str(), index);
+      Result<FrameHeader> header = decodeHeader(s.readHeader.data(), who);
+      Status bad;
+      if (!header.ok()) bad = Status(header.status().code(), header.status().message(), peer_);
+      else if (header->type != FrameType::kPart)
+        bad = Status(ErrorCode::kProtocolError,
+                     strFormat("%s sent a frame of type %u where only parts may come", who.c_str(),
+                               static_cast<unsigned>(header->type)),
+                     peer_);
+      if (!bad.ok()) {
+        abortNowLocked(bad);
+        failLocked(bad, done);
+        break;
+      }
+      s.held = *header;
+    }
+    if (s.expected.empty()) break;  // waits for its DATA frame on stream 0
+    Part& part = s.expected.front();
+    if (part.progress == 0 && (s.held.tag != part.tag || s.held.partOffset != part.offset ||
+                               s.held.length != part.length || s.held.partTotal != part.total)) {
+      const Status bad(ErrorCode::kProtocolError,
+                       strFormat("bad frame from %s (stream %d): a part of bytes [%llu, +%llu) "
+                                 "of a %llu-byte message with tag 0x%llx where the part at %llu "
+                                 "of message 0x%llx was due",
+                                 peerName_.c_str(), index,
+                                 static_cast<unsigned long long>(s.held.partOffset),
+                                 static_cast<unsigned long long>(s.held.length),
+                                 static_cast<unsigned long long>(s.held.partTotal),
+                                 static_cast<unsigned long long>(s.held.tag),
+                                 static_cast<unsigned long long>(part.offset),
+                                 static_cast<unsigned long long>(part.tag)),
+                       peer_);
+      abortNowLocked(bad);
+      failLocked(bad, done);
+      break;
+    }
+    std::size_t got = 0;
+    if (part.progress < part.length) {
+      const std::uint64_t left = part.length - part.progress;
+      char* dst = discard;
+      std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(left, kDiscardChunk));
+      if (part.request != nullptr) {
+        dst = part.request->data + part.offset + part.progress;
+        want = static_cast<std::size_t>(left);
+      } else if (part.unexpected != nullptr) {
+        dst = part.unexpected->data.data() + part.offset + part.progress;
+        want = static_cast<std::size_t>(left);
+      }
+      ssize_t n = ::recv(s.fd.get(), dst, want, MSG_DONTWAIT);
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        failLocked(Status(ErrorCode::kPeerFailure,
+                          strFormat("%s closed stream %d of its connection in the middle of a "
+                                    "message (%s): the peer process died or was killed",
+                                    peerName_.c_str(), index, n == 0 ? "EOF" : std::strerror(errno)),
+                          peer_),
+                   done);
+        break;
+      }
+      got = static_cast<std::size_t>(n);
+      part.progress += got;
+      budget -= std::min<std::size_t>(budget, got);
+    }
+    const Part finished = part;
+    if (finished.progress == finished.length) {
+      s.expected.pop_front();
+      s.headerGot = 0;
+    }
+    receivedLocked(finished.request, finished.unexpected, got, done);
+  }
+  // A stream that ended between parts while its peer still owes one: the peer is gone.
+  if (failure_.ok() && s.eof && !s.expected.empty())
+    failLocked(Status(ErrorCode::kPeerFailure,
+                      strFormat("%s closed stream %d of its connection while a part of a message "
+                                "was still due on it: the peer process died or was killed",
+                                peerName_.c_str(), index),
+                      peer_),
+               done);
 }
 
 }  // namespace tutti::tcp

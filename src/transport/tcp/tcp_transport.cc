@@ -37,9 +37,17 @@ Result<std::unique_ptr<TcpTransport>> TcpTransport::create(Store& store,
   params.bindHost = options.bindHost;
   params.key = &options.key;
   params.authTimeout = options.authTimeout;
+  params.streams = options.streams;
+  params.socketBufferBytes = options.socketBufferBytes;
   TUTTI_ASSIGN_OR_RETURN(MeshSockets mesh,
                          establishMesh(store, keyPrefix, params, options.deadline));
-  return adopt(options.rank, options.size, std::move(mesh.sockets), mesh.names,
+  std::vector<std::vector<UniqueFd>> streams(mesh.sockets.size());
+  for (std::size_t peer = 0; peer < streams.size(); ++peer) {
+    if (!mesh.sockets[peer].valid()) continue;
+    streams[peer].push_back(std::move(mesh.sockets[peer]));
+    for (UniqueFd& fd : mesh.extra[peer]) streams[peer].push_back(std::move(fd));
+  }
+  return adopt(options.rank, options.size, std::move(streams), mesh.names,
                options.maxUnexpectedBytes);
 }
 
@@ -47,18 +55,33 @@ Result<std::unique_ptr<TcpTransport>> TcpTransport::adopt(int rank, int size,
                                                           std::vector<UniqueFd> sockets,
                                                           const std::vector<std::string>& names,
                                                           std::uint64_t maxUnexpectedBytes) {
-  TUTTI_CHECK_ARG(sockets.size() == static_cast<std::size_t>(size) && names.size() == sockets.size(),
+  std::vector<std::vector<UniqueFd>> streams(sockets.size());
+  for (std::size_t peer = 0; peer < sockets.size(); ++peer) {
+    if (sockets[peer].valid()) streams[peer].push_back(std::move(sockets[peer]));
+  }
+  return adopt(rank, size, std::move(streams), names, maxUnexpectedBytes);
+}
+
+Result<std::unique_ptr<TcpTransport>> TcpTransport::adopt(
+    int rank, int size, std::vector<std::vector<UniqueFd>> streams,
+    const std::vector<std::string>& names, std::uint64_t maxUnexpectedBytes) {
+  TUTTI_CHECK_ARG(streams.size() == static_cast<std::size_t>(size) && names.size() == streams.size(),
                   "need one socket and one name per rank (%d), got %zu and %zu", size,
-                  sockets.size(), names.size());
-  for (int peer = 0; peer < size; ++peer)
-    TUTTI_CHECK_ARG(sockets[static_cast<std::size_t>(peer)].valid() == (peer != rank),
-                    "socket of rank %d is %s", peer, peer == rank ? "set for self" : "missing");
+                  streams.size(), names.size());
+  for (int peer = 0; peer < size; ++peer) {
+    const auto& fds = streams[static_cast<std::size_t>(peer)];
+    const bool valid = !fds.empty() && std::all_of(fds.begin(), fds.end(),
+                                                   [](const UniqueFd& fd) { return fd.valid(); });
+    TUTTI_CHECK_ARG(valid == (peer != rank), "socket of rank %d is %s", peer,
+                    peer == rank ? "set for self" : "missing");
+  }
   std::unique_ptr<TcpTransport> transport(new TcpTransport(rank, size));
-  TUTTI_RETURN_IF_ERROR(transport->startLoop(std::move(sockets), names, maxUnexpectedBytes));
+  TUTTI_RETURN_IF_ERROR(transport->startLoop(std::move(streams), names, maxUnexpectedBytes));
   return transport;
 }
 
-Status TcpTransport::startLoop(std::vector<UniqueFd> sockets, const std::vector<std::string>& names,
+Status TcpTransport::startLoop(std::vector<std::vector<UniqueFd>> streams,
+                               const std::vector<std::string>& names,
                                std::uint64_t maxUnexpectedBytes) {
   epoll_.reset(epoll_create1(EPOLL_CLOEXEC));
   if (!epoll_.valid()) return systemError("epoll_create1", errno);
@@ -73,13 +96,15 @@ Status TcpTransport::startLoop(std::vector<UniqueFd> sockets, const std::vector<
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_) continue;
     auto& link = links_[static_cast<std::size_t>(peer)];
-    link = std::make_unique<TcpLink>(this, peer, std::move(sockets[static_cast<std::size_t>(peer)]),
+    link = std::make_unique<TcpLink>(this, peer, std::move(streams[static_cast<std::size_t>(peer)]),
                                      names[static_cast<std::size_t>(peer)], maxUnexpectedBytes);
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.ptr = link.get();
-    if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, link->fd(), &ev) != 0)
-      return systemError("epoll_ctl", errno);
+    for (int stream = 0; stream < link->streams(); ++stream) {
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.ptr = link->pollTarget(stream);
+      if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, link->fd(stream), &ev) != 0)
+        return systemError("epoll_ctl", errno);
+    }
   }
   loopThread_ = startPrefaultedThread([this] { loop(); });
   return Status::Ok();
@@ -132,10 +157,10 @@ void TcpTransport::reportFailure(const Status& status) {
 
 void TcpTransport::fail(const Status& status) { reportFailure(status); }
 
-void TcpTransport::modify(int fd, std::uint32_t events, TcpLink* link) {
+void TcpTransport::modify(int fd, std::uint32_t events, PollTarget* target) {
   epoll_event ev{};
   ev.events = events;
-  ev.data.ptr = link;
+  ev.data.ptr = target;
   // Failure here means the fd is already gone from the set; the link is dying anyway.
   (void)epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, fd, &ev);
 }
@@ -154,15 +179,15 @@ void TcpTransport::pollOnce(int timeoutMs) {
     return;
   }
   for (int i = 0; i < n; ++i) {
-    auto* link = static_cast<TcpLink*>(events[i].data.ptr);
-    if (link == nullptr) {
+    auto* target = static_cast<PollTarget*>(events[i].data.ptr);
+    if (target == nullptr) {
       std::uint64_t value;
       (void)!::read(wakeFd_.get(), &value, sizeof(value));
       continue;
     }
     // Two threads may briefly both poll (the loop thread and a driver); the link's mutex
     // makes handling the same readiness twice harmless (the second read finds nothing).
-    link->onEvents(events[i].events);
+    target->link->onEvents(target->stream, events[i].events);
   }
 }
 

@@ -42,6 +42,11 @@ class TcpTransport final : public Transport {
     std::uint64_t commUid = 0;
     /// Address to listen on and publish (numeric or resolvable host).
     std::string bindHost = "127.0.0.1";
+    /// Connections per peer (TUTTI_TCP_STREAMS; 0: auto, establish.h).
+    int streams = 0;
+    /// SO_SNDBUF and SO_RCVBUF of every connection (TUTTI_SOCKET_BUFFER_BYTES; 0: the
+    /// kernel's autotuning).
+    std::uint64_t socketBufferBytes = 0;
     /// The job key every connection proves in both directions. A default Key is the
     /// no-secret key: it authenticates nothing.
     auth::Key key;
@@ -64,6 +69,11 @@ class TcpTransport final : public Transport {
                                                      std::vector<UniqueFd> sockets,
                                                      const std::vector<std::string>& names,
                                                      std::uint64_t maxUnexpectedBytes);
+  /// As above with several streams per peer (streams[peer][0] first; empty for self).
+  static Result<std::unique_ptr<TcpTransport>> adopt(int rank, int size,
+                                                     std::vector<std::vector<UniqueFd>> streams,
+                                                     const std::vector<std::string>& names,
+                                                     std::uint64_t maxUnexpectedBytes);
   ~TcpTransport() override;
 
   int rank() const override { return rank_; }
@@ -84,7 +94,7 @@ class TcpTransport final : public Transport {
   /// Records the first failure, tells every peer (ABORT frames naming the rank at fault)
   /// and wakes waiters. Later failures are ignored.
   void reportFailure(const Status& status);
-  void modify(int fd, std::uint32_t events, TcpLink* link);
+  void modify(int fd, std::uint32_t events, PollTarget* target);
   /// Signals that requests completed (or the transport failed). When another thread is
   /// driving and may be blocked in epoll_wait, it is woken too: epoll wakes only one waiter
   /// per event, so a completion made on the loop thread would otherwise go unnoticed by the
@@ -96,8 +106,8 @@ class TcpTransport final : public Transport {
 
  private:
   TcpTransport(int rank, int size);
-  Status startLoop(std::vector<UniqueFd> sockets, const std::vector<std::string>& names,
-                   std::uint64_t maxUnexpectedBytes);
+  Status startLoop(std::vector<std::vector<UniqueFd>> streams,
+                   const std::vector<std::string>& names, std::uint64_t maxUnexpectedBytes);
   void loop();
   /// One epoll_wait of at most `timeoutMs` (0: poll) and the handling of its events.
   void pollOnce(int timeoutMs);

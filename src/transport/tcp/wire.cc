@@ -1,5 +1,6 @@
 #include "transport/tcp/wire.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "base/assert.h"
@@ -45,14 +46,22 @@ HeaderBytes encodeHeader(const FrameHeader& header) {
   put32(&out[0], kWireMagic);
   out[4] = kWireVersion;
   out[5] = static_cast<std::uint8_t>(header.type);
-  // out[6..7]: flags, zero
+  if (header.striped) {
+    TUTTI_ASSERT(header.type == FrameType::kData);
+    out[6] = static_cast<std::uint8_t>(kFlagStriped);
+  }
   put64(&out[8], header.tag);
   put64(&out[16], header.length);
-  // A message's stamp never has open bits (CallStamp::open: only flat exchanges, which TCP
-  // has none of, carry those), so the frame carries what and count alone.
-  TUTTI_ASSERT(header.stamp.open == 0);
-  put64(&out[24], header.stamp.what);
-  put64(&out[32], header.stamp.count);
+  if (header.type == FrameType::kPart) {
+    put64(&out[24], header.partOffset);
+    put64(&out[32], header.partTotal);
+  } else {
+    // A message's stamp never has open bits (CallStamp::open: only flat exchanges, which
+    // TCP has none of, carry those), so the frame carries what and count alone.
+    TUTTI_ASSERT(header.stamp.open == 0);
+    put64(&out[24], header.stamp.what);
+    put64(&out[32], header.stamp.count);
+  }
   put32(&out[40], header.aux);
   put32(&out[44], fnv1a(out.data(), 44));
   return out;
@@ -69,15 +78,26 @@ Result<FrameHeader> decodeHeader(const std::uint8_t* bytes, const std::string& p
   if (check != fnv1a(bytes, 44)) return protocolError(peer, "header checksum mismatch");
   std::uint8_t type = bytes[5];
   if (type < static_cast<std::uint8_t>(FrameType::kData) ||
-      type > static_cast<std::uint8_t>(FrameType::kAbort))
+      type > static_cast<std::uint8_t>(FrameType::kPart))
     return protocolError(peer, strFormat("unknown frame type %u", type));
-  if (bytes[6] != 0 || bytes[7] != 0) return protocolError(peer, "reserved flags are set");
+  const unsigned flags = bytes[6] | (unsigned{bytes[7]} << 8);
+  if (flags != 0 && !(type == static_cast<std::uint8_t>(FrameType::kData) && flags == kFlagStriped))
+    return protocolError(peer, "reserved flags are set");
   FrameHeader header;
   header.type = static_cast<FrameType>(type);
+  header.striped = flags == kFlagStriped;
   header.tag = get64(bytes + 8);
   header.length = get64(bytes + 16);
-  header.stamp.what = get64(bytes + 24);
-  header.stamp.count = get64(bytes + 32);
+  if (header.type == FrameType::kPart) {
+    header.partOffset = get64(bytes + 24);
+    header.partTotal = get64(bytes + 32);
+    if (header.partTotal > kMaxFrameBytes || header.partOffset > header.partTotal ||
+        header.length > header.partTotal - header.partOffset)
+      return protocolError(peer, "part frame outside its message");
+  } else {
+    header.stamp.what = get64(bytes + 24);
+    header.stamp.count = get64(bytes + 32);
+  }
   header.aux = get32(bytes + 40);
   if (header.length > kMaxFrameBytes)
     return protocolError(peer, strFormat("declared length %llu exceeds the %llu-byte limit",
@@ -110,25 +130,38 @@ Status abortStatus(const FrameHeader& header, std::string text, int sender, int 
   return Status(static_cast<ErrorCode>(header.aux), std::move(text), blamed);
 }
 
+PartRange stripePart(std::uint64_t bytes, int streams, int index) {
+  TUTTI_ASSERT(streams >= 1 && index >= 0 && index < streams);
+  const auto n = static_cast<std::uint64_t>(streams);
+  const std::uint64_t share = ((bytes + n - 1) / n + 63) / 64 * 64;
+  const std::uint64_t begin = std::min(bytes, share * static_cast<std::uint64_t>(index));
+  const std::uint64_t end = std::min(bytes, begin + share);
+  return PartRange{begin, end - begin};
+}
+
 std::array<std::uint8_t, kHelloBytes> encodeHello(const Hello& hello) {
   std::array<std::uint8_t, kHelloBytes> out{};
   put64(&out[0], hello.commUid);
   put32(&out[8], hello.rank);
   put32(&out[12], hello.size);
-  // out[16..23]: reserved, zero
+  put32(&out[16], hello.stream);
+  put32(&out[20], hello.streams);
   return out;
 }
 
 Result<Hello> decodeHello(const std::uint8_t* bytes, std::size_t length, const std::string& peer) {
   if (length != kHelloBytes)
     return protocolError(peer, strFormat("hello of %zu bytes (expected %zu)", length, kHelloBytes));
-  for (std::size_t i = 16; i < kHelloBytes; ++i) {
-    if (bytes[i] != 0) return protocolError(peer, "reserved hello bytes are set");
-  }
   Hello hello;
   hello.commUid = get64(bytes);
   hello.rank = get32(bytes + 8);
   hello.size = get32(bytes + 12);
+  hello.stream = get32(bytes + 16);
+  hello.streams = get32(bytes + 20);
+  if (hello.streams < 1 || hello.streams > static_cast<std::uint32_t>(kMaxStreams) ||
+      hello.stream >= hello.streams)
+    return protocolError(peer, strFormat("hello for stream %u of %u (at most %d streams)",
+                                         hello.stream, hello.streams, kMaxStreams));
   return hello;
 }
 

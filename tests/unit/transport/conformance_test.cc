@@ -58,9 +58,11 @@ std::size_t tcpUnexpected(tcp::TcpTransport& t) {
   return n;
 }
 
-TransportKind tcpKind() {
-  return {"Tcp", [](int size, const ConnectOptions& options) {
-            auto ts = tcp::connectAll(size, makeMemoryStore(), options.maxUnexpectedBytes);
+// TcpStreams: three connections per pair, messages of 256 KiB or more striped across them.
+TransportKind tcpKind(const char* name = "Tcp", int streams = 0) {
+  return {name, [streams](int size, const ConnectOptions& options) {
+            auto ts = tcp::connectAll(size, makeMemoryStore(), options.maxUnexpectedBytes,
+                                      streams);
             std::vector<tcp::TcpTransport*> raw;
             Ranks ranks;
             for (auto& t : ts) {
@@ -112,7 +114,7 @@ TransportKind hybridKind() {
 
 std::vector<TransportKind> transportKinds() {
   return {shmKind("ShmRendezvous", 256u << 10), shmKind("ShmRingOnly", 0), tcpKind(),
-          hybridKind()};
+          tcpKind("TcpStreams", 3), hybridKind()};
 }
 
 class Conformance : public ::testing::TestWithParam<TransportKind> {

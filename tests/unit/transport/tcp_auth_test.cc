@@ -15,6 +15,7 @@
 
 #include "base/log.h"
 #include "base/net.h"
+#include "transport/tcp/establish.h"
 #include "bootstrap/auth_gate.h"
 #include "transport/tcp/tcp_transport.h"
 #include "transport/tcp/wire.h"
@@ -75,9 +76,9 @@ HostPort addressOf(Store& store, int rank) {
   auto addr = store.get("a/addr/" + std::to_string(rank), Deadline::afterSeconds(30));
   EXPECT_TRUE(addr.ok()) << addr.status().toString();
   if (!addr.ok()) return {};
-  auto hp = parseHostPort(std::string(addr->begin(), addr->end()));
+  auto hp = parsePublishedAddress(std::string(addr->begin(), addr->end()));
   EXPECT_TRUE(hp.ok());
-  return hp.ok() ? *hp : HostPort{};
+  return hp.ok() ? hp->address : HostPort{};
 }
 
 std::string readFile(const std::string& path) {

@@ -64,9 +64,9 @@ class HalfBuiltMesh : public ::testing::Test {
     const Deadline deadline = Deadline::afterSeconds(20);
     auto addr = store_->get(std::string(kPrefix) + "addr/" + std::to_string(to), deadline);
     ASSERT_TRUE(addr.ok()) << addr.status().toString();
-    auto target = parseHostPort(std::string(addr->begin(), addr->end()));
+    auto target = parsePublishedAddress(std::string(addr->begin(), addr->end()));
     ASSERT_TRUE(target.ok()) << target.status().toString();
-    auto fd = connectTcp(*target, deadline);
+    auto fd = connectTcp(target->address, deadline);
     ASSERT_TRUE(fd.ok()) << fd.status().toString();
     ASSERT_TRUE(auth::authenticateToServer(fd->get(), jobKey(),
                                            auth::Context::peerLink(kUid, to, kSize), deadline)

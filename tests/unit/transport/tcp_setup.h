@@ -14,9 +14,11 @@ namespace tutti::tcp {
 
 inline constexpr std::uint64_t kUid = 0xabcdef;
 
-/// Every rank's transport, made by one thread per rank.
+/// Every rank's transport, made by one thread per rank, with `streams` connections per pair
+/// (TUTTI_TCP_STREAMS; 0: auto, one over loopback).
 inline std::vector<std::unique_ptr<TcpTransport>> connectAll(
-    int size, std::shared_ptr<Store> store, std::uint64_t maxUnexpected = 64u << 20) {
+    int size, std::shared_ptr<Store> store, std::uint64_t maxUnexpected = 64u << 20,
+    int streams = 0) {
   std::vector<std::unique_ptr<TcpTransport>> out(static_cast<std::size_t>(size));
   std::vector<std::thread> threads;
   std::vector<Status> errors(static_cast<std::size_t>(size));
@@ -27,6 +29,7 @@ inline std::vector<std::unique_ptr<TcpTransport>> connectAll(
       o.size = size;
       o.commUid = kUid;
       o.maxUnexpectedBytes = maxUnexpected;
+      o.streams = streams;
       o.deadline = Deadline::afterSeconds(30);
       auto t = TcpTransport::create(*store, "t/", o);
       if (t.ok()) out[static_cast<std::size_t>(r)] = std::move(t).value();

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/net.h"
+#include "transport/tcp/establish.h"
 #include "transport/call_checker.h"
 #include "transport/tag.h"
 #include "transport/tcp/tcp_link.h"
@@ -65,17 +66,17 @@ TEST(TcpTransport, StrangerConnectionsAreRefusedDuringEstablishment) {
   });
   auto addr = store->get("s/addr/0", Deadline::afterSeconds(30));
   ASSERT_TRUE(addr.ok());
-  auto hp = parseHostPort(std::string(addr->begin(), addr->end()));
+  auto hp = parsePublishedAddress(std::string(addr->begin(), addr->end()));
   ASSERT_TRUE(hp.ok());
   {  // garbage
-    auto fd = connectTcp(*hp, Deadline::afterSeconds(10));
+    auto fd = connectTcp(hp->address, Deadline::afterSeconds(10));
     ASSERT_TRUE(fd.ok());
     const char junk[64] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
     ASSERT_TRUE(writeFull(fd->get(), junk, sizeof(junk), Deadline::afterSeconds(5)).ok());
   }
   {  // a well-formed hello, without the authentication that must come first (tcp_auth_test.cc
      // has the strangers that authenticate)
-    auto fd = connectTcp(*hp, Deadline::afterSeconds(10));
+    auto fd = connectTcp(hp->address, Deadline::afterSeconds(10));
     ASSERT_TRUE(fd.ok());
     auto header = encodeHeader(FrameHeader{FrameType::kHello, 0, kHelloBytes, 0, {}});
     auto hello = encodeHello(Hello{kUid + 1, 1, 2});
@@ -148,6 +149,155 @@ TEST(TcpTransportFaults, GarbageOnAnEstablishedLinkIsAProtocolErrorNamingThePeer
   EXPECT_NE(s.message().find("rank 1 (test)"), std::string::npos) << s.toString();
   EXPECT_EQ(s.peerRank(), 1);
   EXPECT_EQ(waitForFailure(*p.transport).code(), ErrorCode::kProtocolError);
+}
+
+// Ranks set up with different TUTTI_TCP_STREAMS: both fail at creation, each naming the
+// other's setting and its own, instead of waiting for connections that never come.
+TEST(TcpStreams, RanksWithDifferentStreamCountsBothFailSayingSo) {
+  auto store = makeMemoryStore();
+  Result<std::unique_ptr<TcpTransport>> results[2] = {Status(ErrorCode::kInternal, "not run"),
+                                                      Status(ErrorCode::kInternal, "not run")};
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      TcpTransport::Options o;
+      o.rank = r;
+      o.size = 2;
+      o.commUid = kUid;
+      o.streams = r == 0 ? 2 : 4;
+      o.deadline = Deadline::afterSeconds(30);
+      results[r] = TcpTransport::create(*store, "m/", o);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < 2; ++r) {
+    const Status s = results[r].status();
+    EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument) << "rank " << r << ": " << s.toString();
+    const std::string text = r == 0 ? "rank 1 runs with TUTTI_TCP_STREAMS=4 and this rank with 2"
+                                    : "rank 0 runs with TUTTI_TCP_STREAMS=2 and this rank with 4";
+    EXPECT_NE(s.message().find(text), std::string::npos) << "rank " << r << ": " << s.toString();
+  }
+}
+
+// Rank 0's transport with a link of `streams` connections to "rank 1", whose other ends
+// the test drives by hand.
+struct RawStreams {
+  std::unique_ptr<TcpTransport> transport;
+  std::vector<UniqueFd> raw;
+};
+
+RawStreams transportWithRawStreams(int streams) {
+  std::vector<std::vector<UniqueFd>> sockets(2);
+  RawStreams out;
+  for (int i = 0; i < streams; ++i) {
+    int sv[2];
+    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+    sockets[1].emplace_back(sv[0]);
+    out.raw.emplace_back(sv[1]);
+  }
+  auto t = TcpTransport::adopt(0, 2, std::move(sockets), {"", "rank 1 (test)"}, 1u << 20);
+  EXPECT_TRUE(t.ok()) << t.status().toString();
+  out.transport = std::move(t).value();
+  return out;
+}
+
+// Bytes that are no PART frame on a stream other than the first: a kProtocolError naming
+// the peer, as on the first, even while nothing is expected there.
+TEST(TcpStreams, GarbageOnAnExtraStreamIsAProtocolErrorNamingThePeer) {
+  RawStreams p = transportWithRawStreams(3);
+  std::vector<char> in(8);
+  TransferRequest recv;
+  p.transport->link(1).postRecv(&recv, 1, in.data(), in.size());
+  const char junk[64] = "not a part frame, only bytes on the second connection";
+  ASSERT_TRUE(writeFull(p.raw[2].get(), junk, sizeof(junk), Deadline::afterSeconds(5)).ok());
+  Status s = waitFor(*p.transport, recv);
+  EXPECT_EQ(s.code(), ErrorCode::kProtocolError) << s.toString();
+  EXPECT_NE(s.message().find("rank 1 (test) (stream 2)"), std::string::npos) << s.toString();
+  EXPECT_EQ(s.peerRank(), 1);
+}
+
+// A well-formed part that is not the one due (another offset): a kProtocolError too.
+TEST(TcpStreams, APartOtherThanTheOneDueIsAProtocolError) {
+  RawStreams p = transportWithRawStreams(2);
+  const std::size_t bytes = 1u << 20;
+  std::vector<char> in(bytes);
+  TransferRequest recv;
+  p.transport->link(1).postRecv(&recv, 5, in.data(), in.size());
+  FrameHeader data{FrameType::kData, 5, bytes, 0, {}};
+  data.striped = true;
+  const HeaderBytes dataHeader = encodeHeader(data);
+  ASSERT_TRUE(writeFull(p.raw[0].get(), dataHeader.data(), dataHeader.size(),
+                        Deadline::afterSeconds(5)).ok());
+  FrameHeader part{FrameType::kPart, 5, 100, 0, {}};
+  part.partOffset = 1000;  // the part due starts at stripePart(bytes, 2, 1).offset
+  part.partTotal = bytes;
+  const HeaderBytes partHeader = encodeHeader(part);
+  ASSERT_TRUE(writeFull(p.raw[1].get(), partHeader.data(), partHeader.size(),
+                        Deadline::afterSeconds(5)).ok());
+  Status s = waitFor(*p.transport, recv);
+  EXPECT_EQ(s.code(), ErrorCode::kProtocolError) << s.toString();
+  EXPECT_NE(s.message().find("where the part at"), std::string::npos) << s.toString();
+}
+
+// The peer's connections close while a striped message is half read: the receive fails
+// naming the peer, whichever stream notices first.
+TEST(TcpStreams, APeerGoneMidMessageFailsTheReceiveNamingIt) {
+  RawStreams p = transportWithRawStreams(2);
+  const std::size_t bytes = 1u << 20;
+  std::vector<char> in(bytes);
+  TransferRequest recv;
+  p.transport->link(1).postRecv(&recv, 5, in.data(), in.size());
+  FrameHeader data{FrameType::kData, 5, bytes, 0, {}};
+  data.striped = true;
+  const HeaderBytes dataHeader = encodeHeader(data);
+  ASSERT_TRUE(writeFull(p.raw[0].get(), dataHeader.data(), dataHeader.size(),
+                        Deadline::afterSeconds(5)).ok());
+  std::vector<char> some(1000, 'x');
+  ASSERT_TRUE(writeFull(p.raw[0].get(), some.data(), some.size(), Deadline::afterSeconds(5)).ok());
+  p.raw.clear();  // the peer dies
+  Status s = waitFor(*p.transport, recv);
+  EXPECT_EQ(s.code(), ErrorCode::kPeerFailure) << s.toString();
+  EXPECT_EQ(s.peerRank(), 1);
+  EXPECT_NE(s.message().find("rank 1 (test)"), std::string::npos) << s.toString();
+}
+
+TEST(TcpStreams, AutoCountFollowsThePairsHostsAndTheWorldSize) {
+  EXPECT_EQ(pairStreams(3, 0, "10.0.0.1", "10.0.0.2", 2), 3);  // explicit wins
+  EXPECT_EQ(pairStreams(0, 2, "10.0.0.1", "10.0.0.1", 2), 2);
+  EXPECT_EQ(pairStreams(0, 0, "127.0.0.1", "127.0.0.1", 2), 1);  // one host
+  EXPECT_EQ(pairStreams(0, 0, "10.0.0.1", "10.0.0.1", 2), 1);
+  EXPECT_EQ(pairStreams(0, 0, "10.0.0.1", "10.0.0.2", 2), kRemoteStreams);
+  EXPECT_EQ(pairStreams(0, 0, "10.0.0.1", "10.0.0.2", 257), 2);  // 512 connections at most
+  EXPECT_EQ(pairStreams(0, 0, "10.0.0.1", "10.0.0.2", 4096), 1);
+}
+
+TEST(TcpWire, StripePartsCoverTheMessageInOrder) {
+  for (const std::uint64_t bytes : {std::uint64_t{256} << 10, std::uint64_t{1} << 20,
+                                    (std::uint64_t{3} << 20) + 7}) {
+    for (int streams = 1; streams <= kMaxStreams; ++streams) {
+      std::uint64_t next = 0;
+      for (int i = 0; i < streams; ++i) {
+        const PartRange part = stripePart(bytes, streams, i);
+        EXPECT_EQ(part.offset, next) << bytes << " " << streams << " " << i;
+        next += part.length;
+      }
+      EXPECT_EQ(next, bytes) << bytes << " " << streams;
+    }
+  }
+}
+
+TEST(TcpWire, PartHeaderRoundTripsAndOneOutsideItsMessageIsRefused) {
+  FrameHeader part{FrameType::kPart, 9, 100, 0, {}};
+  part.partOffset = 50;
+  part.partTotal = 150;
+  auto decoded = decodeHeader(encodeHeader(part).data(), "peer");
+  ASSERT_TRUE(decoded.ok()) << decoded.status().toString();
+  EXPECT_EQ(decoded->partOffset, 50u);
+  EXPECT_EQ(decoded->partTotal, 150u);
+  EXPECT_EQ(decoded->length, 100u);
+  part.partTotal = 149;
+  EXPECT_EQ(decodeHeader(encodeHeader(part).data(), "peer").status().code(),
+            ErrorCode::kProtocolError);
 }
 
 std::string describeForTest(const CallStamp&, std::uint64_t seq) {
