@@ -74,7 +74,8 @@ std::string rankList(const std::vector<int>& ranks) {
 
 // "ranks 2-3 on host 1 'b' at 10.0.0.2, rank 6 on host 2 'c' at 10.0.0.3": `ranks`
 // (ascending) by host, hosts in order of their first rank; rankList() without `hosts`.
-std::string rankListWithHosts(const std::vector<int>& ranks, const std::vector<std::string>& hosts) {
+std::string rankListWithHosts(const std::vector<int>& ranks,
+                              const std::vector<std::string>& hosts) {
   if (ranks.empty() || static_cast<std::size_t>(ranks.back()) >= hosts.size())
     return rankList(ranks);
   std::vector<std::pair<std::string, std::vector<int>>> byHost;

@@ -397,7 +397,8 @@ std::uint64_t hostLabel() {
   std::string id;
   std::getline(std::ifstream("/proc/sys/kernel/random/boot_id"), id);
   struct stat ns {};
-  if (::stat("/proc/self/ns/net", &ns) == 0) id += strFormat(":%llu", static_cast<unsigned long long>(ns.st_ino));
+  if (::stat("/proc/self/ns/net", &ns) == 0)
+    id += strFormat(":%llu", static_cast<unsigned long long>(ns.st_ino));
   std::uint64_t h = 1469598103934665603ull;  // FNV-1a
   for (unsigned char c : id) h = (h ^ c) * 1099511628211ull;
   return h;
@@ -618,7 +619,8 @@ int runRepeat(Communicator& comm, std::size_t count, long calls) {
     const Deadline::Clock::time_point start = Deadline::Clock::now();
     Status s = comm.allreduce(buf.data(), buf.data(), count, f32, ReduceOp::kSum);
     if (!s.ok()) return expectFailure(comm, s);
-    longest = std::max(longest, std::chrono::duration<double>(Deadline::Clock::now() - start).count());
+    const std::chrono::duration<double> took = Deadline::Clock::now() - start;
+    longest = std::max(longest, took.count());
     if (const std::uint64_t wrong = bench::countWrong(buf.data(), expected.data(), count, f32)) {
       std::fprintf(stdout, "RESULT FAILED rank %d: all-reduce %ld: %llu wrong elements\n",
                    comm.rank(), call, static_cast<unsigned long long>(wrong));
