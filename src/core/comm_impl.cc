@@ -208,6 +208,7 @@ CommImpl::CommImpl(Identity identity, TransportSetup transport, const Parts& par
             setup.name = id_.name;
             setup.store = id_.store;
             setup.prefix = id_.prefix;
+            setup.view = id_.view;
             return setup;
           }(),
           *transport_),

@@ -28,7 +28,7 @@ Status FailureReporter::failed(const OpRequest& r, const OpDescriber& what, cons
   // The communicator's first failure decides, not this call's symptom of it.
   const Status root = transport_.health();
   reported_ = true;
-  Status result = status;
+  Status result = withPeerHost(status);
   bool reported = false;
   if (root.code() == ErrorCode::kTimeout && !hangReported_ && setup_.size > 1 &&
       setup_.hangReportSec > 0) {
@@ -43,12 +43,13 @@ Status FailureReporter::failed(const OpRequest& r, const OpDescriber& what, cons
     mine.waitingOn = report.waitingOn;
     mine.completedSteps = report.completedSteps;
     mine.totalSteps = report.totalSteps;
-    const HangView view =
+    HangView view =
         exchangeHangPositions(*setup_.store, setup_.prefix, setup_.rank, setup_.size, mine,
                               Deadline::afterSeconds(setup_.hangReportSec));
+    view.hosts = hostLabels();
     int blame = Status::kNoRank;
     const std::string summary = summarizeHang(view, &blame);
-    result = Status(status.code(), status.message() + "; " + summary,
+    result = Status(status.code(), result.message() + "; " + summary,
                     blame != Status::kNoRank ? blame : status.peerRank());
     reported = true;
   }
@@ -78,6 +79,36 @@ void FailureReporter::abort() {
                          setup_.rank));
   // After failing the transport: abort() returns promptly whatever the dump costs peers.
   dumpOnFailure("abort()");
+}
+
+Status FailureReporter::withPeerHost(const Status& status) const {
+  const topo::View* view = setup_.view.get();
+  const int peer = status.peerRank();
+  if (view == nullptr || view->hosts.size() < 2 || view->size() != setup_.size || peer < 0 ||
+      peer >= setup_.size)
+    return status;
+  const int host = view->ranks[static_cast<std::size_t>(peer)].host;
+  if (host == view->ranks[static_cast<std::size_t>(setup_.rank)].host) return status;
+  std::vector<int> onHost;
+  for (int r = 0; r < view->size(); ++r)
+    if (view->ranks[static_cast<std::size_t>(r)].host == host) onHost.push_back(r);
+  return Status(status.code(),
+                strFormat("%s; rank %d is on %s (%s %s)", status.message().c_str(), peer,
+                          view->hostLabel(host).c_str(), onHost.size() == 1 ? "rank" : "ranks",
+                          formatRankList(onHost).c_str()),
+                peer);
+}
+
+std::vector<std::string> FailureReporter::hostLabels() const {
+  const topo::View* view = setup_.view.get();
+  if (view == nullptr || view->hosts.size() < 2 || view->size() != setup_.size) return {};
+  std::vector<std::string> labels;
+  for (std::size_t h = 0; h < view->hosts.size(); ++h)
+    labels.push_back(view->hostLabel(static_cast<int>(h)));
+  std::vector<std::string> perRank;
+  for (const topo::RankInfo& r : view->ranks)
+    perRank.push_back(labels[static_cast<std::size_t>(r.host)]);
+  return perRank;
 }
 
 void FailureReporter::dumpOnFailure(const char* reason) {

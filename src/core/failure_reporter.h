@@ -11,6 +11,7 @@
 #include "core/flight_recorder.h"
 #include "core/op_request.h"
 #include "executor/executor.h"
+#include "topology/view.h"
 #include "transport/link.h"
 #include "tutti/store.h"
 
@@ -27,6 +28,9 @@ class FailureReporter {
     double hangReportSec = 3;      // TUTTI_HANG_REPORT_SEC (0: no report)
     std::size_t recorderSize = 256;  // TUTTI_FLIGHT_RECORDER_SIZE
     bool recorderSignal = true;      // TUTTI_FLIGHT_RECORDER_SIGNAL
+    // The communicator's hosts (null: not known): a failure that names a rank on another
+    // host names that host too, and the hang report the hosts of the ranks it misses.
+    std::shared_ptr<const topo::View> view;
   };
   FailureReporter(Setup setup, Transport& transport);
   ~FailureReporter();
@@ -57,6 +61,11 @@ class FailureReporter {
  private:
   /// Dumps the flight recorder, the first time a failure asks for it.
   void dumpOnFailure(const char* reason);
+  /// `status`, its message followed by "; rank 3 is on host 1 'b' at 10.0.0.2 (ranks 2-3)"
+  /// where the rank it blames is on a host other than this rank's.
+  Status withPeerHost(const Status& status) const;
+  /// Per rank, its host's label where the communicator spans hosts; else empty.
+  std::vector<std::string> hostLabels() const;
 
   const Setup setup_;
   Transport& transport_;

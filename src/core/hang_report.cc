@@ -72,6 +72,26 @@ std::string rankList(const std::vector<int>& ranks) {
   return (ranks.size() == 1 ? "rank " : "ranks ") + formatRankList(ranks);
 }
 
+// "ranks 2-3 on host 1 'b' at 10.0.0.2, rank 6 on host 2 'c' at 10.0.0.3": `ranks`
+// (ascending) by host, hosts in order of their first rank; rankList() without `hosts`.
+std::string rankListWithHosts(const std::vector<int>& ranks,
+                              const std::vector<std::string>& hosts) {
+  if (ranks.empty() || static_cast<std::size_t>(ranks.back()) >= hosts.size())
+    return rankList(ranks);
+  std::vector<std::pair<std::string, std::vector<int>>> byHost;
+  for (int rank : ranks) {
+    const std::string& host = hosts[static_cast<std::size_t>(rank)];
+    auto it = std::find_if(byHost.begin(), byHost.end(),
+                           [&](const auto& entry) { return entry.first == host; });
+    if (it == byHost.end()) it = byHost.insert(byHost.end(), {host, {}});
+    it->second.push_back(rank);
+  }
+  std::string text;
+  for (const auto& [host, onHost] : byHost)
+    text += (text.empty() ? "" : ", ") + rankList(onHost) + " on " + host;
+  return text;
+}
+
 // "<label>: ranks 0-2 (rank 0: ...; rank 1: ...)", listing what each rank waited for while
 // fewer than kMaxWaitingShown have been listed (*shown), counting the others (*hidden).
 std::string groupText(const std::string& label, const std::vector<int>& ranks,
@@ -166,7 +186,8 @@ std::string summarizeHang(const HangView& view, int* blame) {
     parts.push_back(strFormat("%zu more ranks were waiting too", waitingHidden));
   if (!missing.empty())
     parts.push_back(strFormat("did not report within %.3g s (stopped, dead, or outside any "
-                              "tutti call): ", view.waitedSec) + rankList(missing));
+                              "tutti call): ", view.waitedSec) +
+                    rankListWithHosts(missing, view.hosts));
   if (!view.unreadable.empty())
     parts.push_back("posted something unreadable: " + rankList(view.unreadable));
   if (!view.unread.empty())

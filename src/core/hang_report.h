@@ -55,12 +55,17 @@ struct HangView {
   Status storeError;
   /// How long ranks had to post, for the wording.
   double waitedSec = 0;
+  /// Where the communicator spans hosts: per rank, its host as messages name it
+  /// (topo::View::hostLabel), so that ranks that did not report are named with their host
+  /// (a host that died or was cut off loses all its ranks at once). Empty: not named.
+  std::vector<std::string> hosts;
 };
 
 /// The summary appended to the error: "hang report: reached allreduce #5: ranks 0-2 (rank 0:
 /// 0 of 2 steps done, waiting for data from rank 3 (step 0); ...); in recv from rank 0 (tag
 /// 7, count 4 int32), not yet at allreduce #5: rank 3; did not report within 3 s (stopped,
-/// dead, or outside any tutti call): rank 4". `*blame` is set to the one rank that was not in
+/// dead, or outside any tutti call): rank 4" (with view.hosts: "ranks 4-5 on host 1 'b' at
+/// 10.0.0.2"). `*blame` is set to the one rank that was not in
 /// this rank's call when there is exactly one (and every post was read), else to
 /// Status::kNoRank.
 std::string summarizeHang(const HangView& view, int* blame);

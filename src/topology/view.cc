@@ -45,6 +45,17 @@ std::vector<int> View::hostOfRanks() const {
   return out;
 }
 
+std::string View::hostLabel(int host) const {
+  std::string label =
+      strFormat("host %d '%s'", host, hosts[static_cast<std::size_t>(host)].name.c_str());
+  for (const RankInfo& r : ranks) {
+    if (r.host != host) continue;
+    if (!r.address.empty()) label += " at " + r.address;
+    break;
+  }
+  return label;
+}
+
 bool sameHost(const HostInfo& a, const HostInfo& b) { return a.id == b.id && a.name == b.name; }
 
 Status check(const View& view) {

@@ -44,6 +44,9 @@ struct View {
   int size() const { return static_cast<int>(ranks.size()); }
   /// Per rank: its host's index.
   std::vector<int> hostOfRanks() const;
+  /// Host `host` as messages name it: "host 1 'node-b' at 10.0.0.2", the address of its
+  /// lowest rank where known (pretend hosts of one machine share a name, not an address).
+  std::string hostLabel(int host) const;
 };
 
 /// Hosts are the same when both their identity and their name are.

@@ -29,6 +29,7 @@ CollectiveSpec specOf(const CollectiveCase& c, int rank, int n) {
   s.op = c.op;
   s.root = c.root;
   s.inPlace = c.inPlace;
+  s.hosts = c.hosts;
   if (isV(c.kind)) {
     auto counts = vCounts(c.count, n);
     s.counts.assign(counts.begin(), counts.end());

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "schedule/collective.h"
 #include "tutti/communicator.h"
 
 namespace tutti::test {
@@ -23,6 +24,9 @@ struct CollectiveCase {
   bool inPlace = false;
   std::string algorithm;  // forced by name; empty lets tutti choose
   bool async = false;     // run through the ...Async call and wait
+  // The ranks' hosts as the communicator sees them (owned by the caller); null: not known,
+  // so that hierarchical algorithms do not apply (algorithmApplies).
+  const HostMap* hosts = nullptr;
 };
 
 /// Per-rank counts used for v-collectives with base count `count` in a world of `n`:

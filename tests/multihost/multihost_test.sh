@@ -13,6 +13,14 @@
 #                        failure names the host, the other host's rank is stopped
 #   secret               while a job runs the secret is in every rank's environment and on
 #                        no process's command line; SIGTERM to tutti-run ends every host's ranks
+#   host_killed          all-reduces run on 2 hosts x 2 (hier_rs_ag) when every process of the
+#                        second host is killed (SIGKILL): the first host's ranks fail at once,
+#                        naming a rank of the second host, the host and its ranks
+#   link_down            the same with the second host's link taken down: nothing tells TCP,
+#                        so every rank fails at its deadline (TUTTI_TIMEOUT=10); the first
+#                        host's ranks name the ranks of the host that did not report
+#   slow_link            the second host's link shaped to 10 Mbit/s (the first's at 1 Gbit/s):
+#                        an all-reduce that takes seconds there completes, every element right
 # Needs root, ip and tc; exits 77 (ctest's skip) with the reason otherwise.
 set -euo pipefail
 
@@ -53,6 +61,19 @@ exec_tutti_run_hosts() {
 export -f tutti_run_hosts exec_tutti_run_hosts
 bind='exec taskset -c $((TUTTI_RANK * $(nproc) / TUTTI_WORLD_SIZE)) "$0" "$@"'
 
+# "collective:algorithm,..." of the algorithms that apply to N ranks on H hosts and not on
+# one host (what tutti-info algorithms lists), sorted as the worker's ACROSS-HOSTS line.
+across_hosts() {
+  local n=$1 h=$2
+  applicable() {
+    "$build/bin/tutti-info" algorithms --ranks "$n" --hosts "$1" |
+      awk '/^[a-z]+:$/ {c = substr($1, 1, length($1) - 1)}
+           /^  [a-z_]+ .*\[applies/ {print c ":" $1}' |
+      LC_ALL=C sort
+  }
+  LC_ALL=C comm -13 <(applicable 1) <(applicable "$h") | paste -sd, -
+}
+
 check_collectives() {
   local slots=$1 n=$2
   local rc=0
@@ -60,10 +81,15 @@ check_collectives() {
     'tutti_run_hosts --timeout 120 -x TUTTI_DEBUG=INFO -x TUTTI_DEBUG_SUBSYS=INIT sh -c "$0" "$@"' \
     "$bind" "$worker" every >"$out/out" 2>"$out/err" || rc=$?
   [ "$rc" = 0 ] || fail "exit status $rc: $(cat "$out/out" "$out/err")"
-  local r
+  local r hier
+  hier=$(across_hosts "$n" "$(echo "$slots" | tr , '\n' | wc -l)")
+  [ -n "$hier" ] || fail "tutti-info lists no algorithm that needs several hosts"
   for ((r = 0; r < n; r++)); do
     grep -q "^\[$r\] RESULT OK rank $r of $n: every collective" "$out/out" ||
       fail "no RESULT OK from rank $r: $(cat "$out/out" "$out/err")"
+    # Every algorithm made for several hosts ran (forced) on this rank, and was checked.
+    grep -qxF "[$r] ACROSS-HOSTS rank $r: $hier" "$out/out" ||
+      fail "rank $r did not run every hierarchical algorithm ($hier): $(grep ACROSS "$out/out")"
   done
   ! grep -q "RESULT FAILED" "$out/out" || fail "$(cat "$out/out")"
   # Each host's ranks reach each other over shared memory and the others over TCP from
@@ -73,6 +99,48 @@ check_collectives() {
     "$out/err" || fail "rank 0 did not use TCP from host 1's address: $(grep ready "$out/err")"
   grep -q "^\[$((n - 1))\] .*rank $((n - 1)) of $n ready, .* over TCP from 10\.77\.0\.[2-4]$" "$out/err" ||
     fail "rank $((n - 1)) did not use TCP from its host's address: $(grep ready "$out/err")"
+}
+
+# A fault while all-reduces of 4 MB (hier_rs_ag) run on 2 hosts x 2, one after another
+# until one fails (tutti_collective_worker repeat), every rank with TUTTI_TIMEOUT=10: once
+# every rank has completed one, FAULT (a command, given the second host's namespace as $1)
+# strikes. tutti-run gives the other ranks 30 s after the first failure, so that each fails
+# on its own; its --timeout (45 s) bounds the job. Output in $out/out and $out/err, plus
+# "HOSTS h1 h2" and "LEFT ..." for processes left on a host; returns the job's status.
+fault_job() {
+  local fault=$1
+  timeout 90 "$netns" run --slots 2,2 -- bash -c '
+    out=$0 fault=$1 bind=$2
+    shift 2
+    set -- $TT_HOSTS
+    exec_tutti_run_hosts_job() {
+      exec_tutti_run_hosts --grace 30 --timeout 45 -x TUTTI_TIMEOUT=10 \
+        -x TUTTI_ALGO=allreduce:hier_rs_ag sh -c "$bind" "$@"
+    }
+    (exec_tutti_run_hosts_job '"'$worker'"' repeat 1000000) >"$out/job" 2>"$out/job.err" &
+    job=$!
+    for i in $(seq 300); do
+      [ "$(grep -c "] READY rank" "$out/job")" -ge 4 ] && break
+      sleep 0.1
+    done
+    sleep 0.2  # into a later call
+    bash -c "$fault" fault "$2"
+    wait $job
+    rc=$?
+    for ns in $TT_HOSTS; do
+      left=$(ip netns pids "$ns")
+      [ -z "$left" ] || echo "LEFT on $ns: $(ps -o pid=,args= -p "$left")"
+    done
+    cat "$out/job"
+    cat "$out/job.err" >&2
+    echo "HOSTS $TT_HOSTS"
+    exit $rc' "$out" "$fault" "$bind" >"$out/out" 2>"$out/err"
+}
+
+# The EXPECTED-FAILURE line of rank R (the worker's), or a failure of the test.
+failure_of() {
+  grep "^\[$1\] EXPECTED-FAILURE " "$out/out" ||
+    fail "rank $1 did not fail on its own: $(cat "$out/out" "$out/err")"
 }
 
 case $case_name in
@@ -169,6 +237,73 @@ case $case_name in
     ! grep -q "SECRET ON THE COMMAND LINE" "$out/out" || fail "$all"
     [ "$rc" = 143 ] || fail "exit status $rc after SIGTERM, not 143: $all"
     grep -q "job interrupted: tutti-run received SIGTERM" "$out/out" || fail "$all"
+    ;;
+
+  host_killed)
+    rc=0
+    fault_job 'ip netns pids "$1" | xargs -r kill -KILL' || rc=$?
+    all=$(cat "$out/out" "$out/err")
+    read -r _ h1 h2 < <(grep '^HOSTS ' "$out/out") || fail "$all"
+    # The first failure is the second host's: its agent killed (or one of its ranks, where
+    # the agent saw that before it died itself).
+    [ "$rc" = 137 ] || fail "exit status $rc, not a SIGKILL's 137: $all"
+    grep -q "^tutti-run: job failed: first failure: \(host $h2: \|rank [23] on host $h2 \)" \
+      "$out/err" || fail "the summary does not name host $h2 first: $all"
+    for r in 0 1; do
+      line=$(failure_of $r)
+      lost="rank [23] (10\.77\.0\.2:[0-9]*) .*; rank [23] is on host 1 '[^']*' at 10\.77\.0\.2"
+      echo "$line" | grep -q "code=peer failure peer=[23]: .*$lost (ranks 2-3)" ||
+        fail "rank $r does not name the lost rank and its host: $line"
+      grep -q "also failed: rank $r on host $h1 (pid [0-9]*) exited with status 3" "$out/err" ||
+        fail "rank $r did not end on its own: $all"
+    done
+    ! grep -q "^LEFT" "$out/out" || fail "processes left behind: $all"
+    ;;
+
+  link_down)
+    rc=0
+    fault_job '"$TT_NETNS" link-down "$1"' || rc=$?
+    all=$(cat "$out/out" "$out/err")
+    read -r _ h1 h2 < <(grep '^HOSTS ' "$out/out") || fail "$all"
+    # Every rank fails at its deadline (exit 3), none is stopped by tutti-run's bound (124).
+    [ "$rc" = 3 ] || fail "exit status $rc, not the failed ranks' 3: $all"
+    grep -q "^tutti-run: job failed: first failure: rank [0-3] on host \($h1\|$h2\) (pid [0-9]*) \
+exited with status 3" "$out/err" || fail "no summary naming the first failed rank: $all"
+    for r in 0 1 2 3; do
+      line=$(failure_of $r)
+      # (Refused: the deadline passed on a peer, whose failure came between two calls.)
+      call="allreduce #[0-9]* (count 1000000 float32 sum, hier_rs_ag)"
+      echo "$line" |
+        grep -q "code=timeout peer=[-0-9]*: $call \(failed on rank $r\|refused\): .* timed out after " ||
+        fail "rank $r did not fail on its deadline: $line"
+    done
+    # The first host's ranks reach the store: their hang report names the ranks that did
+    # not report, on the host cut off. (The second host's cannot post theirs.)
+    for r in 0 1; do
+      failure_of $r | grep -q "hang report: .*did not report within [0-9.]* s (stopped, dead, or \
+outside any tutti call): ranks 2-3 on host 1 '[^']*' at 10\.77\.0\.2" ||
+        fail "rank $r does not name the unreachable ranks and their host: $(failure_of $r)"
+    done
+    ! grep -q "^LEFT" "$out/out" || fail "processes left behind: $all"
+    ;;
+
+  slow_link)
+    rc=0
+    # 4 MB all-reduced by the default algorithm: each host sends at least 4 MB, some
+    # seconds at 10 Mbit/s; TUTTI_TIMEOUT (a deadline on each call) leaves it room.
+    timeout 90 "$netns" run --slots 2,2 -- bash -c '
+      worker=$1
+      set -- $TT_HOSTS
+      "$TT_NETNS" shape "$2" 10mbit
+      tutti_run_hosts --timeout 60 -x TUTTI_TIMEOUT=40 sh -c "$0" "$worker" repeat 1000000 1' \
+      "$bind" "$worker" >"$out/out" 2>"$out/err" || rc=$?
+    all=$(cat "$out/out" "$out/err")
+    [ "$rc" = 0 ] || fail "exit status $rc: $all"
+    for r in 0 1 2 3; do
+      grep -q "^\[$r\] RESULT OK rank $r of 4: 1 all-reduces of 1000000 " "$out/out" ||
+        fail "no RESULT OK from rank $r: $all"
+    done
+    grep "RESULT OK" "$out/out"  # the time each took, for the log
     ;;
 
   *) fail "unknown case '$case_name'" ;;

@@ -7,7 +7,12 @@
 //                    compared with an independent expectation. Exit 0 when all is right.
 //   every            every collective x every registered algorithm (and the default) at a
 //                    few counts, dtypes and roots, then the same on sub-communicators from
-//                    split (reversed order and odd/even groups).
+//                    split (reversed order and odd/even groups). The ranks learn their hosts
+//                    themselves (boot id and network namespace), so that on several hosts
+//                    the hierarchical algorithms run too, on large blocks as well (on the
+//                    whole communicator); each rank prints
+//                    "ACROSS-HOSTS rank r: <collective>:<algorithm>,..." listing those that
+//                    applied only because the communicator spans hosts.
 //   die <rank> [small]  <rank> starts a large all-reduce and kills itself (SIGKILL) while
 //                    it runs (small: kills itself instead of an 8-byte all-reduce); the
 //                    others' all-reduce must fail with kPeerFailure naming <rank>.
@@ -25,6 +30,13 @@
 //                    calls something else (how = recv: a receive from rank 0, tag 7, that
 //                    nobody sends, with a 60 s deadline). Every rank in a call prints
 //                    "EXPECTED-FAILURE ..." and exits 3.
+//   repeat <count> [calls]  all-reduces of <count> float32 (sum, the algorithm TUTTI_ALGO
+//                    forces or the default), one after another, every element checked; after
+//                    the first every rank prints "READY rank r pid p"; calls = 0 (the
+//                    default): until one fails. The first failure prints "EXPECTED-FAILURE
+//                    ..." and exits 3; all done: "RESULT OK rank r of n: <calls> all-reduces
+//                    of <count> (the longest s seconds)". For the fault tests (a peer host
+//                    killed, cut off or slowed down while calls run).
 //   self             sends from every rank to itself in every order MPI allows, alone and in
 //                    flight with a ring to the neighbours, from empty to large messages
 //                    (common/self_sends.h); every element checked.
@@ -40,11 +52,14 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -54,6 +69,7 @@
 #include "common/self_sends.h"
 #include "core/flight_recorder.h"
 #include "schedule/collective.h"
+#include "base/macros.h"
 #include "base/strings.h"
 #include "tutti/communicator.h"
 #include "tutti/memory.h"
@@ -374,19 +390,55 @@ int runChecks(Communicator& comm) {
   return 0;
 }
 
-std::string everyCollective(Communicator& comm) {
+// This process's host, as a number: its boot id and network namespace, which tell apart
+// hosts and the pretend hosts of the multi-host tests (namespaces of one machine) alike.
+// Learned here, not from tutti's view, so that the check does not take tutti's word for it.
+std::uint64_t hostLabel() {
+  std::string id;
+  std::getline(std::ifstream("/proc/sys/kernel/random/boot_id"), id);
+  struct stat ns {};
+  if (::stat("/proc/self/ns/net", &ns) == 0)
+    id += strFormat(":%llu", static_cast<unsigned long long>(ns.st_ino));
+  std::uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : id) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+// Which host each rank of `comm` is on (one all-gather of the labels); what the checks
+// give the hierarchical algorithms' applicability.
+Result<HostMap> learnHosts(Communicator& comm) {
+  const std::uint64_t mine = hostLabel();
+  std::vector<std::uint64_t> all(static_cast<std::size_t>(comm.size()));
+  TUTTI_RETURN_IF_ERROR(comm.allgather(&mine, all.data(), 1, DataType::kUint64));
+  std::vector<int> labels;
+  for (std::uint64_t label : all)
+    labels.push_back(static_cast<int>(std::find(all.begin(), all.end(), label) - all.begin()));
+  return HostMap::fromLabels(labels);
+}
+
+// Every collective x algorithm on `comm`; `acrossHosts` collects "<collective>:<algorithm>"
+// of those that applied only because `comm` spans hosts. `large`: on several hosts, also
+// blocks of 1.2 MB (float32 sum, out of place) by those algorithms and the default, which
+// cut them into pieces pipelined between the levels.
+std::string everyCollective(Communicator& comm, std::set<std::string>& acrossHosts,
+                            bool large) {
   std::string failures;
   const std::size_t n = static_cast<std::size_t>(comm.size());
+  Result<HostMap> hosts = learnHosts(comm);
+  if (!hosts.ok()) return "learning the hosts: " + hosts.status().toString() + "\n";
   for (int k = 0; k < kNumCollectives; ++k) {
     const auto kind = static_cast<Collective>(k);
     if (kind == Collective::kSend || kind == Collective::kRecv) continue;
     std::vector<std::string> algorithms = {""};
     for (const AlgorithmInfo& info : algorithmRegistry())
       if (info.kind == kind) algorithms.emplace_back(info.name);
+    std::vector<std::size_t> counts = {0, n + 1, 4099};
+    if (large && hosts->hostCount() > 1) counts.push_back(300007);
     for (const std::string& algorithm : algorithms)
-      for (std::size_t count : {std::size_t{0}, n + 1, std::size_t{4099}})
+      for (std::size_t count : counts)
         for (DataType dtype : {DataType::kFloat32, DataType::kInt8, DataType::kBFloat16})
           for (bool inPlace : {false, true}) {
+            if (count > 4099 && (dtype != DataType::kFloat32 || inPlace)) continue;
             test::CollectiveCase c;
             c.kind = kind;
             c.count = count;
@@ -395,25 +447,36 @@ std::string everyCollective(Communicator& comm) {
             c.root = static_cast<int>(n) / 2;
             c.inPlace = inPlace;
             c.algorithm = algorithm;
-            if (test::algorithmApplies(c, comm.rank(), comm.size()))
-              failures += test::runAndCheck(comm, c);
+            if (!test::algorithmApplies(c, comm.rank(), comm.size())) {
+              c.hosts = &*hosts;
+              if (!test::algorithmApplies(c, comm.rank(), comm.size())) continue;
+              acrossHosts.insert(std::string(collectiveName(kind)) + ":" + algorithm);
+            } else if (count > 4099 && !algorithm.empty()) {
+              continue;  // flat algorithms' large blocks: the single-host TCP tests'
+            }
+            c.hosts = &*hosts;
+            failures += test::runAndCheck(comm, c);
           }
   }
   return failures;
 }
 
 int runEvery(Communicator& comm) {
-  std::string failures = everyCollective(comm);
+  std::set<std::string> acrossHosts;
+  std::string failures = everyCollective(comm, acrossHosts, true);
   auto reversed = comm.split(0, -comm.rank());
   if (!reversed.ok() || !reversed->has_value()) failures += "split (reversed) failed\n";
-  else failures += everyCollective(**reversed);
+  else failures += everyCollective(**reversed, acrossHosts, false);
   auto halves = comm.split(comm.rank() % 2, comm.rank());
   if (!halves.ok() || !halves->has_value()) failures += "split (odd/even) failed\n";
-  else failures += everyCollective(**halves);
+  else failures += everyCollective(**halves, acrossHosts, false);
   if (!failures.empty()) {
     std::fprintf(stdout, "RESULT FAILED rank %d:\n%s", comm.rank(), failures.c_str());
     return 1;
   }
+  std::string list;
+  for (const std::string& name : acrossHosts) list += (list.empty() ? "" : ",") + name;
+  std::fprintf(stdout, "ACROSS-HOSTS rank %d: %s\n", comm.rank(), list.c_str());
   std::fprintf(stdout, "RESULT OK rank %d of %d: every collective\n", comm.rank(), comm.size());
   return 0;
 }
@@ -545,6 +608,34 @@ int runHang(Communicator& comm, const std::string& how, int victim) {
   return expectFailure(comm, comm.allreduce(&x, &x, 1, DataType::kFloat32, ReduceOp::kSum, quick));
 }
 
+int runRepeat(Communicator& comm, std::size_t count, long calls) {
+  const auto f32 = DataType::kFloat32;
+  std::vector<float> input(count), buf(count), expected(count);
+  bench::fillInput(input.data(), count, comm.rank(), comm.size(), f32, ReduceOp::kSum);
+  bench::fillExpectedAllReduce(expected.data(), count, comm.size(), f32, ReduceOp::kSum);
+  double longest = 0;
+  for (long call = 0; calls == 0 || call < calls; ++call) {
+    buf = input;
+    const Deadline::Clock::time_point start = Deadline::Clock::now();
+    Status s = comm.allreduce(buf.data(), buf.data(), count, f32, ReduceOp::kSum);
+    if (!s.ok()) return expectFailure(comm, s);
+    const std::chrono::duration<double> took = Deadline::Clock::now() - start;
+    longest = std::max(longest, took.count());
+    if (const std::uint64_t wrong = bench::countWrong(buf.data(), expected.data(), count, f32)) {
+      std::fprintf(stdout, "RESULT FAILED rank %d: all-reduce %ld: %llu wrong elements\n",
+                   comm.rank(), call, static_cast<unsigned long long>(wrong));
+      return 1;
+    }
+    if (call == 0) {
+      std::fprintf(stdout, "READY rank %d pid %d\n", comm.rank(), static_cast<int>(getpid()));
+      std::fflush(stdout);
+    }
+  }
+  std::fprintf(stdout, "RESULT OK rank %d of %d: %ld all-reduces of %zu (the longest %.1f s)\n",
+               comm.rank(), comm.size(), calls, count, longest);
+  return 0;
+}
+
 int runSelf(Communicator& comm) {
   std::string failures;
   for (std::size_t count : test::kSelfCounts) failures += test::checkSendsToSelf(comm, count);
@@ -618,9 +709,12 @@ int main(int argc, char** argv) {
   if (mode == "hang" && argc > 3) return runHang(*comm, argv[2], std::atoi(argv[3]));
   if (mode == "idle") return runIdle(*comm);
   if (mode == "self") return runSelf(*comm);
+  if (mode == "repeat" && argc > 2)
+    return runRepeat(*comm, std::strtoull(argv[2], nullptr, 10),
+                     argc > 3 ? std::strtol(argv[3], nullptr, 10) : 0);
   std::fprintf(stderr,
                "usage: %s [--wait-fifo PATH] [--wrong-secret RANK] check | every | die <rank> [small] | "
-               "mismatch <how> | hang <how> <rank> | idle | self\n",
+               "mismatch <how> | hang <how> <rank> | idle | self | repeat <count> [calls]\n",
                program);
   return 2;
 }

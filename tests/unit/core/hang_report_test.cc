@@ -102,6 +102,21 @@ TEST(SummarizeHang, NamesTheRankThatDidNotReport) {
   EXPECT_EQ(blame, 3);
 }
 
+TEST(SummarizeHang, RanksThatDidNotReportAreNamedWithTheirHosts) {
+  // Ranks 2-3 (a host cut off) and 5 (another host's) are missing.
+  auto view = viewOf(0, {at(5, kAllreduce), at(5, kAllreduce), std::nullopt, std::nullopt,
+                         at(5, kAllreduce), std::nullopt});
+  view.hosts = {"host 0 'a' at 10.0.0.1", "host 0 'a' at 10.0.0.1", "host 1 'b' at 10.0.0.2",
+                "host 1 'b' at 10.0.0.2", "host 2 'c' at 10.0.0.3", "host 2 'c' at 10.0.0.3"};
+  int blame = -5;
+  const std::string text = summarizeHang(view, &blame);
+  EXPECT_NE(text.find("did not report within 3 s (stopped, dead, or outside any tutti call): "
+                      "ranks 2-3 on host 1 'b' at 10.0.0.2, rank 5 on host 2 'c' at 10.0.0.3"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(blame, Status::kNoRank);
+}
+
 TEST(SummarizeHang, NamesOtherCallsEarlierLaterAndPointToPoint) {
   auto view = viewOf(1, {at(4, "barrier #4"), at(5, kAllreduce), at(6, "allgather #6 (count 1 int8, ring)"),
                          p2p(5, "recv from rank 0 (tag 7, count 4 int32)"),

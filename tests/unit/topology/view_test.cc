@@ -47,6 +47,14 @@ TEST(View, CombineGroupsHostsByIdentityAndName) {
   EXPECT_EQ(view.ranks[2].package, 1);
 }
 
+TEST(View, HostLabelNamesTheHostAndItsAddress) {
+  View view = combine({one("a", "x", 0), one("a", "y", 0), one("a", "y", 1)});
+  view.ranks[1].address = "10.77.0.2";
+  EXPECT_EQ(view.hostLabel(1), "host 1 'a' at 10.77.0.2");  // its lowest rank's address
+  view.ranks[0].address.clear();
+  EXPECT_EQ(view.hostLabel(0), "host 0 'a'");  // no address known
+}
+
 TEST(View, SubViewRenumbersHostsAndLocalIndices) {
   const View view = combine({one("a", "x", 0), one("a", "x", 1), one("b", "y", 0),
                              one("b", "y", 1), one("c", "z", 0)});
