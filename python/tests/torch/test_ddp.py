@@ -1,6 +1,8 @@
 """DDP through the tutti backend, run as a user would (torchrun and the example in
 examples/pytorch): every step's loss equals Gloo's run within 1e-5, and two tutti runs give
-bitwise-equal parameters. Runs outside torchrun: it launches torchrun itself."""
+bitwise-equal parameters. Runs outside torchrun: it launches torchrun itself, three times, on
+4 ranks (more ranks than this machine's cores; test_ops covers 2). Each launch costs about
+10 s of CI, most of it torch's import."""
 
 import json
 import os
@@ -22,7 +24,7 @@ def train(backend, nproc, tmp):
         return json.load(f)
 
 
-@pytest.mark.parametrize("nproc", [2, 4])
+@pytest.mark.parametrize("nproc", [4])
 def test_ddp_matches_gloo_and_is_reproducible(nproc):
     with tempfile.TemporaryDirectory() as tmp:
         gloo = train("gloo", nproc, tmp)
@@ -30,7 +32,6 @@ def test_ddp_matches_gloo_and_is_reproducible(nproc):
         assert len(ours["losses"]) == 20
         for step, (a, b) in enumerate(zip(ours["losses"], gloo["losses"])):
             assert abs(a - b) <= 1e-5 * max(1.0, abs(b)), f"step {step}: tutti {a}, gloo {b}"
-        if nproc == 2:
-            again = train("tutti", nproc, tmp)
-            assert again["params_sha256"] == ours["params_sha256"]
-            assert again["losses"] == ours["losses"]
+        again = train("tutti", nproc, tmp)
+        assert again["params_sha256"] == ours["params_sha256"]
+        assert again["losses"] == ours["losses"]

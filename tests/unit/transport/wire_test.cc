@@ -71,8 +71,15 @@ TEST(Wire, HelloRoundTripAndValidation) {
   EXPECT_EQ(hello->rank, 3u);
   EXPECT_EQ(hello->size, 8u);
   EXPECT_FALSE(decodeHello(bytes.data(), bytes.size() - 1, "p").ok());
-  bytes[20] = 1;
-  EXPECT_FALSE(decodeHello(bytes.data(), bytes.size(), "p").ok());
+  // Bytes 16-23: the stream's index and the pair's stream count (wire version 3).
+  EXPECT_EQ(hello->stream, 0u);
+  EXPECT_EQ(hello->streams, 1u);
+  auto noStreams = bytes;
+  noStreams[20] = 0;  // a pair of no streams
+  EXPECT_FALSE(decodeHello(noStreams.data(), noStreams.size(), "p").ok());
+  auto pastTheCount = bytes;
+  pastTheCount[16] = 1;  // stream 1 of 1
+  EXPECT_FALSE(decodeHello(pastTheCount.data(), pastTheCount.size(), "p").ok());
 }
 
 TEST(Tag, FieldsDoNotOverlap) {
