@@ -10,6 +10,7 @@
 #                            [--sizes "8 64M"] [--rounds R] [--rate 1gbit] [--peers "ompi gloo"]
 #                            [--target SECONDS] [--timeout SECONDS] [--gloo-algos LIST]
 #                            [--variant 'NAME:VAR=VALUE ...'] [--bind host|local] [--out DIR]
+#                            [--build DIR]
 #
 # A shape HxL is H hosts of L ranks (2 to 4 hosts). Without --shapes, --collectives and
 # --sizes the cells are the targets': 2x2 all-reduce 8 B and 64 MiB; 2x2 all-gather,
@@ -19,6 +20,10 @@
 # Defaults: 3 rounds, 1gbit, --target 2 (seconds of timed calls a measurement), --timeout 300.
 # --quick: a smoke test: 1 round of 64 B and 1 MiB on the target cells' shapes and collectives,
 # --target 0.2, --timeout 120 (explicit flags still win).
+# --peers "": tutti alone (the ctest smoke test multihost.bench_quick: --quick --peers "").
+# --build DIR: tutti's build (build); the peers' benchmarks are always build/peers.
+# Exit status: 0 when every measurement ran and checked right; 1 when one failed, timed out or
+# was wrong (the table says which); 2 for a bad command line.
 # --variant 'NAME:VAR=VALUE ...': one more tutti row, NAME, with those variables in every rank's
 # environment (e.g. 'ring:TUTTI_ALGO=allreduce:ring'); repeatable; its column tutti / ompi
 # is NAME / ompi.
@@ -83,6 +88,7 @@ target=2
 run_timeout=300
 gloo_algos="ring_chunked,halving_doubling,bcube"
 bind=host
+build=build
 out=""
 quick=0
 variants=()
@@ -108,6 +114,7 @@ while [ $# -gt 0 ]; do
     --variant) variants+=("$2"); shift ;;
     --out) out=$2; shift ;;
     --bind) bind=$2; shift ;;
+    --build) build=$2; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "multihost.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -122,7 +129,9 @@ fi
 
 # The cells: "shape collective size" lines.
 cells=""
+default_cells=0
 if [ -z "$shapes$collectives$sizes" ]; then
+  default_cells=1
   cells="2x2 allreduce 8
 2x2 allreduce 64M
 2x2 allgather 64M
@@ -152,7 +161,7 @@ for v in "${variants[@]}"; do
   tuttis+=" ${v%%:*}"
 done
 
-bin=build/bin
+bin=$(readlink -f "$build")/bin
 peer_bin=build/peers
 netns=tests/multihost/netns.sh
 bytes_of() {
@@ -237,7 +246,7 @@ inner() {
     [ "$bytes" -lt $((1024 * 1024)) ] || warm=1
     run_logged "$log" ip netns exec "$TT_HEAD" "$bin/tutti-run" --hosts "$(hostlist "$shape")" \
       --launcher 'ip netns exec {host}' --cpu-bind none --timeout "$run_timeout" "${env[@]}" \
-      sh -c "$bind_tutti" bind "${shape%x*}" "$root_dir/$bin/tutti-bench" "$coll" -b "$bytes" -e "$bytes" \
+      sh -c "$bind_tutti" bind "${shape%x*}" "$bin/tutti-bench" "$coll" -b "$bytes" -e "$bytes" \
       -n "$iters" -w "$warm" -c 1 --json "$json" || status=$?
     if [ "$status" != 0 ] || [ ! -s "$json" ]; then
       echo "  $impl $shape $coll $size: failed ($status), see $log" >&2
@@ -353,11 +362,16 @@ fi
 
 # ---- the outer run: checks, the namespaces, the table
 [ "$(id -u)" = 0 ] || { echo "multihost.sh: needs root (network namespaces)" >&2; exit 1; }
-for f in "$bin/tutti-run" "$bin/tutti-bench" "$peer_bin/mpi_bench_openmpi" "$peer_bin/gloo_bench"; do
-  [ -x "$f" ] || { echo "multihost.sh: $f is missing: run bench/peers/setup.sh first" >&2; exit 1; }
-done
+need=("$bin/tutti-run" "$bin/tutti-bench")
 for p in $peers; do
-  case $p in ompi|gloo) ;; *) echo "multihost.sh: unknown peer '$p' (ompi gloo)" >&2; exit 2 ;; esac
+  case $p in
+    ompi) need+=("$peer_bin/mpi_bench_openmpi") ;;
+    gloo) need+=("$peer_bin/gloo_bench") ;;
+    *) echo "multihost.sh: unknown peer '$p' (ompi gloo)" >&2; exit 2 ;;
+  esac
+done
+for f in "${need[@]}"; do
+  [ -x "$f" ] || { echo "multihost.sh: $f is missing: run bench/peers/setup.sh first" >&2; exit 1; }
 done
 rate_bytes "$rate" >/dev/null
 case $bind in host|local) ;; *) echo "multihost.sh: --bind host or local, not '$bind'" >&2; exit 2 ;; esac
@@ -508,7 +522,15 @@ echo "busbw in GB/s (nccl-tests factors); time per call below 4 KiB. Medians ove
 echo "tutti / peer: median over rounds of the peer's time / tutti's in that round (above 1"
 echo "tutti is faster); Gloo: its best algorithm each round. bound: each host's link at $rate"
 echo "(see the header of $0); tutti / bound: tutti's median busbw over it."
-echo
-cat "$out/targets.md"
+if [ "$default_cells" = 1 ]; then
+  echo
+  cat "$out/targets.md"
+fi
 echo "Records, logs, table.md and targets.md: $out"
-exit "$status"
+[ "$status" = 0 ] || exit 1
+if awk '$6 == "FAIL" || $6 == "TIMEOUT" || ($8 != 0 && $8 != "-") {bad = 1} END {exit !bad}' \
+     "$out/records.txt"; then
+  echo "multihost.sh: some measurements failed, timed out or were wrong (see the table)" >&2
+  exit 1
+fi
+[ -s "$out/records.txt" ] || { echo "multihost.sh: nothing was measured" >&2; exit 1; }

@@ -13,6 +13,9 @@
 #                        failure names the host, the other host's rank is stopped
 #   secret               while a job runs the secret is in every rank's environment and on
 #                        no process's command line; SIGTERM to tutti-run ends every host's ranks
+#   bench_quick          bench/peers/multihost.sh, tutti alone, one round of a 64 KiB
+#                        all-reduce and all-to-all on 2 hosts x 2 ranks: it runs, every
+#                        output checks right, and its table has both rows
 # Needs root, ip and tc; exits 77 (ctest's skip) with the reason otherwise.
 set -euo pipefail
 
@@ -169,6 +172,18 @@ case $case_name in
     ! grep -q "SECRET ON THE COMMAND LINE" "$out/out" || fail "$all"
     [ "$rc" = 143 ] || fail "exit status $rc after SIGTERM, not 143: $all"
     grep -q "job interrupted: tutti-run received SIGTERM" "$out/out" || fail "$all"
+    ;;
+
+  bench_quick)
+    rc=0
+    timeout 90 "$here/../../bench/peers/multihost.sh" --quick --peers "" --shapes 2x2 \
+      --collectives "allreduce alltoall" --sizes 64K --build "$build" --out "$out/bench" \
+      >"$out/out" 2>&1 || rc=$?
+    [ "$rc" = 0 ] || fail "multihost.sh exited $rc: $(cat "$out/out")"
+    for coll in allreduce alltoall; do
+      grep -q "^| 2 x 2 | $coll | 64 KiB | [0-9.]* | " "$out/bench/table.md" ||
+        fail "no $coll row with a bandwidth: $(cat "$out/out")"
+    done
     ;;
 
   *) fail "unknown case '$case_name'" ;;
