@@ -283,7 +283,8 @@ inner() {
     run_logged "$log" ip netns exec "$TT_HEAD" mpirun.openmpi --allow-run-as-root -np "$n" \
       --hostfile "$hostfile" --mca plm_rsh_agent "$root_dir/bench/peers/netns_rsh.sh" \
       --mca btl self,vader,tcp --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 \
-      --mca mpi_yield_when_idle 1 --bind-to none sh -c "$bind_ompi" bind "$h" "$root_dir/$peer_bin/mpi_bench_openmpi" "$coll" \
+      --mca mpi_yield_when_idle 1 --bind-to none \
+      sh -c "$bind_ompi" bind "$h" "$root_dir/$peer_bin/mpi_bench_openmpi" "$coll" \
       -s "$list" -w 1 -t "$target" --label ompi || status=$?
     record_results "$round" "$shape" "$log" ompi "$status" "$coll" "$@"
   }
@@ -303,7 +304,8 @@ inner() {
       [ "$algo" = default ] || a=(-a "$algo")
       for ((r = 0; r < n; r++)); do
         # Rank r on host r / l, as local rank r % l.
-        cpu=$(H=$h h=$((r / l)) i=$((r % l)) sh -c "echo \$(($cpu_of))")
+        # shellcheck disable=SC2034  # H, h and i are read by $cpu_of
+        cpu=$(H=$h; h=$((r / l)); i=$((r % l)); eval "echo \$(($cpu_of))")
         timeout --kill-after=10 "$run_timeout" ip netns exec "${host_names[r / l]}" \
           taskset -c "$cpu" "$peer_bin/gloo_bench" "$coll" -np "$n" --rank "$r" \
           --store "$store" --addr "${host_addrs[r / l]}" --timeout "$run_timeout" "${a[@]}" \
@@ -335,7 +337,14 @@ inner() {
     done
   }
 
-  local round line shape coll size t p
+  run_tuttis() {  # round shape coll sizes...: every tutti row at every size
+    local size t
+    for size in "${@:4}"; do
+      for t in $tuttis; do run_tutti "$1" "$2" "$3" "$size" "$t"; done
+    done
+  }
+
+  local round shape coll p
   for ((round = 1; round <= rounds; round++)); do
     echo "round $round/$rounds (load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
     echo "$round $(cut -d' ' -f1 /proc/loadavg)" >>"$out/load.txt"
@@ -345,11 +354,11 @@ inner() {
       cell_sizes=$(echo "$cells" | awk -v s="$shape" -v c="$coll" '$1 == s && $2 == c {print $3}')
       # Alternate who goes first, so neither side always runs on a warmer machine.
       if ((round % 2 == 1)); then
-        for size in $cell_sizes; do for t in $tuttis; do run_tutti "$round" "$shape" "$coll" "$size" "$t"; done; done
+        run_tuttis "$round" "$shape" "$coll" $cell_sizes
         for p in $peers; do "run_$p" "$round" "$shape" "$coll" $cell_sizes; done
       else
         for p in $peers; do "run_$p" "$round" "$shape" "$coll" $cell_sizes; done
-        for size in $cell_sizes; do for t in $tuttis; do run_tutti "$round" "$shape" "$coll" "$size" "$t"; done; done
+        run_tuttis "$round" "$shape" "$coll" $cell_sizes
       fi
     done < <(echo "$cells" | awk '!seen[$1, $2]++ {print $1, $2}')
   done
@@ -374,13 +383,17 @@ for f in "${need[@]}"; do
   [ -x "$f" ] || { echo "multihost.sh: $f is missing: run bench/peers/setup.sh first" >&2; exit 1; }
 done
 rate_bytes "$rate" >/dev/null
-case $bind in host|local) ;; *) echo "multihost.sh: --bind host or local, not '$bind'" >&2; exit 2 ;; esac
+case $bind in
+  host|local) ;;
+  *) echo "multihost.sh: --bind host or local, not '$bind'" >&2; exit 2 ;;
+esac
 [ -n "$out" ] || out="build/peers/multihost-$(date +%Y%m%d-%H%M%S)"
 mkdir -p "$out/logs"
 out=$(readlink -f "$out")
 : >"$out/records.txt"
 : >"$out/load.txt"
-max_hosts=$(echo "$cells" | awk '{h = $1; sub(/x.*/, "", h); if (h + 0 > m) m = h + 0} END {print m}')
+max_hosts=$(echo "$cells" | awk '{h = $1; sub(/x.*/, "", h); if (h + 0 > m) m = h + 0}
+                                  END {print m}')
 {
   echo "# multihost.sh $(date -u +%Y-%m-%dT%H:%MZ)," \
        "tutti $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
@@ -397,8 +410,8 @@ status=0
 unset MH_INNER
 [ "$status" = 0 ] || echo "multihost.sh: the run ended with status $status" >&2
 echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/header.txt"
-echo "# load average (1 min) at each round's start: $(awk '{printf "%s%s", (NR > 1 ? ", " : ""), $2}' \
-  "$out/load.txt")" | tee -a "$out/header.txt"
+echo "# load average (1 min) at each round's start:" \
+  "$(awk '{printf "%s%s", (NR > 1 ? ", " : ""), $2}' "$out/load.txt")" | tee -a "$out/header.txt"
 
 # ---- the table: per cell, each implementation's median over rounds (busbw GB/s; time per
 # call below 4 KiB), the algorithm tutti ran, the bound, the ratios (medians of per-round
@@ -505,14 +518,18 @@ function check(key, name, want, label,    r, met) {
 END {
   print "| target | measured | met |"
   print "|---|---|---|"
-  check("2 x 2/allreduce/64 MiB", "tutti / bound", 0.9, "2x2 all-reduce 64 MiB: tutti / bound >= 0.9")
+  check("2 x 2/allreduce/64 MiB", "tutti / bound", 0.9,
+        "2x2 all-reduce 64 MiB: tutti / bound >= 0.9")
   check("2 x 2/allreduce/64 MiB", "tutti / ompi", 1.5, "2x2 all-reduce 64 MiB: tutti / ompi >= 1.5")
   check("2 x 2/allgather/64 MiB", "tutti / ompi", 1.3, "2x2 all-gather 64 MiB: tutti / ompi >= 1.3")
-  check("2 x 2/reducescatter/64 MiB", "tutti / ompi", 1.3, "2x2 reduce-scatter 64 MiB: tutti / ompi >= 1.3")
+  check("2 x 2/reducescatter/64 MiB", "tutti / ompi", 1.3,
+        "2x2 reduce-scatter 64 MiB: tutti / ompi >= 1.3")
   check("2 x 2/broadcast/64 MiB", "tutti / ompi", 1.3, "2x2 broadcast 64 MiB: tutti / ompi >= 1.3")
   check("2 x 2/alltoall/64 MiB", "tutti / ompi", 1.2, "2x2 all-to-all 64 MiB: tutti / ompi >= 1.2")
-  check("2 x 2/allreduce/8 B", "tutti / ompi", 1, "2x2 all-reduce 8 B: time <= ompi (tutti / ompi >= 1)")
-  check("4 x 2/allreduce/64 MiB", "tutti / bound", 0.9, "4x2 all-reduce 64 MiB: tutti / bound >= 0.9")
+  check("2 x 2/allreduce/8 B", "tutti / ompi", 1,
+        "2x2 all-reduce 8 B: time <= ompi (tutti / ompi >= 1)")
+  check("4 x 2/allreduce/64 MiB", "tutti / bound", 0.9,
+        "4x2 all-reduce 64 MiB: tutti / bound >= 0.9")
 }' "$out/table.md" >"$out/targets.md"
 
 echo
