@@ -5,6 +5,13 @@
 //
 //   gloo_bench allreduce -np 4 -s 8,1M,64M [-a ring_chunked,halving_doubling] [--label gloo]
 //
+// One rank alone, for ranks on several hosts (bench/peers/multihost.sh starts one per rank in
+// each host's network namespace): --rank R with --store DIR, a directory every rank sees
+// (made by the caller, left for it to remove), and --addr, the address of this rank's host
+// that Gloo's TCP device binds and the others connect to:
+//
+//   gloo_bench allreduce -np 4 --rank 2 --store /tmp/dir --addr 10.77.0.2 -s 64M
+//
 // All-reduce runs each algorithm of -a in turn, one result line each:
 //   ring, ring_chunked, halving_doubling, bcube  Gloo's algorithm classes, in place (as
 //                                                 a user of those classes runs them)
@@ -226,10 +233,10 @@ class GlooBackend {
 
 // One rank's life: rendezvous, the sizes, the exit status (0: every output right).
 int runRank(int rank, int nranks, const std::string& storeDir, int timeoutSeconds,
-            const peers::Options& options) {
+            const std::string& address, const peers::Options& options) {
   try {
     gloo::transport::tcp::attr attr;
-    attr.hostname = "127.0.0.1";  // loopback only, IPv4
+    attr.hostname = address;  // 127.0.0.1 (loopback only) unless --addr; IPv4
     attr.ai_family = AF_INET;
     auto device = gloo::transport::tcp::CreateDevice(attr);
     gloo::rendezvous::FileStore store(storeDir);
@@ -237,8 +244,8 @@ int runRank(int rank, int nranks, const std::string& storeDir, int timeoutSecond
     context->setTimeout(std::chrono::seconds(timeoutSeconds));
     context->connectFullMesh(store, device);
     if (rank == 0) {
-      std::printf("# %s on %d ranks: Gloo (libgloo-dev), TCP device on 127.0.0.1\n",
-                  options.label.c_str(), nranks);
+      std::printf("# %s on %d ranks: Gloo (libgloo-dev), TCP device on %s\n",
+                  options.label.c_str(), nranks, address.c_str());
     }
     GlooBackend backend(context);
     return peers::runSizes(backend, options) == 0 ? 0 : 1;
@@ -299,7 +306,10 @@ void usage(const char* program) {
                "  -np N              ranks to fork (2)\n"
                "  -a LIST            all-reduce algorithms, comma separated (ring,ring_chunked,"
                "halving_doubling,bcube,opt_ring)\n"
-               "  --timeout SECONDS  Gloo's timeout and the whole run's deadline (300)\n%s",
+               "  --timeout SECONDS  Gloo's timeout and the whole run's deadline (300)\n"
+               "  --rank R --store DIR [--addr ADDR]\n"
+               "                     run rank R alone (no fork), meeting the others in DIR, its\n"
+               "                     TCP device on ADDR (127.0.0.1)\n%s",
                program, peers::commonUsage());
 }
 
@@ -310,13 +320,21 @@ int main(int argc, char** argv) {
   options.label = "gloo";
   int nranks = 2;
   int timeoutSeconds = 300;
+  int onlyRank = -1;
+  std::string store;
+  std::string address = "127.0.0.1";
   bool haveColl = false;
   std::string algos = "ring,ring_chunked,halving_doubling,bcube,opt_ring";
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (peers::parseCommonFlag(argc, argv, &i, &options)) continue;
-    if ((arg == "-np" || arg == "-a" || arg == "--timeout") && i + 1 < argc) {
+    if ((arg == "-np" || arg == "-a" || arg == "--timeout" || arg == "--rank" ||
+         arg == "--store" || arg == "--addr") &&
+        i + 1 < argc) {
       const std::string value = argv[++i];
+      if (arg == "--rank") onlyRank = std::atoi(value.c_str());
+      if (arg == "--store") store = value;
+      if (arg == "--addr") address = value;
       if (arg == "-np") nranks = std::atoi(value.c_str());
       if (arg == "-a") algos = value;
       if (arg == "--timeout") timeoutSeconds = std::atoi(value.c_str());
@@ -331,7 +349,7 @@ int main(int argc, char** argv) {
     haveColl = true;
   }
   if (!haveColl || options.sizes.empty() || nranks < 1 || nranks > 255 || timeoutSeconds < 1 ||
-      options.root >= nranks) {
+      options.root >= nranks || onlyRank >= nranks || (onlyRank >= 0) != !store.empty()) {
     usage(argv[0]);
     return 2;
   }
@@ -349,6 +367,7 @@ int main(int argc, char** argv) {
     }
     if (options.algos.empty()) return 0;  // nothing that applies: not a failure
   }
+  if (onlyRank >= 0) return runRank(onlyRank, nranks, store, timeoutSeconds, address, options);
 
   char dirTemplate[] = "/tmp/gloo_bench.XXXXXX";
   if (mkdtemp(dirTemplate) == nullptr) {
@@ -368,7 +387,7 @@ int main(int argc, char** argv) {
     if (pid == 0) {
       // A rank dies with the launcher rather than lingering.
       prctl(PR_SET_PDEATHSIG, SIGKILL);
-      const int code = runRank(rank, nranks, storeDir, timeoutSeconds, options);
+      const int code = runRank(rank, nranks, storeDir, timeoutSeconds, address, options);
       std::fflush(stdout);
       std::fflush(stderr);
       _exit(code);

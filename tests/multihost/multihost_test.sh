@@ -21,6 +21,9 @@
 #                        host's ranks name the ranks of the host that did not report
 #   slow_link            the second host's link shaped to 10 Mbit/s (the first's at 1 Gbit/s):
 #                        an all-reduce that takes seconds there completes, every element right
+#   bench_quick          bench/peers/multihost.sh, tutti alone, one round of a 64 KiB
+#                        all-reduce and all-to-all on 2 hosts x 2 ranks: it runs, every
+#                        output checks right, and its table has both rows
 # Needs root, ip and tc; exits 77 (ctest's skip) with the reason otherwise.
 set -euo pipefail
 
@@ -304,6 +307,18 @@ outside any tutti call): ranks 2-3 on host 1 '[^']*' at 10\.77\.0\.2" ||
         fail "no RESULT OK from rank $r: $all"
     done
     grep "RESULT OK" "$out/out"  # the time each took, for the log
+    ;;
+
+  bench_quick)
+    rc=0
+    timeout 90 "$here/../../bench/peers/multihost.sh" --quick --peers "" --shapes 2x2 \
+      --collectives "allreduce alltoall" --sizes 64K --build "$build" --out "$out/bench" \
+      >"$out/out" 2>&1 || rc=$?
+    [ "$rc" = 0 ] || fail "multihost.sh exited $rc: $(cat "$out/out")"
+    for coll in allreduce alltoall; do
+      grep -q "^| 2 x 2 | $coll | 64 KiB | [0-9.]* | " "$out/bench/table.md" ||
+        fail "no $coll row with a bandwidth: $(cat "$out/out")"
+    done
     ;;
 
   *) fail "unknown case '$case_name'" ;;
