@@ -158,7 +158,7 @@ Result<HostPort> peerAddress(int fd) {
   return sockaddrToHostPort(ss);
 }
 
-Result<UniqueFd> connectTcp(const HostPort& target, Deadline deadline) {
+Result<UniqueFd> connectTcp(const HostPort& target, Deadline deadline, bool retryRefused) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -173,6 +173,7 @@ Result<UniqueFd> connectTcp(const HostPort& target, Deadline deadline) {
   auto backoff = std::chrono::milliseconds(1);
   Status last = Status(ErrorCode::kTimeout, "no attempt made");
   do {
+    bool refused = true;  // by every address of this round
     for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
       UniqueFd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
       if (!fd.valid()) return systemError("socket", errno);
@@ -191,11 +192,15 @@ Result<UniqueFd> connectTcp(const HostPort& target, Deadline deadline) {
         if (!nd.ok()) return nd;
         return fd;
       }
-      last = systemError("connect", errno, target.toString());
-      if (errno != ECONNREFUSED && errno != ENETUNREACH && errno != EHOSTUNREACH &&
-          errno != ETIMEDOUT && errno != EAGAIN)
+      const int err = errno;
+      last = systemError("connect", err, target.toString());
+      if (err != ECONNREFUSED && err != ENETUNREACH && err != EHOSTUNREACH &&
+          err != ETIMEDOUT && err != EAGAIN)
         return last;
+      if (err != ECONNREFUSED) refused = false;
     }
+    if (refused && !retryRefused)
+      return Status(ErrorCode::kPeerFailure, last.message());
     std::this_thread::sleep_for(std::min<Deadline::Clock::duration>(backoff, deadline.remaining()));
     backoff = std::min(backoff * 2, std::chrono::milliseconds(100));
   } while (!deadline.expired());

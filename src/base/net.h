@@ -41,8 +41,10 @@ Result<HostPort> peerAddress(int fd);
 
 /// Connects to `target`, retrying refused or unreachable attempts until `deadline` (the
 /// server may not be listening yet). Returns a non-blocking, close-on-exec socket with
-/// TCP_NODELAY set.
-Result<UniqueFd> connectTcp(const HostPort& target, Deadline deadline);
+/// TCP_NODELAY set. With `retryRefused` false, a target refusing the connection on every
+/// address is kPeerFailure at once: for a server known to have listened, whose process is
+/// then gone.
+Result<UniqueFd> connectTcp(const HostPort& target, Deadline deadline, bool retryRefused = true);
 
 /// Accepts one pending connection on a non-blocking listener; returns an invalid fd when
 /// none is pending. The accepted socket is non-blocking with TCP_NODELAY.

@@ -15,7 +15,7 @@
 namespace tutti {
 namespace {
 
-class PrefixStore final : public Store, public detail::BoundedSetStore {
+class PrefixStore final : public Store, public detail::BoundedStore {
  public:
   PrefixStore(std::string prefix, std::shared_ptr<Store> base)
       : prefix_(std::move(prefix) + "/"), base_(std::move(base)) {
@@ -41,6 +41,12 @@ class PrefixStore final : public Store, public detail::BoundedSetStore {
   Result<std::int64_t> add(const std::string& key, std::int64_t delta) override {
     TUTTI_ASSIGN_OR_RETURN(std::string full, prefixed(key));
     return base_->add(full, delta);
+  }
+
+  Result<std::int64_t> addBefore(const std::string& key, std::int64_t delta,
+                                 Deadline deadline) override {
+    TUTTI_ASSIGN_OR_RETURN(std::string full, prefixed(key));
+    return detail::addBefore(*base_, full, delta, deadline);
   }
 
   Status wait(const std::vector<std::string>& keys, Deadline deadline) override {

@@ -56,15 +56,18 @@ class TcpStoreServer {
 /// A Store over one TCP connection. Thread-safe: one request is in flight at a time (a
 /// mutex is held across each request and its reply, so a long get() delays other threads'
 /// calls on the same client). Every call is bounded: get() and wait() by their deadline,
-/// set() and add() by the operation timeout given to connect(), and set() through
-/// detail::setBefore() (bounded_store.h) by the deadline given there. get() and wait() send the
-/// time left to the server, which answers TIMEOUT naming the keys still missing; the client
-/// itself gives up kReplyGrace after the deadline, so a server that never answers still
-/// yields kTimeout. After a local timeout or a malformed reply the connection is closed
-/// (the stream may be out of step) and the next call reconnects. Errors: kPeerFailure
-/// ("store at host:port closed the connection"), kTimeout, kProtocolError for a reply that
-/// does not decode or does not match the request, and the server's own error for an add()
-/// on a non-integer value (kInvalidArgument).
+/// set() and add() by the operation timeout given to connect(), and through
+/// detail::setBefore() and detail::addBefore() (bounded_store.h) by the deadline given
+/// there. get() and wait() send the time left to the server, which answers TIMEOUT naming
+/// the keys still missing; the client itself gives up kReplyGrace after the deadline, so a
+/// server that never answers still yields kTimeout. After a local timeout or a malformed
+/// reply the connection is closed (the stream may be out of step) and the next call
+/// reconnects. A reconnection the server refuses fails at once: having listened, the
+/// server's process is gone. Errors: kPeerFailure ("store at host:port closed the
+/// connection", "the store at host:port (served by rank 0) is gone: connection refused"),
+/// kTimeout, kProtocolError for a reply that does not decode or does not match the
+/// request, and the server's own error for an add() on a non-integer value
+/// (kInvalidArgument).
 class TcpStoreClient : public Store {
  public:
   /// set() and add() deadline when connect() is not given one; the TUTTI_TIMEOUT default.
@@ -76,13 +79,15 @@ class TcpStoreClient : public Store {
   /// Connects to a server and authenticates with `key` (the server must hold the same),
   /// retrying until `deadline` while it is not yet listening or closes the connection
   /// before its verdict (all its handshake slots busy). `operationTimeout` bounds each
-  /// set() and add() (and reconnecting). Errors: kTimeout naming the address if it never
+  /// set() and add() (and reconnecting). `servedBy` names who serves the store ("rank 0",
+  /// "tutti-run"; empty: unknown) in the error of a store gone. Errors: kTimeout naming the address if it never
   /// answers; kProtocolError when the server refuses this process's key ("... refused this
   /// process's authentication: the two do not hold the same job secret") or cannot prove
   /// it holds the key itself.
   static Result<std::shared_ptr<TcpStoreClient>> connect(
       const HostPort& server, const auth::Key& key, Deadline deadline,
-      std::chrono::milliseconds operationTimeout = kDefaultOperationTimeout);
+      std::chrono::milliseconds operationTimeout = kDefaultOperationTimeout,
+      const std::string& servedBy = "");
 
   /// The local address of the connection to the server: the interface that routes to the
   /// store host, which is where this rank should accept its peers by default.

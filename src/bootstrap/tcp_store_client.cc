@@ -40,11 +40,17 @@ std::uint32_t serverTimeoutMs(Deadline deadline) {
 
 // Connects to the store and authenticates, retrying until `deadline` while the server is
 // not listening yet (connectTcp retries that) or closes the connection before its verdict:
-// its handshake slots were all busy, which passes. A refusal is final.
-Result<UniqueFd> dialStore(const HostPort& server, const auth::Key& key, Deadline deadline) {
+// its handshake slots were all busy, which passes. A refusal is final. So is, with
+// `gone` (a connection was made before), a refused connection: the server listened and its
+// process is gone, which no wait mends; that sets *gone.
+Result<UniqueFd> dialStore(const HostPort& server, const auth::Key& key, Deadline deadline,
+                           bool* gone = nullptr) {
   auto backoff = std::chrono::milliseconds(1);
   while (true) {
-    TUTTI_ASSIGN_OR_RETURN(UniqueFd fd, connectTcp(server, deadline));
+    Result<UniqueFd> connected = connectTcp(server, deadline, gone == nullptr);
+    if (!connected.ok() && connected.status().code() == ErrorCode::kPeerFailure && gone)
+      *gone = true;
+    TUTTI_ASSIGN_OR_RETURN(UniqueFd fd, std::move(connected));
     Status s = auth::authenticateToServer(fd.get(), key, auth::Context::store(), deadline);
     if (s.ok()) return fd;
     if (s.code() != ErrorCode::kPeerFailure || deadline.expired()) return s;
@@ -55,12 +61,14 @@ Result<UniqueFd> dialStore(const HostPort& server, const auth::Key& key, Deadlin
   }
 }
 
-class Client final : public TcpStoreClient, public detail::BoundedSetStore {
+class Client final : public TcpStoreClient, public detail::BoundedStore {
  public:
   Client(HostPort server, const auth::Key& key, UniqueFd fd, HostPort local,
-         std::chrono::milliseconds operationTimeout)
+         std::chrono::milliseconds operationTimeout, const std::string& servedBy)
       : server_(std::move(server)),
         serverText_(server_.toString()),
+        storeName_("the store at " + serverText_ +
+                   (servedBy.empty() ? "" : " (served by " + servedBy + ")")),
         key_(key),
         operationTimeout_(operationTimeout),
         fd_(std::move(fd)),
@@ -86,9 +94,14 @@ class Client final : public TcpStoreClient, public detail::BoundedSetStore {
   }
 
   Result<std::int64_t> add(const std::string& key, std::int64_t delta) override {
+    return addBefore(key, delta, Deadline::after(operationTimeout_));
+  }
+
+  Result<std::int64_t> addBefore(const std::string& key, std::int64_t delta,
+                                 Deadline deadline) override {
     TUTTI_RETURN_IF_ERROR(detail::checkKey(key));
-    TUTTI_ASSIGN_OR_RETURN(Message reply, call(Message::add(0, key, delta), Opcode::kInt,
-                                               Deadline::after(operationTimeout_)));
+    TUTTI_ASSIGN_OR_RETURN(Message reply,
+                           call(Message::add(0, key, delta), Opcode::kInt, deadline));
     return reply.integer;
   }
 
@@ -123,6 +136,7 @@ class Client final : public TcpStoreClient, public detail::BoundedSetStore {
 
   const HostPort server_;
   const std::string serverText_;
+  const std::string storeName_;  // "the store at H:P (served by ...)", for a store gone
   const auth::Key key_;  // proven on every (re)connection
   const std::chrono::milliseconds operationTimeout_;
   mutable std::mutex mu_;  // held across a whole request/reply exchange
@@ -138,7 +152,9 @@ Result<Message> Client::call(Message request, Opcode success, Deadline deadline)
   // the caller's error and must not cost the connection.
   TUTTI_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, storeproto::encode(request));
   if (!fd_.valid()) {
-    Result<UniqueFd> fd = dialStore(server_, key_, deadline);
+    bool gone = false;
+    Result<UniqueFd> fd = dialStore(server_, key_, deadline, &gone);
+    if (gone) return Status(ErrorCode::kPeerFailure, storeName_ + " is gone: connection refused");
     if (!fd.ok()) return fd.status().withContext("reconnecting to the store at " + serverText_);
     fd_ = std::move(fd).value();
     Result<HostPort> local = tutti::localAddress(fd_.get());
@@ -217,7 +233,7 @@ Status Client::failed(const Status& s, const Message& request) {
 
 Result<std::shared_ptr<TcpStoreClient>> TcpStoreClient::connect(
     const HostPort& server, const auth::Key& key, Deadline deadline,
-    std::chrono::milliseconds operationTimeout) {
+    std::chrono::milliseconds operationTimeout, const std::string& servedBy) {
   TUTTI_CHECK_ARG(operationTimeout.count() > 0,
                   "store operation timeout must be positive, got %lld ms",
                   static_cast<long long>(operationTimeout.count()));
@@ -227,7 +243,7 @@ Result<std::shared_ptr<TcpStoreClient>> TcpStoreClient::connect(
   TUTTI_DEBUG(kBootstrap, "connected to the store at %s from %s (authenticated)",
               server.toString().c_str(), local.toString().c_str());
   return std::shared_ptr<TcpStoreClient>(std::make_shared<Client>(
-      server, key, std::move(fd).value(), std::move(local), operationTimeout));
+      server, key, std::move(fd).value(), std::move(local), operationTimeout, servedBy));
 }
 
 }  // namespace tutti

@@ -10,6 +10,7 @@
 #include "base/stack.h"
 #include "base/strings.h"
 #include "base/wait.h"
+#include "bootstrap/bounded_store.h"
 #include "bootstrap/tcp_store.h"
 #include "core/call_describer.h"
 #include "core/call_stamp.h"
@@ -42,7 +43,7 @@ Result<std::uint64_t> agreeOnUid(Store& store, const std::string& prefix, int ra
     std::uint64_t uid = randomUid();
     std::vector<std::uint8_t> bytes(8);
     for (int i = 0; i < 8; ++i) bytes[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(uid >> (8 * i));
-    TUTTI_RETURN_IF_ERROR(store.set(key, bytes));
+    TUTTI_RETURN_IF_ERROR(setBefore(store, key, bytes, deadline));
     return uid;
   }
   auto value = store.get(key, deadline);
@@ -144,13 +145,14 @@ Result<std::unique_ptr<CommImpl>> CommImpl::create(InitParams params) {
   } else if (params.size > 1) {
     TUTTI_ASSIGN_OR_RETURN(id.key, auth::jobKey(*config));
   }
+  // Every store call of the creation ends by this deadline, a store gone included.
+  const Deadline deadline = Deadline::afterSeconds(config->connectRetrySec);
   // The k-th communicator this rank creates under a name uses generation k, so re-creating a
   // communicator on the same store never reads the previous one's keys.
   const std::string base = "tutti/" + id.name + "/";
   TUTTI_ASSIGN_OR_RETURN(std::int64_t generation,
-                         id.store->add(base + "gen/" + std::to_string(id.rank), 1));
+                         addBefore(*id.store, base + "gen/" + std::to_string(id.rank), 1, deadline));
   id.prefix = base + std::to_string(generation) + "/";
-  const Deadline deadline = Deadline::afterSeconds(config->connectRetrySec);
   TUTTI_ASSIGN_OR_RETURN(std::uint64_t uid, agreeOnUid(*id.store, id.prefix, id.rank, deadline));
   // Each rank's description goes to the store before the transport connects, which waits
   // for every rank anyway: rank 0 then finds them all there.

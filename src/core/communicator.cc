@@ -41,9 +41,12 @@ Result<auth::Key> keyForJob(const Config& config, int size, bool serve) {
 
 // Serves the store at `address` when `serve` (rank 0), connects to it, and creates the
 // communicator, accepting peers on the interface that reaches the store. The store and
-// every peer link authenticate with the job key.
+// every peer link authenticate with the job key. The client's set() and add() are bounded
+// by TUTTI_TIMEOUT, as every blocking call; `servedBy` names the store's server in the
+// error of a store gone (its process exited).
 Result<std::unique_ptr<CommImpl>> joinThroughTcpStore(CommImpl::InitParams params,
                                                       HostPort address, bool serve,
+                                                      const std::string& servedBy,
                                                       const Config& config, Deadline deadline) {
   TUTTI_ASSIGN_OR_RETURN(auth::Key key, keyForJob(config, params.size, serve));
   TUTTI_ASSIGN_OR_RETURN(std::chrono::milliseconds authTimeout, auth::authTimeout(config));
@@ -59,7 +62,10 @@ Result<std::unique_ptr<CommImpl>> joinThroughTcpStore(CommImpl::InitParams param
     address = (*server)->address();
     params.ownedServer = std::move(server).value();
   }
-  auto client = TcpStoreClient::connect(address, key, deadline);
+  const auto operationTimeout = std::max(
+      std::chrono::milliseconds(1),
+      std::chrono::milliseconds(static_cast<std::int64_t>(config.timeoutSec * 1000.0)));
+  auto client = TcpStoreClient::connect(address, key, deadline, operationTimeout, servedBy);
   if (!client.ok()) return client.status();  // it names the store already
   params.bindHost = (*client)->localAddress().host;
   params.store = std::move(client).value();
@@ -84,6 +90,8 @@ Result<Communicator> Communicator::fromEnv(const CommOptions& options) {
   params.options = options;
   TUTTI_ASSIGN_OR_RETURN(auto impl,
                          joinThroughTcpStore(std::move(params), env.storeAddress, env.serveStore,
+                                             env.launcher == Launcher::kTuttiRun ? "tutti-run"
+                                                                                 : "rank 0",
                                              *config,
                                              Deadline::afterSeconds(config->connectRetrySec)));
   return Communicator(std::move(impl));
@@ -104,7 +112,8 @@ Result<Communicator> Communicator::connect(const std::string& storeAddress, int 
   params.size = size;
   params.options = options;
   TUTTI_ASSIGN_OR_RETURN(auto impl,
-                         joinThroughTcpStore(std::move(params), *address, rank == 0, *config,
+                         joinThroughTcpStore(std::move(params), *address, rank == 0, "rank 0",
+                                             *config,
                                              Deadline::afterSeconds(config->connectRetrySec)));
   return Communicator(std::move(impl));
 }

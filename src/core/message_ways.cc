@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "base/macros.h"
 #include "base/strings.h"
+#include "bootstrap/bounded_store.h"
 
 namespace tutti::detail {
 
@@ -75,8 +76,8 @@ Status agreeOnMessagePath(Store& store, const std::string& prefix, int rank, int
   const std::string mine =
       strFormat("%d %llu %llu", learns ? 1 : 0, static_cast<unsigned long long>(directFrom),
                 static_cast<unsigned long long>(streamedFrom));
-  TUTTI_RETURN_IF_ERROR(store.set(prefix + "path/" + std::to_string(rank),
-                                  std::vector<std::uint8_t>(mine.begin(), mine.end())));
+  TUTTI_RETURN_IF_ERROR(setBefore(store, prefix + "path/" + std::to_string(rank),
+                                  std::vector<std::uint8_t>(mine.begin(), mine.end()), deadline));
   for (int r = 0; r < size; ++r) {
     auto raw = store.get(prefix + "path/" + std::to_string(r), deadline);
     if (!raw.ok())

@@ -6,6 +6,7 @@
 #include "base/log.h"
 #include "base/macros.h"
 #include "base/strings.h"
+#include "bootstrap/bounded_store.h"
 #include "topology/host_identity.h"
 #include "topology/view_json.h"
 
@@ -54,8 +55,8 @@ bool TopologySetup::gathers() const { return !parent_ && file_.empty() && q_.siz
 Status TopologySetup::publish() {
   if (!gathers() || published_) return Status::Ok();
   const topo::View mine = topo::describeThisRank(q_.hostId, q_.address);
-  TUTTI_RETURN_IF_ERROR(q_.store->set(q_.prefix + "topo/" + std::to_string(q_.rank),
-                                      bytesOf(topo::toJson(mine))));
+  TUTTI_RETURN_IF_ERROR(setBefore(*q_.store, q_.prefix + "topo/" + std::to_string(q_.rank),
+                                  bytesOf(topo::toJson(mine)), q_.deadline));
   published_ = true;
   return Status::Ok();
 }
@@ -77,7 +78,7 @@ Result<std::shared_ptr<const topo::View>> TopologySetup::gather() {
       perRank.push_back(std::move(one).value());
     }
     auto view = std::make_shared<topo::View>(topo::combine(perRank));
-    TUTTI_RETURN_IF_ERROR(q_.store->set(combined, bytesOf(topo::toJson(*view))));
+    TUTTI_RETURN_IF_ERROR(setBefore(*q_.store, combined, bytesOf(topo::toJson(*view)), q_.deadline));
     return std::shared_ptr<const topo::View>(std::move(view));
   }
   auto raw = q_.store->get(combined, q_.deadline);

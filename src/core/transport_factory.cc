@@ -12,6 +12,7 @@
 #include "base/macros.h"
 #include "base/strings.h"
 #include "base/wait.h"
+#include "bootstrap/bounded_store.h"
 #include "core/message_ways.h"
 #include "topology/host_identity.h"
 #include "transport/hybrid/hybrid_transport.h"
@@ -31,8 +32,9 @@ using Request = TransportFactory::Request;
 Result<std::pair<bool, bool>> hostCoresOverStore(const Request& q, const std::string& host) {
   const std::vector<int> cpus = allowedCpuList();
   const std::string mine = host + " " + formatMaskField(cpus);
-  TUTTI_RETURN_IF_ERROR(q.store->set(q.prefix + "host/" + std::to_string(q.rank),
-                                     std::vector<std::uint8_t>(mine.begin(), mine.end())));
+  TUTTI_RETURN_IF_ERROR(setBefore(*q.store, q.prefix + "host/" + std::to_string(q.rank),
+                                  std::vector<std::uint8_t>(mine.begin(), mine.end()),
+                                  q.deadline));
   std::vector<std::vector<int>> hostMasks;  // this host's ranks', this one's included
   for (int r = 0; r < q.size; ++r) {
     auto raw = q.store->get(q.prefix + "host/" + std::to_string(r), q.deadline);
@@ -171,9 +173,13 @@ Result<TransportSetup> TransportFactory::build(const Request& q, const Config& c
       return setup;
     }
     // Each pair of ranks reaches the same verdict (shm_transport.h): a rank without shared
-    // memory is reached over TCP by all.
+    // memory is reached over TCP by all. A rank that never came, or a store gone, fails
+    // TCP's setup alike (it meets the same store, by the same deadline): that is the error.
     if (shm.ok()) local = std::move(shm).value();
     else if (q.choice == "shm") return shm.status().withContext(where + " with TUTTI_TRANSPORT=shm");
+    else if (shm.status().code() == ErrorCode::kTimeout ||
+             shm.status().code() == ErrorCode::kPeerFailure)
+      return shm.status().withContext(where);
     else TUTTI_INFO(kInit, "shared memory not used: %s", shm.status().message().c_str());
   }
   auto setup = overTcp(q, config, std::move(local), cores);

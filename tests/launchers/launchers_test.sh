@@ -10,6 +10,10 @@
 #                         ranks 0, 2 and 3 fail naming it; their log shows that each rank
 #                         found its rank, size and local rank in the launcher's variables
 #                         and reached its 3 peers over shared memory
+#   mpich_rank_absent     rank 1 exits (status 0) before joining: ranks 0, 2 and 3 fail
+#                         by their short deadline (TUTTI_TIMEOUT=5), not the 300 s default,
+#                         rank 0 naming rank 1, ranks 2 and 3 naming it or the store, gone
+#                         with rank 0
 #   slurm_two_nodes       2 Slurm nodes (a slurmd in each of two network namespaces made by
 #                         tests/multihost/netns.sh) x 2 tasks: every collective, then rank 3
 #                         killed and named by the ranks of both nodes
@@ -276,6 +280,28 @@ case $case_name in
     run launch $killed_env -- "$wrapper" "$worker" die 1 small >"$tmp/out" 2>&1 || rc=$?
     [ "$rc" = 0 ] || fail "exit status $rc: $(cat "$tmp/out")"
     check_killed 1 "$tmp/out" "0:0:4:all 1:1:4:all 2:2:4:all 3:3:4:all"
+    ;;
+
+  mpich_rank_absent)
+    make_private_netns
+    # Rank 1 runs `exit 0` instead of the worker (PMI_RANK: hydra's variable).
+    absent=$tmp/absent.sh
+    # shellcheck disable=SC2016
+    printf '%s\n' '#!/bin/sh' '[ "$PMI_RANK" = 1 ] && exec "$0.exit"' 'exec "$@"' >"$absent"
+    printf '%s\n' '#!/bin/sh' 'exit 0' >"$absent.exit"
+    chmod +x "$absent" "$absent.exit"
+    run launch TUTTI_TIMEOUT=5 TUTTI_CONNECT_TIMEOUT=5 -- "$wrapper" "$absent" "$worker" every \
+      >"$tmp/out" 2>&1 || rc=$?
+    [ "$rc" = 0 ] || fail "exit status $rc: $(cat "$tmp/out")"
+    grep -q "^EXIT rank 1 status 0$" "$tmp/out" || fail "rank 1 did not exit 0: $(cat "$tmp/out")"
+    for r in 0 2 3; do
+      grep -q "^EXIT rank $r status 1$" "$tmp/out" || fail "rank $r did not fail: $(cat "$tmp/out")"
+    done
+    grep -q "rank 0 of 4): waiting for rank 1 to join (did it start?)" "$tmp/out" ||
+      fail "rank 0 does not name rank 1: $(cat "$tmp/out")"
+    named=$(grep -Ec "^RESULT FAILED to create the communicator: .*\(rank [23] of 4\): (waiting for rank 1 to join|.*store at 127\.0\.0\.1:$store_port)" \
+      "$tmp/out" || true)
+    [ "$named" = 2 ] || fail "$named of 2 of ranks 2 and 3 name rank 1 or the store: $(cat "$tmp/out")"
     ;;
 
   slurm_two_nodes)

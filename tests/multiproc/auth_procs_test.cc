@@ -150,9 +150,11 @@ TEST(AuthProcs, PeersAreAcceptedOnTheBindAddressOnly) {
 }
 
 // `n` workers started directly, with the environment Open MPI would give them plus `extra`
-// per rank; returns their results.
+// per rank; returns their results. Rank `absent` runs /bin/true instead: it exits at once,
+// without joining.
 std::vector<ProcessResult> runOpenMpiStyle(int n,
-                                           const std::vector<std::vector<std::string>>& extra) {
+                                           const std::vector<std::vector<std::string>>& extra,
+                                           int absent = -1) {
   auto fd = listenTcp("127.0.0.1", 0);  // a port that was free a moment ago
   EXPECT_TRUE(fd.ok());
   const std::string port = std::to_string(localAddress(fd->get())->port);
@@ -164,8 +166,12 @@ std::vector<ProcessResult> runOpenMpiStyle(int n,
                                      "TUTTI_STORE_ADDR=127.0.0.1:" + port,
                                      "TUTTI_CONNECT_TIMEOUT=10"};
     for (const std::string& kv : extra[static_cast<std::size_t>(r)]) argv.push_back(kv);
-    argv.push_back(testProgramPath("tutti_collective_worker"));
-    argv.push_back("check");
+    if (r == absent) {
+      argv.push_back("/bin/true");
+    } else {
+      argv.push_back(testProgramPath("tutti_collective_worker"));
+      argv.push_back("check");
+    }
     auto p = Subprocess::start(argv);
     EXPECT_TRUE(p.ok()) << p.status().toString();
     if (p.ok()) ranks.push_back(std::move(p).value());
@@ -213,6 +219,30 @@ TEST(AuthProcs, ForeignLauncherRankWithoutTheSecretIsRefused) {
   // Rank 0 waits for a rank 1 that never joins, and gives up at its connect timeout.
   EXPECT_NE(results[0].exitCode(), 0);
   EXPECT_TRUE(has(results[0].err, "refused connection from 127.0.0.1:")) << results[0].err;
+}
+
+// A rank that exits before joining (a launcher started it, the program ended at once): every
+// other rank fails by its short deadline, rather than the 300 s default. Rank 0, serving
+// the store, names the rank it waited for; ranks 2 and 3 name it too, or the store, gone
+// with rank 0 (which of the two they meet first depends on how far they got).
+TEST(AuthProcs, RankThatExitsBeforeJoiningFailsEveryOtherRankNamingIt) {
+  const std::vector<std::string> shortDeadlines = {"TUTTI_TIMEOUT=5", "TUTTI_CONNECT_TIMEOUT=5"};
+  auto results = runOpenMpiStyle(4, {shortDeadlines, {}, shortDeadlines, shortDeadlines}, 1);
+  ASSERT_EQ(results.size(), 4u);
+  EXPECT_EQ(results[1].exitCode(), 0);
+  for (int r : {0, 2, 3}) {
+    const ProcessResult& result = results[static_cast<std::size_t>(r)];
+    SCOPED_TRACE("rank " + std::to_string(r));
+    EXPECT_FALSE(result.timedOut) << result.out << result.err;
+    EXPECT_NE(result.exitCode(), 0) << result.out << result.err;
+    EXPECT_TRUE(has(result.out, "RESULT FAILED to create the communicator"))
+        << result.out << result.err;
+    EXPECT_TRUE(has(result.out, "waiting for rank 1 to join (did it start?)") ||
+                (r != 0 && has(result.out, "store at 127.0.0.1:")))
+        << result.out << result.err;
+  }
+  EXPECT_TRUE(has(results[0].out, "still missing 1 of 1: [tutti/world/1/shm/info/1]"))
+      << results[0].out;
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include "base/log.h"
 #include "base/macros.h"
 #include "base/strings.h"
+#include "bootstrap/bounded_store.h"
 #include "topology/host_identity.h"
 #include "transport/shm/shm_link.h"
 #include "transport/tag.h"
@@ -123,11 +124,12 @@ Status ShmTransport::setUp(Store& store, const std::string& keyPrefix) {
   const auto ratio = static_cast<unsigned long>(std::lround(kernelCopyRatio() * 100));
   // The CPUs this rank may run on: its host's ranks decide together whether each has a core.
   const std::vector<int> cpus = allowedCpuList();
-  TUTTI_RETURN_IF_ERROR(store.set(
-      keyPrefix + "shm/info/" + std::to_string(rank_),
+  TUTTI_RETURN_IF_ERROR(detail::setBefore(
+      store, keyPrefix + "shm/info/" + std::to_string(rank_),
       bytesOf(strFormat("%s %d %d %llu %lu %s", host.c_str(), static_cast<int>(getpid()), own_.fd(),
                         static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(own_.base())),
-                        ratio, formatMaskField(cpus).c_str()))));
+                        ratio, formatMaskField(cpus).c_str())),
+      options_.deadline));
   std::vector<std::vector<int>> hostMasks;  // of this host's ranks, this one's included
   TUTTI_ASSIGN_OR_RETURN(const std::vector<PeerInfo> infos,
                          readInfos(store, keyPrefix, host, &hostMasks));
@@ -169,9 +171,10 @@ Result<std::vector<ShmTransport::PeerInfo>> ShmTransport::readInfos(
   pids_.assign(infos.size(), 0);
   for (int r = 0; r < size_; ++r) {
     PeerInfo& info = infos[static_cast<std::size_t>(r)];
-    TUTTI_ASSIGN_OR_RETURN(std::vector<std::uint8_t> raw,
-                           store.get(keyPrefix + "shm/info/" + std::to_string(r), options_.deadline));
-    TUTTI_ASSIGN_OR_RETURN(info, parseInfo(textOf(raw), r));
+    auto raw = store.get(keyPrefix + "shm/info/" + std::to_string(r), options_.deadline);
+    if (!raw.ok())
+      return raw.status().withContext(strFormat("waiting for rank %d to join (did it start?)", r));
+    TUTTI_ASSIGN_OR_RETURN(info, parseInfo(textOf(*raw), r));
     pids_[static_cast<std::size_t>(r)] = info.pid;
     const bool local = info.host == host;
     if (!local && elsewhere < 0) elsewhere = r;
@@ -218,8 +221,9 @@ std::string ShmTransport::attachPeers(const std::vector<PeerInfo>& infos) {
 
 Status ShmTransport::agreeAttached(Store& store, const std::string& keyPrefix,
                                    const std::string& problem) {
-  TUTTI_RETURN_IF_ERROR(store.set(keyPrefix + "shm/ready/" + std::to_string(rank_),
-                                  bytesOf(problem.empty() ? "ok" : "failed: " + problem)));
+  TUTTI_RETURN_IF_ERROR(detail::setBefore(store, keyPrefix + "shm/ready/" + std::to_string(rank_),
+                                          bytesOf(problem.empty() ? "ok" : "failed: " + problem),
+                                          options_.deadline));
   // Alone on its host: nothing to share (its peers do not count it as local either).
   if (local_.empty() && size_ > 1)
     return Status(ErrorCode::kNotSupported, "no other rank shares this host");

@@ -23,6 +23,7 @@
 #include "base/net.h"
 #include "base/strings.h"
 #include "bootstrap/auth_gate.h"
+#include "bootstrap/bounded_store.h"
 #include "transport/tcp/wire.h"
 
 namespace tutti::tcp {
@@ -36,6 +37,9 @@ constexpr std::size_t kHangUpPeekBytes = 256 << 10;
 // Connections accepted per wake-up of the listener, so that one burst cannot starve the
 // handshakes already under way.
 constexpr int kMaxAcceptsPerWake = 16;
+// How long a timed-out establishment may spend asking the store which missing ranks
+// published an address, for its message.
+constexpr double kStoreLookupSec = 1.0;
 
 Status sendHello(int fd, std::uint64_t uid, int rank, int size, int stream, int streams,
                  Deadline deadline) {
@@ -66,8 +70,9 @@ Result<std::vector<PublishedAddress>> exchangeAddresses(Store& store, const std:
                                                         int rank, int size, const HostPort& mine,
                                                         int streams, Deadline deadline) {
   const std::string published = formatPublishedAddress(PublishedAddress{mine, streams});
-  TUTTI_RETURN_IF_ERROR(store.set(prefix + "addr/" + std::to_string(rank),
-                                  std::vector<std::uint8_t>(published.begin(), published.end())));
+  TUTTI_RETURN_IF_ERROR(detail::setBefore(
+      store, prefix + "addr/" + std::to_string(rank),
+      std::vector<std::uint8_t>(published.begin(), published.end()), deadline));
   std::vector<PublishedAddress> addresses(static_cast<std::size_t>(size));
   for (int peer = 0; peer < rank; ++peer) {
     auto value = store.get(prefix + "addr/" + std::to_string(peer), deadline);
@@ -103,9 +108,12 @@ struct Outgoing {
 // Phases 1 to 3 of one rank's establishment (tcp_transport.h).
 class MeshBuilder {
  public:
-  MeshBuilder(const MeshParams& params, int listenFd, const std::string& listenerName,
-              std::vector<PublishedAddress> addresses, Deadline deadline)
+  MeshBuilder(const MeshParams& params, Store& store, const std::string& prefix, int listenFd,
+              const std::string& listenerName, std::vector<PublishedAddress> addresses,
+              Deadline deadline)
       : p_(params),
+        store_(store),
+        prefix_(prefix),
         listenFd_(listenFd),
         addresses_(std::move(addresses)),
         deadline_(deadline),
@@ -147,6 +155,8 @@ class MeshBuilder {
   Status readAnswers();
 
   const MeshParams& p_;
+  Store& store_;
+  const std::string& prefix_;
   const int listenFd_;
   const std::vector<PublishedAddress> addresses_;
   const Deadline deadline_;
@@ -436,15 +446,38 @@ bool MeshBuilder::waitsFor(int rank) const {
 }
 
 // Names every rank still missing, and why the latest stranger was refused: when a rank was
-// given the wrong secret, that is the reason its peers never heard from it.
+// given the wrong secret, that is the reason its peers never heard from it. A higher rank
+// connects only once it has read the addresses of every rank below it, so one rank that
+// never came keeps those above it away too: when some missing ranks never published an
+// address, the message names them, the others apart as waiting.
 Status MeshBuilder::timeoutError() const {
-  std::string ranks;
-  for (int p = p_.rank + 1; p < p_.size; ++p) {
-    if (!connected(p)) ranks += " " + std::to_string(p);
-  }
-  for (int p = 0; p < p_.rank; ++p) {
-    if (!connected(p)) ranks += " " + std::to_string(p);
-  }
+  std::string all;      // every rank still missing
+  std::string absent;   // those of them that never published an address
+  std::string waiting;  // the others
+  // Set or not, the store answers at once (the deadline has passed); a store that fails,
+  // or is slow to answer, leaves every missing rank named alike.
+  bool known = true;
+  const Deadline lookups = Deadline::afterSeconds(kStoreLookupSec);
+  auto sort = [&](int p) {
+    if (connected(p)) return;
+    const std::string name = " " + std::to_string(p);
+    all += name;
+    if (p < p_.rank || !known) {  // a lower rank's address was read before connecting
+      waiting += name;
+      return;
+    }
+    auto address = store_.get(prefix_ + "addr/" + std::to_string(p), deadline_);
+    known = (address.ok() || address.status().code() == ErrorCode::kTimeout) &&
+            !lookups.expired();
+    (address.ok() ? waiting : absent) += name;
+  };
+  for (int p = p_.rank + 1; p < p_.size; ++p) sort(p);
+  for (int p = 0; p < p_.rank; ++p) sort(p);
+  std::string ranks = all;
+  if (known && !absent.empty() && !waiting.empty())
+    ranks = absent + strFormat(", which never published an address (did they start?); ranks%s "
+                               "joined but wait for them",
+                               waiting.c_str());
   std::string refused;
   if (gate_.refusals() > 0)
     refused = strFormat("; refused %llu connection%s that did not authenticate, the latest from %s",
@@ -526,7 +559,7 @@ Result<MeshSockets> establishMesh(Store& store, const std::string& keyPrefix,
                          exchangeAddresses(store, keyPrefix, params.rank, params.size, bound,
                                            params.streams, deadline));
   TUTTI_DEBUG(kTcp, "rank %d listening on %s", params.rank, bound.toString().c_str());
-  MeshBuilder builder(params, listener.get(),
+  MeshBuilder builder(params, store, keyPrefix, listener.get(),
                       strFormat("rank %d listening on %s", params.rank, bound.toString().c_str()),
                       std::move(addresses), deadline);
   TUTTI_ASSIGN_OR_RETURN(MeshSockets mesh, builder.run());

@@ -359,10 +359,55 @@ TEST(TcpStore, StoppingTheServerFailsAPendingWait) {
             std::string::npos)
       << waited.message();
   server->stop();  // idempotent
-  // Nobody listens any more: the next call's reconnect fails within the operation timeout.
+  // Nobody listens any more: the next call's reconnect is refused, which fails it at once.
   Status s = client->set("k", {});
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find(address.toString()), std::string::npos) << s.toString();
+}
+
+// A store that answered and then refuses connections (its server's process exited) fails
+// every later call at once, whatever the timeout: waiting cannot bring it back.
+TEST(TcpStore, StoreGoneFailsTheNextCallsAtOnceNamingIt) {
+  auto server = startServer();
+  ASSERT_NE(server, nullptr);
+  const HostPort address = server->address();
+  // A five-minute operation timeout: the test's own bound ends far sooner.
+  auto client = TcpStoreClient::connect(address, auth::Key(), soon(), std::chrono::minutes(5),
+                                        "rank 0");
+  ASSERT_TRUE(client.ok()) << client.status().toString();
+  ASSERT_TRUE((*client)->set("k", bytesOf("v")).ok());
+  server->stop();
+  const std::string gone =
+      "the store at " + address.toString() + " (served by rank 0) is gone: connection refused";
+  // The first call may still find the old connection, closed under it.
+  Status s = (*client)->set("k", bytesOf("w"));
+  EXPECT_EQ(s.code(), ErrorCode::kPeerFailure) << s.toString();
+  if (s.message() != gone) s = (*client)->set("k", bytesOf("w"));
+  EXPECT_EQ(s.code(), ErrorCode::kPeerFailure) << s.toString();
+  EXPECT_EQ(s.message(), gone);
+  auto added = (*client)->add("n", 1);
+  EXPECT_EQ(added.status().message(), gone);
+  auto view = makePrefixStore("job", *client);
+  added = detail::addBefore(*view, "n", 1, Deadline::after(std::chrono::minutes(5)));
+  EXPECT_EQ(added.status().message(), gone);
+  auto got = (*client)->get("k", Deadline::after(std::chrono::minutes(5)));
+  EXPECT_EQ(got.status().message(), gone);
+}
+
+TEST(TcpStore, AddBeforeAddsLikeAdd) {
+  auto server = startServer();
+  ASSERT_NE(server, nullptr);
+  auto client = connectClient(server->address());
+  ASSERT_NE(client, nullptr);
+  auto view = makePrefixStore("job", client);
+  auto sum = detail::addBefore(*view, "n", 2, soon());
+  ASSERT_TRUE(sum.ok()) << sum.status().toString();
+  EXPECT_EQ(*sum, 2);
+  sum = client->add("job/n", 3);
+  ASSERT_TRUE(sum.ok()) << sum.status().toString();
+  EXPECT_EQ(*sum, 5);
+  auto memory = makeMemoryStore();
+  EXPECT_EQ(*detail::addBefore(*memory, "n", 7, soon()), 7);
 }
 
 // Each of these byte strings is a client misbehaving in a different way.

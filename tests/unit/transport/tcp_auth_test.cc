@@ -88,6 +88,29 @@ std::string readFile(const std::string& path) {
   return s.str();
 }
 
+// A rank that never came keeps the ranks above it from connecting (they wait for its
+// address): rank 0's timeout names it, and the ranks that did come apart, as waiting.
+TEST(TcpAuth, TimeoutNamesTheRankThatNeverPublishedApartFromThoseWaiting) {
+  auto store = makeMemoryStore();
+  RankThread rank2(*store, options(2, 4, key(kSecret), 3));
+  RankThread rank3(*store, options(3, 4, key(kSecret), 3));
+  addressOf(*store, 2);
+  addressOf(*store, 3);
+  RankThread rank0(*store, options(0, 4, key(kSecret), 1));
+  EXPECT_EQ(rank0.result(), nullptr);
+  EXPECT_EQ(rank0.status().code(), ErrorCode::kTimeout);
+  EXPECT_EQ(rank0.status().message(),
+            "timed out waiting for authenticated connections with ranks 1, which never "
+            "published an address (did they start?); ranks 2 3 joined but wait for them");
+  for (RankThread* higher : {&rank2, &rank3}) {
+    EXPECT_EQ(higher->result(), nullptr);
+    EXPECT_NE(higher->status().message().find(
+                  "rank 1 never published its address (did it start?)"),
+              std::string::npos)
+        << higher->status().toString();
+  }
+}
+
 TEST(TcpAuth, RankWithAnotherKeyIsRefusedOnBothSides) {
   const std::string logPath = "/tmp/tutti-tcp-auth-test." + std::to_string(::getpid()) + ".log";
   std::remove(logPath.c_str());
