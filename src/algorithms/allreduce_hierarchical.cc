@@ -125,30 +125,14 @@ std::vector<Schedule> reduceBcastPiece(const CollectiveSpec& spec, const HostPla
   return phases;
 }
 
-using PieceBuilder = std::vector<Schedule> (*)(const CollectiveSpec&, const HostPlace&,
-                                               std::uint64_t, std::uint64_t);
-
-Schedule buildPipelined(const CollectiveSpec& spec, PieceBuilder piece) {
-  if (spec.count == 0) return emptySchedule(spec);
-  const HostPlace place(spec);
-  const int pieces = pipelinePieces(spec, spec.count);
-  std::vector<std::vector<Schedule>> all;
-  for (int p = 0; p < pieces; ++p) {
-    const auto k = static_cast<std::uint64_t>(pieces);
-    const auto i = static_cast<std::uint64_t>(p);
-    all.push_back(piece(spec, place, partOffset(spec.count, k, i), partCount(spec.count, k, i)));
-  }
-  return assemblePipeline(spec, std::move(all));
-}
-
 }  // namespace
 
 Schedule buildAllreduceHierRsAg(const CollectiveSpec& spec) {
-  return buildPipelined(spec, rsArAgPiece);
+  return buildInPieces(spec, rsArAgPiece);
 }
 
 Schedule buildAllreduceHierReduceBcast(const CollectiveSpec& spec) {
-  return buildPipelined(spec, reduceBcastPiece);
+  return buildInPieces(spec, reduceBcastPiece);
 }
 
 }  // namespace tutti

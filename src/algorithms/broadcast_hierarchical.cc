@@ -12,22 +12,16 @@
 
 #include "algorithms/algorithm.h"
 #include "algorithms/hierarchy.h"
-#include "algorithms/partition.h"
 
 namespace tutti {
 namespace {
-
-// The rank leading host h's phase: the root on its own host, the first rank elsewhere.
-int leaderOf(const HostPlace& place, int h, int root) {
-  return h == place.map->hostOf[static_cast<std::size_t>(root)] ? root : place.ranksOf(h)[0];
-}
 
 std::vector<Schedule> piece(const CollectiveSpec& spec, const HostPlace& place,
                             std::uint64_t offset, std::uint64_t count) {
   const int rootHost = place.map->hostOf[static_cast<std::size_t>(spec.root)];
   std::vector<int> leaders;
-  for (int h = 0; h < place.hosts(); ++h) leaders.push_back(leaderOf(place, h, spec.root));
-  const int leader = leaderOf(place, place.host, spec.root);
+  for (int h = 0; h < place.hosts(); ++h) leaders.push_back(place.leader(h, spec.root));
+  const int leader = place.leader(place.host, spec.root);
 
   // 1. The root to the leaders.
   Schedule inter = emptySchedule(spec);
@@ -59,16 +53,7 @@ std::vector<Schedule> piece(const CollectiveSpec& spec, const HostPlace& place,
 }  // namespace
 
 Schedule buildBroadcastHierarchical(const CollectiveSpec& spec) {
-  if (spec.count == 0) return emptySchedule(spec);
-  const HostPlace place(spec);
-  const int pieces = pipelinePieces(spec, spec.count);
-  std::vector<std::vector<Schedule>> all;
-  for (int p = 0; p < pieces; ++p) {
-    const auto k = static_cast<std::uint64_t>(pieces);
-    const auto i = static_cast<std::uint64_t>(p);
-    all.push_back(piece(spec, place, partOffset(spec.count, k, i), partCount(spec.count, k, i)));
-  }
-  return assemblePipeline(spec, std::move(all));
+  return buildInPieces(spec, piece);
 }
 
 }  // namespace tutti

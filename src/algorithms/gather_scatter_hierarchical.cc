@@ -23,10 +23,6 @@
 namespace tutti {
 namespace {
 
-int leaderOf(const HostPlace& place, int h, int root) {
-  return h == place.map->hostOf[static_cast<std::size_t>(root)] ? root : place.ranksOf(h)[0];
-}
-
 // Host h's blocks, packed in local order: where each starts in the pack, and the total.
 struct Pack {
   std::vector<std::uint64_t> at;
@@ -57,7 +53,7 @@ Region scratch(std::uint64_t offset, std::uint64_t count) {
 Schedule buildGatherHierarchical(const CollectiveSpec& spec) {
   const HostPlace place(spec);
   const RankBlocks blocks = rankBlocks(spec);  // of the root's output
-  const int leader = leaderOf(place, place.host, spec.root);
+  const int leader = place.leader(place.host, spec.root);
   const std::uint64_t own = blocks.countOf(spec.rank);
   const Region input{BufferKind::kInput, 0, own};
   ScheduleBuilder b(spec.rank, spec.size);
@@ -92,7 +88,7 @@ Schedule buildGatherHierarchical(const CollectiveSpec& spec) {
     if (h == place.host) continue;
     const Pack pack = packOf(place, blocks, h);
     if (pack.count == 0) continue;
-    const int from = leaderOf(place, h, spec.root);
+    const int from = place.leader(h, spec.root);
     if (pack.inPlaceAtRoot) {
       b.recv(from, {BufferKind::kOutput, pack.rootOffset, pack.count});
       continue;
@@ -112,7 +108,7 @@ Schedule buildGatherHierarchical(const CollectiveSpec& spec) {
 Schedule buildScatterHierarchical(const CollectiveSpec& spec) {
   const HostPlace place(spec);
   const RankBlocks blocks = rankBlocks(spec);  // of the root's input
-  const int leader = leaderOf(place, place.host, spec.root);
+  const int leader = place.leader(place.host, spec.root);
   const std::uint64_t own = blocks.countOf(spec.rank);
   const Region output{BufferKind::kOutput, 0, own};
   ScheduleBuilder b(spec.rank, spec.size);
@@ -144,7 +140,7 @@ Schedule buildScatterHierarchical(const CollectiveSpec& spec) {
     if (h == place.host) continue;
     const Pack pack = packOf(place, blocks, h);
     if (pack.count == 0) continue;
-    const int to = leaderOf(place, h, spec.root);
+    const int to = place.leader(h, spec.root);
     if (pack.inPlaceAtRoot) {
       b.send(to, {BufferKind::kInput, pack.rootOffset, pack.count});
       continue;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "algorithms/algorithm.h"
+#include "algorithms/partition.h"
 #include "base/assert.h"
 #include "base/strings.h"
 
@@ -123,6 +124,16 @@ Schedule assemblePipeline(const CollectiveSpec& spec, std::vector<std::vector<Sc
     }
   }
   return std::move(out).build();
+}
+
+Schedule buildInPieces(const CollectiveSpec& spec, PieceBuilder piece, std::uint64_t sharedScratch) {
+  if (spec.count == 0) return emptySchedule(spec);
+  const HostPlace place(spec);
+  const auto pieces = static_cast<std::uint64_t>(pipelinePieces(spec, spec.count));
+  std::vector<std::vector<Schedule>> all;
+  for (std::uint64_t p = 0; p < pieces; ++p)
+    all.push_back(piece(spec, place, partOffset(spec.count, pieces, p), partCount(spec.count, pieces, p)));
+  return assemblePipeline(spec, std::move(all), sharedScratch);
 }
 
 }  // namespace tutti

@@ -40,6 +40,11 @@ struct HostPlace {
   /// The fewest and most ranks any host holds.
   int minLocal() const;
   int maxLocal() const;
+  /// The rank leading host h in a rooted collective: the root on its own host, the first
+  /// rank elsewhere.
+  int leader(int h, int root) const {
+    return h == map->hostOf[static_cast<std::size_t>(root)] ? root : ranksOf(h)[0];
+  }
   /// The rank of host h serving column c.
   int columnRank(int h, int c) const { return ranksOf(h)[static_cast<std::size_t>(c % localSize(h))]; }
   /// Column c's ranks, host by host.
@@ -76,6 +81,15 @@ int indexIn(const std::vector<int>& members, int rank);
 /// How many pieces a pipelined hierarchical algorithm cuts `count` elements of `spec` into:
 /// pieces of at least a segment, at most 4.
 int pipelinePieces(const CollectiveSpec& spec, std::uint64_t count);
+
+/// The phases of the piece [offset, offset + count) of a pipelined algorithm's vector.
+using PieceBuilder = std::vector<Schedule> (*)(const CollectiveSpec& spec, const HostPlace& place,
+                                               std::uint64_t offset, std::uint64_t count);
+
+/// Cuts spec's vector into pipelinePieces() pieces, builds each with `piece` and assembles
+/// them (assemblePipeline, with `sharedScratch`).
+Schedule buildInPieces(const CollectiveSpec& spec, PieceBuilder piece,
+                       std::uint64_t sharedScratch = 0);
 
 /// One rank's schedule from pieces that each run the same phases one after another
 /// (pieces[p][k]: phase k of piece p, possibly empty on this rank): phase k of a piece

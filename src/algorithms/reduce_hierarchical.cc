@@ -12,14 +12,9 @@
 
 #include "algorithms/algorithm.h"
 #include "algorithms/hierarchy.h"
-#include "algorithms/partition.h"
 
 namespace tutti {
 namespace {
-
-int leaderOf(const HostPlace& place, int h, int root) {
-  return h == place.map->hostOf[static_cast<std::size_t>(root)] ? root : place.ranksOf(h)[0];
-}
 
 // Piece [offset, offset + count); `carry` is scratch [0, spec.count) on a leader that is
 // not the root, where the host's partial result waits for the inter-host phase.
@@ -27,8 +22,8 @@ std::vector<Schedule> piece(const CollectiveSpec& spec, const HostPlace& place,
                             std::uint64_t offset, std::uint64_t count) {
   const int rootHost = place.map->hostOf[static_cast<std::size_t>(spec.root)];
   std::vector<int> leaders;
-  for (int h = 0; h < place.hosts(); ++h) leaders.push_back(leaderOf(place, h, spec.root));
-  const int leader = leaderOf(place, place.host, spec.root);
+  for (int h = 0; h < place.hosts(); ++h) leaders.push_back(place.leader(h, spec.root));
+  const int leader = place.leader(place.host, spec.root);
   const bool isRoot = spec.rank == spec.root;
   const bool carries = spec.rank == leader && !isRoot;
   const std::uint64_t carry = carries ? spec.count : 0;  // below each phase's own scratch
@@ -73,16 +68,12 @@ std::vector<Schedule> piece(const CollectiveSpec& spec, const HostPlace& place,
 
 Schedule buildReduceHierarchical(const CollectiveSpec& spec) {
   if (spec.count == 0) return emptySchedule(spec);
+  // A leader other than the root hands its host's partial result to the inter-host phase
+  // in scratch [0, count).
   const HostPlace place(spec);
-  const int pieces = pipelinePieces(spec, spec.count);
-  std::vector<std::vector<Schedule>> all;
-  for (int p = 0; p < pieces; ++p) {
-    const auto k = static_cast<std::uint64_t>(pieces);
-    const auto i = static_cast<std::uint64_t>(p);
-    all.push_back(piece(spec, place, partOffset(spec.count, k, i), partCount(spec.count, k, i)));
-  }
-  const bool carries = spec.rank != spec.root && spec.rank == leaderOf(place, place.host, spec.root);
-  return assemblePipeline(spec, std::move(all), carries ? spec.count : 0);
+  const bool carries =
+      spec.rank != spec.root && spec.rank == place.leader(place.host, spec.root);
+  return buildInPieces(spec, piece, carries ? spec.count : 0);
 }
 
 }  // namespace tutti
