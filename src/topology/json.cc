@@ -7,6 +7,14 @@
 #include "base/strings.h"
 
 namespace tutti::topo::json {
+
+Value::Value() = default;
+Value::~Value() = default;
+Value::Value(const Value&) = default;
+Value::Value(Value&&) noexcept = default;
+Value& Value::operator=(const Value&) = default;
+Value& Value::operator=(Value&&) noexcept = default;
+
 namespace {
 
 // Deep nesting is no part of our format; a bound keeps a hostile file from exhausting the

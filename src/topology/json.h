@@ -24,6 +24,15 @@ struct Value {
   std::vector<std::pair<std::string, Value>> members;  // kObject, in file order
   int line = 1;                                        // where the value starts
 
+  // Defined in json.cc, where Value is complete: the members hold Values, and clang with
+  // libstdc++ refuses to instantiate their destructor from inside the class.
+  Value();
+  ~Value();
+  Value(const Value&);
+  Value(Value&&) noexcept;
+  Value& operator=(const Value&);
+  Value& operator=(Value&&) noexcept;
+
   /// The member named `key` of an object, or null (also for a value that is no object).
   const Value* find(std::string_view key) const;
 };
