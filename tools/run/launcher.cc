@@ -26,6 +26,7 @@
 #include "bootstrap/tcp_store.h"
 #include "run/agent_protocol.h"
 #include "run/hosts.h"
+#include "run/job.h"
 #include "run/output.h"
 #include "run/report.h"
 #include "run/spawn.h"
@@ -34,22 +35,6 @@
 namespace tutti::run {
 namespace {
 
-using State = RankOutcome::State;
-
-// epoll user data of the signalfd; pipes use rank * 2 + stream, and an agent's (--hosts)
-// kHostTag | host * 2 + stream (0: its frames on stdout, 1: its stderr).
-constexpr std::uint64_t kSignalTag = ~std::uint64_t{0};
-constexpr std::uint64_t kHostTag = std::uint64_t{1} << 62;
-// Seconds an agent gets to end after its ranks did (it exits as soon as it has reported
-// them) or after it was told to kill them, before tutti-run kills it.
-constexpr double kAgentEndSeconds = 3;
-// One read() per ready pipe per loop turn keeps ranks fair; at exit a pipe is drained with at
-// most this many reads so that a grandchild that keeps writing cannot hold tutti-run.
-constexpr std::size_t kReadChunk = 64 * 1024;
-constexpr int kMaxDrainReads = 256;
-// File descriptors per rank: two pipes and the rank's connection to the store.
-constexpr long kFdsPerRank = 3;
-constexpr long kFdsReserved = 64;
 
 // Builds a "%d-%016llx" identifier: the pid makes it unique on this host at any one time,
 // the random part across hosts and time.
@@ -93,136 +78,9 @@ bool validEnvName(const std::string& name) {
 }
 
 // One of a rank's two output streams: the pipe, its line cutter, and where lines go.
-struct Stream {
-  Stream(std::string prefix, int out) : prefixer(std::move(prefix)), outFd(out) {}
-  UniqueFd fd;
-  LinePrefixer prefixer;
-  int outFd;
-};
+}  // namespace
 
-struct Rank {
-  Rank(int r, bool tag)
-      : streams{Stream(tag ? strFormat("[%d] ", r) : "", STDOUT_FILENO),
-                Stream(tag ? strFormat("[%d] ", r) : "", STDERR_FILENO)} {
-    outcome.rank = r;
-  }
-  RankOutcome outcome;
-  bool running = false;
-  bool signalled = false;  // tutti-run has sent it a signal
-  int host = -1;           // index in Job::hosts_ with --hosts, else -1
-  Stream streams[2];
-};
-
-// With --hosts: one host and the agent that runs its ranks there. The agent is our child
-// (the launch command, e.g. ssh, or ip netns exec which becomes the agent itself).
-struct Host {
-  explicit Host(const std::string& n) : name(n), errPrefixer("[host " + n + "] ") {}
-  std::string name;
-  std::vector<int> ranks;
-  std::vector<std::string> command;  // the launch command, for messages
-  pid_t pid = -1;
-  bool running = false;
-  UniqueFd control;  // the agent's stdin: the job description, then signal records
-  UniqueFd frames;   // the agent's stdout
-  UniqueFd errors;   // the agent's stderr, relayed with errPrefixer
-  AgentFrameReader reader;
-  LinePrefixer errPrefixer;
-  std::string agentFailure;  // the message of an "F" frame
-};
-
-// One job from start to summary. A single thread runs everything: one epoll set holds the
-// signalfd and every rank's two pipes, and the stop sequence is a chain of deadlines
-// (grace -> SIGTERM -> kill -> SIGKILL -> abandon) from which the epoll timeout is computed,
-// so the loop sleeps until a pipe has data, a signal arrives or the next step is due.
-class Job {
- public:
-  explicit Job(const LaunchOptions& options) : options_(options) {}
-  ~Job();
-
-  // Starts everything, supervises to the end and prints the summary; see runJob().
-  Result<int> run();
-
- private:
-  // Signal handling, epoll set, /dev/null, descriptor limit, store and job id.
-  Status setUp();
-  // Forks every rank; stops at the first rank that cannot be started.
-  Status spawnAll();
-  // With --hosts: starts every host's agent and hands it its share of the job.
-  Status spawnAgents();
-  Status startAgent(std::size_t index, const std::vector<std::string>& agentEnv);
-  // One read from an agent's stdout (frames) or stderr (relayed); false when nothing was read.
-  bool readHost(std::size_t index, int stream);
-  void drainHost(std::size_t index, int stream);
-  void closeHost(std::size_t index, int stream);
-  void onFrame(std::size_t index, const AgentFrame& frame);
-  // An agent ended: its ranks that never reported an end are lost, a failure of the host
-  // unless tutti-run was stopping them.
-  void onHostExit(std::size_t index, int waitStatus);
-  // Sends a control record to every running agent that has ranks still running.
-  void sendToAgents(const std::string& record);
-  void killAgents();
-  // The event loop: returns when every rank is reaped or abandoned.
-  void supervise();
-  // Takes the steps of the stop sequence (and the --timeout) that are due.
-  void handleDeadlines();
-  void onSignal(const signalfd_siginfo& info);
-  void drainSignals();
-  void reapChildren();
-  // Records a rank's end; the first unsuccessful end not caused by us arms the grace period.
-  void onRankExit(Rank& rank, int waitStatus);
-  // One read from a rank's pipe, relayed as whole lines; false when nothing was read.
-  bool readStream(Rank& rank, int stream);
-  // Reads until the pipe is empty (bounded by kMaxDrainReads).
-  void drainStream(Rank& rank, int stream);
-  // Closes the pipe and emits its partial last line.
-  void closeStream(Rank& rank, int stream);
-  // Sends `sig` to the process group of every running rank and marks them signalled.
-  void signalRunning(int sig);
-  std::vector<int> runningRanks() const;
-  void finishOutput();
-  double secondsSinceStart() const;
-  // Writes "tutti-run: <message>" on stderr.
-  void note(const std::string& message) const;
-
-  const LaunchOptions& options_;
-  std::vector<Rank> ranks_;
-  std::unordered_map<pid_t, int> rankOfPid_;
-  std::vector<Host> hosts_;
-  std::unordered_map<pid_t, std::size_t> hostOfPid_;
-  int agentsRunning_ = 0;
-  std::string hostFailure_;
-  int hostFailureExitCode_ = 0;
-  // When agents still alive are killed: after their ranks all ended, or after SIGKILL.
-  Deadline agentKill_ = Deadline::never();
-  bool agentsReleased_ = false;  // their stdin closed once every rank had ended
-  int running_ = 0;
-  int firstFailure_ = -1;
-  bool timedOut_ = false;
-  int interruptSignal_ = 0;
-  std::string abortReason_;
-  std::chrono::steady_clock::time_point start_;
-  // The pending steps of the stop sequence; never() when not armed.
-  Deadline timeout_ = Deadline::never();
-  Deadline grace_ = Deadline::never();
-  Deadline kill_ = Deadline::never();
-  Deadline abandon_ = Deadline::never();
-
-  UniqueFd epoll_;
-  UniqueFd signalFd_;
-  UniqueFd devNull_;
-  sigset_t oldMask_{};
-  struct sigaction oldPipeAction_ {};
-  bool signalsChanged_ = false;
-  bool outputBroken_[2] = {false, false};
-  std::unique_ptr<TcpStoreServer> store_;
-  std::string storeAddress_;
-  std::string jobId_;
-  // The job secret the store and every connection between ranks prove they hold; it goes
-  // to the ranks through their environment only, and is never printed.
-  std::string secret_;
-  std::vector<char> readBuf_ = std::vector<char>(kReadChunk);
-  std::string outBuf_;
-};
+namespace detail {
 
 Job::~Job() {
   if (store_) store_->stop();
@@ -621,287 +479,6 @@ void Job::finishOutput() {
   }
 }
 
-Status Job::spawnAgents() {
-  char self[4096];
-  const ssize_t len = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (len <= 0) return systemError("readlink", errno, "/proc/self/exe");
-  const std::string selfPath(self, static_cast<std::size_t>(len));
-  char cwd[4096];
-  const std::string workDir = ::getcwd(cwd, sizeof(cwd)) != nullptr ? cwd : "";
-  // The agent runs with tutti-run's environment where the launch command passes it on
-  // (ip netns exec does, ssh does not), never with the secret: that goes through its stdin.
-  std::vector<std::string> agentEnv;
-  // What every host's ranks get on top of their agent's environment: tutti's own
-  // configuration variables as tutti-run sees them, then -x.
-  std::vector<std::pair<std::string, std::string>> forwarded;
-  const auto& reserved = JobEnvironment::launcherVariables();
-  for (const std::string& entry : options_.inheritedEnv) {
-    const auto eq = entry.find('=');
-    if (eq == std::string::npos || eq == 0) continue;
-    const std::string name = entry.substr(0, eq);
-    if (std::find(reserved.begin(), reserved.end(), name) != reserved.end()) continue;
-    agentEnv.push_back(entry);
-    if (name.rfind("TUTTI_", 0) == 0) forwarded.emplace_back(name, entry.substr(eq + 1));
-  }
-  forwarded.insert(forwarded.end(), options_.extraEnv.begin(), options_.extraEnv.end());
-
-  ranks_.reserve(static_cast<std::size_t>(options_.numRanks));
-  hosts_.reserve(options_.hosts.size());
-  for (std::size_t h = 0; h < options_.hosts.size(); ++h) {
-    hosts_.emplace_back(options_.hosts[h].name);
-    for (int s = 0; s < options_.hosts[h].slots; ++s) {
-      const int r = static_cast<int>(ranks_.size());
-      ranks_.emplace_back(r, options_.tagOutput);
-      ranks_.back().host = static_cast<int>(h);
-      ranks_.back().outcome.host = options_.hosts[h].name;
-      hosts_.back().ranks.push_back(r);
-    }
-  }
-  if (options_.verbose) {
-    note(strFormat("job %s: store at %s; starting %d rank(s) of %s on %zu host(s)",
-                   jobId_.c_str(), storeAddress_.c_str(), options_.numRanks,
-                   options_.command[0].c_str(), hosts_.size()));
-  }
-  start_ = std::chrono::steady_clock::now();
-  if (options_.timeoutSeconds > 0) timeout_ = Deadline::afterSeconds(options_.timeoutSeconds);
-  for (std::size_t h = 0; h < hosts_.size(); ++h) {
-    Host& host = hosts_[h];
-    TUTTI_ASSIGN_OR_RETURN(host.command,
-                           launchCommand(options_.launcherWords, host.name, selfPath));
-    std::string path;
-    for (const std::string& entry : agentEnv) {
-      if (entry.rfind("PATH=", 0) == 0) path = entry.substr(5);
-    }
-    TUTTI_ASSIGN_OR_RETURN(const ExecPlan plan, planExec(host.command, path));
-    AgentJob job;
-    job.host = host.name;
-    job.cwd = workDir;
-    job.worldSize = options_.numRanks;
-    job.storeAddress = storeAddress_;
-    job.jobId = jobId_;
-    job.secret = secret_;
-    job.cpuBind = options_.cpuBind;
-    job.env = forwarded;
-    job.command = options_.command;
-    job.ranks = host.ranks;
-    const std::string description = encodeAgentJob(job);
-
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) return systemError("pipe2", errno, "an agent's stdin");
-    UniqueFd controlRead(fds[0]);
-    host.control.reset(fds[1]);
-    // The whole description must fit in the pipe, so that writing it never waits for an
-    // agent that does not read (a launch command stuck before starting it).
-    const int capacity = ::fcntl(host.control.get(), F_GETPIPE_SZ);
-    if (capacity >= 0 && static_cast<std::size_t>(capacity) < description.size() + 1024) {
-      ::fcntl(host.control.get(), F_SETPIPE_SZ, static_cast<int>(description.size() + 1024));
-    }
-    TUTTI_RETURN_IF_ERROR(setNonBlocking(host.control.get()));
-    TUTTI_ASSIGN_OR_RETURN(SpawnedRank agent, spawnRank(plan, agentEnv, controlRead.get()));
-    host.pid = agent.pid;
-    host.running = true;
-    ++agentsRunning_;
-    hostOfPid_[agent.pid] = h;
-    for (int r : host.ranks) {
-      ranks_[static_cast<std::size_t>(r)].running = true;
-      ++running_;
-    }
-    host.frames = std::move(agent.stdoutRead);
-    host.errors = std::move(agent.stderrRead);
-    for (int s = 0; s < 2; ++s) {
-      epoll_event ev{};
-      ev.events = EPOLLIN;
-      ev.data.u64 = kHostTag | (static_cast<std::uint64_t>(h) * 2 + static_cast<std::uint64_t>(s));
-      if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, (s == 0 ? host.frames : host.errors).get(),
-                      &ev) != 0) {
-        return systemError("epoll_ctl", errno, "host " + host.name + " agent output");
-      }
-    }
-    const ssize_t n = ::write(host.control.get(), description.data(), description.size());
-    if (n != static_cast<ssize_t>(description.size())) {
-      return Status(ErrorCode::kSystemError,
-                    strFormat("host %s: could not hand the job description (%zu bytes) to the "
-                              "agent's stdin",
-                              host.name.c_str(), description.size()));
-    }
-    if (options_.verbose) {
-      std::string words;
-      for (const std::string& w : host.command) words += (words.empty() ? "" : " ") + w;
-      note(strFormat("host %s: ranks %s through '%s' (pid %d)", host.name.c_str(),
-                     formatRankList(host.ranks).c_str(), words.c_str(),
-                     static_cast<int>(agent.pid)));
-    }
-  }
-  return Status::Ok();
-}
-
-void Job::sendToAgents(const std::string& record) {
-  for (Host& host : hosts_) {
-    if (!host.running || !host.control.valid()) continue;
-    // Never blocks: an agent that does not read its stdin is killed in the end anyway.
-    [[maybe_unused]] const ssize_t n = ::write(host.control.get(), record.data(), record.size());
-  }
-}
-
-void Job::killAgents() {
-  for (Host& host : hosts_) {
-    if (!host.running) continue;
-    note(strFormat("host %s: killing its agent (pid %d)", host.name.c_str(),
-                   static_cast<int>(host.pid)));
-    if (::kill(-host.pid, SIGKILL) != 0) ::kill(host.pid, SIGKILL);
-  }
-}
-
-bool Job::readHost(std::size_t index, int stream) {
-  Host& host = hosts_[index];
-  UniqueFd& fd = stream == 0 ? host.frames : host.errors;
-  if (!fd.valid()) return false;
-  ssize_t n;
-  do {
-    n = ::read(fd.get(), readBuf_.data(), readBuf_.size());
-  } while (n < 0 && errno == EINTR);
-  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
-  if (n <= 0) {
-    closeHost(index, stream);
-    return false;
-  }
-  const std::string_view data(readBuf_.data(), static_cast<std::size_t>(n));
-  if (stream == 1) {
-    outBuf_.clear();
-    host.errPrefixer.feed(data, &outBuf_);
-    if (!outBuf_.empty() && !outputBroken_[1]) outputBroken_[1] = !writeAll(STDERR_FILENO, outBuf_);
-    return true;
-  }
-  host.reader.feed(data);
-  AgentFrame frame;
-  while (true) {
-    Result<bool> got = host.reader.next(&frame);
-    if (!got.ok()) {
-      note(strFormat("host %s: its agent's output is not frames (%s); killing it",
-                     host.name.c_str(), got.status().toString().c_str()));
-      closeHost(index, 0);
-      if (host.running && ::kill(-host.pid, SIGKILL) != 0) ::kill(host.pid, SIGKILL);
-      break;
-    }
-    if (!got.value()) break;
-    onFrame(index, frame);
-  }
-  return true;
-}
-
-void Job::drainHost(std::size_t index, int stream) {
-  for (int i = 0; i < kMaxDrainReads && readHost(index, stream); ++i) {
-  }
-}
-
-void Job::closeHost(std::size_t index, int stream) {
-  Host& host = hosts_[index];
-  UniqueFd& fd = stream == 0 ? host.frames : host.errors;
-  if (!fd.valid()) return;
-  ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd.get(), nullptr);
-  fd.reset();
-  if (stream == 1) {
-    outBuf_.clear();
-    host.errPrefixer.flush(&outBuf_);
-    if (!outBuf_.empty() && !outputBroken_[1]) outputBroken_[1] = !writeAll(STDERR_FILENO, outBuf_);
-  }
-}
-
-void Job::onFrame(std::size_t index, const AgentFrame& frame) {
-  Host& host = hosts_[index];
-  if (frame.kind == 'F') {
-    host.agentFailure = frame.payload;
-    return;
-  }
-  if (frame.rank < 0 || frame.rank >= static_cast<int>(ranks_.size()) ||
-      ranks_[static_cast<std::size_t>(frame.rank)].host != static_cast<int>(index)) {
-    note(strFormat("host %s: its agent reports on rank %d, which is not one of its ranks; "
-                   "ignored", host.name.c_str(), frame.rank));
-    return;
-  }
-  Rank& rank = ranks_[static_cast<std::size_t>(frame.rank)];
-  switch (frame.kind) {
-    case 'S':
-      rank.outcome.pid = static_cast<int>(parseInt(frame.payload).value_or(0));
-      if (options_.verbose) {
-        note(strFormat("rank %d on host %s: pid %d", rank.outcome.rank, host.name.c_str(),
-                       rank.outcome.pid));
-      }
-      break;
-    case 'O':
-    case 'E': {
-      Stream& s = rank.streams[frame.kind == 'O' ? 0 : 1];
-      const int stream = frame.kind == 'O' ? 0 : 1;
-      outBuf_.clear();
-      s.prefixer.feed(frame.payload, &outBuf_);
-      if (!outBuf_.empty() && !outputBroken_[stream]) {
-        outputBroken_[stream] = !writeAll(s.outFd, outBuf_);
-      }
-      break;
-    }
-    case 'X':
-      if (rank.running) {
-        onRankExit(rank, static_cast<int>(parseInt(frame.payload).value_or(1 << 8)));
-      }
-      break;
-    default: break;
-  }
-}
-
-void Job::onHostExit(std::size_t index, int waitStatus) {
-  Host& host = hosts_[index];
-  // Its last frames (the ends of its ranks) and messages are in its pipes now.
-  drainHost(index, 0);
-  drainHost(index, 1);
-  closeHost(index, 0);
-  closeHost(index, 1);
-  host.running = false;
-  --agentsRunning_;
-  host.control.reset();
-  std::vector<int> lost;
-  for (int r : host.ranks) {
-    Rank& rank = ranks_[static_cast<std::size_t>(r)];
-    if (!rank.running) continue;
-    rank.running = false;
-    --running_;
-    rank.outcome.endSeconds = secondsSinceStart();
-    rank.outcome.state = rank.signalled ? State::kStopped : State::kLost;
-    closeStream(rank, 0);
-    closeStream(rank, 1);
-    if (!rank.signalled) lost.push_back(r);
-  }
-  if (options_.verbose) {
-    note(strFormat("host %s: agent (pid %d) %s at %.3f s", host.name.c_str(),
-                   static_cast<int>(host.pid), describeWaitStatus(waitStatus).c_str(),
-                   secondsSinceStart()));
-  }
-  if (lost.empty()) return;
-  std::string words;
-  for (const std::string& w : host.command) words += (words.empty() ? "" : " ") + w;
-  const std::string which =
-      (lost.size() == 1 ? "rank " : "ranks ") + formatRankList(lost);
-  const std::string what =
-      host.agentFailure.empty()
-          ? strFormat("host %s: the launcher %s before its %s finished ('%s', pid %d)",
-                      host.name.c_str(), describeWaitStatus(waitStatus).c_str(), which.c_str(),
-                      words.c_str(), static_cast<int>(host.pid))
-          : strFormat("host %s: its agent could not run %s: %s", host.name.c_str(),
-                      which.c_str(), host.agentFailure.c_str());
-  if (firstFailure_ >= 0 || !hostFailure_.empty()) {
-    note(what);
-    return;
-  }
-  hostFailure_ = what;
-  hostFailureExitCode_ = exitCodeOfWaitStatus(waitStatus);
-  if (hostFailureExitCode_ == 0) hostFailureExitCode_ = kLauncherErrorExitCode;
-  if (running_ > 0) {
-    note(strFormat("%s; the other ranks have %g s to finish", what.c_str(), options_.graceSeconds));
-    grace_ = Deadline::afterSeconds(options_.graceSeconds);
-  } else {
-    note(what);
-  }
-}
-
 Result<int> Job::run() {
   TUTTI_RETURN_IF_ERROR(setUp());
   const Status spawned = spawnAll();
@@ -934,7 +511,8 @@ Result<int> Job::run() {
   return jobExitCode(job);
 }
 
-}  // namespace
+}  // namespace detail
+
 
 Status validateOptions(const LaunchOptions& options) {
   TUTTI_CHECK_ARG(options.numRanks >= 1 && options.numRanks <= kMaxRanks,
@@ -968,7 +546,7 @@ Status validateOptions(const LaunchOptions& options) {
 
 Result<int> runJob(const LaunchOptions& options) {
   TUTTI_RETURN_IF_ERROR(validateOptions(options));
-  Job job(options);
+  detail::Job job(options);
   return job.run();
 }
 
