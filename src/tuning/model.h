@@ -1,0 +1,72 @@
+#pragma once
+// The model of the machine (DESIGN.md 4, Choosing an algorithm): what a message, a copy and
+// a reduction cost on each class of path between two ranks, and what they share. The
+// parameters are measured on the host by short probes (probe.h) and cached per host, or
+// loaded from a file (TUTTI_TUNING_FILE); every rank of a communicator uses the same
+// parameters (agreed at creation), so that the tuner decides alike on every rank.
+//
+// The simulator (simulate.h) runs the real schedules over this model, so every algorithm is
+// priced the same way; nothing here knows an algorithm.
+//
+// Units: seconds and bytes throughout. New parameters are added with a default that leaves
+// earlier model files valid.
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "tutti/types.h"
+
+namespace tutti::tuning {
+
+/// How one rank reaches another, nearest first. Placement (simulate.h) decides a pair's
+/// class from the topology view: the same host, package and L3 group, or another host.
+enum class PathClass : std::uint8_t {
+  kSameL3 = 0,      // one host, cores sharing an L3 cache (or the same core)
+  kSameSocket = 1,  // one host and package, different L3 groups
+  kSameHost = 2,    // one host, different packages
+  kNetwork = 3,     // different hosts, through their NICs
+};
+inline constexpr int kNumPathClasses = 4;
+
+const char* pathClassName(PathClass path);
+
+/// What one message costs on a class of path.
+struct LinkCost {
+  /// From the send's start to the receiver seeing the first byte, without contention.
+  double alpha = 0;
+  /// Seconds per byte of one message alone on the path (its inverse bandwidth).
+  double beta = 0;
+  /// CPU time each end spends per message (posting, matching, the copy's set-up), which
+  /// occupies a core where alpha's wait does not.
+  double overhead = 0;
+};
+
+/// The parameters of one host (every host of a communicator is assumed alike; the view
+/// says how many ranks and cores each has).
+struct MachineModel {
+  std::array<LinkCost, kNumPathClasses> paths{};
+  /// Reduction: seconds per byte of one operand combined into another (op_sum), per dtype.
+  std::array<double, kNumDataTypes> gamma{};
+  /// A local copy (copy steps, a receive copied out of a transport's buffer), s/byte.
+  double copyBeta = 0;
+  /// Memory bandwidth a host's copies and reductions share, bytes/s (0: no limit).
+  double hostMemoryBandwidth = 0;
+  /// One NIC's bandwidth in each direction, bytes/s, shared by the messages crossing it
+  /// (0: the network path's beta alone).
+  double nicBandwidth = 0;
+  /// Cores the ranks of one host share: CPU work beyond this many at once waits (the
+  /// oversubscribed case, ranks > cores).
+  int coresPerHost = 1;
+  /// One round of a transport's flat exchange on one host (FlatExchange: every rank writes
+  /// its contribution once, every rank reads every contribution in place): a fixed cost
+  /// and seconds per byte read.
+  double flatAlpha = 0;
+  double flatBeta = 0;
+  /// Where the parameters came from: "probe", "cache PATH", "file PATH", "defaults".
+  std::string origin = "defaults";
+
+  const LinkCost& path(PathClass c) const { return paths[static_cast<int>(c)]; }
+};
+
+}  // namespace tutti::tuning
