@@ -140,12 +140,27 @@ Result<MachineModel> loadHostModel(const ModelSource& source) {
   return model;
 }
 
-Result<std::shared_ptr<const MachineModel>> processHostModel(const Config& config,
-                                                             const std::string& hostId) {
+Result<std::optional<MachineModel>> storedHostModel(const ModelSource& source) {
+  if (!source.tuningFile.empty()) {
+    auto model = loadModelFile(source.tuningFile);
+    if (!model.ok()) return model.status().withContext("TUTTI_TUNING_FILE");
+    return std::optional<MachineModel>(std::move(model).value());
+  }
+  if (source.cacheDir.empty()) return std::optional<MachineModel>();
+  return readCache(cacheFilePath(source.cacheDir, source.hostId), source.hostId, true);
+}
+
+ModelSource sourceFor(const Config& config, const std::string& hostId) {
   ModelSource source;
   source.tuningFile = config.tuningFile;
   source.cacheDir = cacheDirectory(config);
   source.hostId = hostId;
+  return source;
+}
+
+Result<std::shared_ptr<const MachineModel>> processHostModel(const Config& config,
+                                                             const std::string& hostId) {
+  const ModelSource source = sourceFor(config, hostId);
   // One load per source for the process; the mutex also keeps its ranks (threads) from
   // probing at once.
   static std::mutex mutex;

@@ -15,6 +15,7 @@
 // error naming the file, the line and the key.
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "base/config.h"
@@ -42,6 +43,14 @@ std::string cacheFilePath(const std::string& dir, const std::string& hostId);
 /// The host's model as the header describes; origin "file PATH", "cache PATH" or "probe"
 /// ("probe, not cached: why" where it could not be written). Errors only from tuningFile.
 Result<MachineModel> loadHostModel(const ModelSource& source);
+
+/// What loadHostModel would use without probing: the file where given (its errors are
+/// errors), else the cache where it holds this host's model, else nullopt.
+Result<std::optional<MachineModel>> storedHostModel(const ModelSource& source);
+
+/// The source this process's configuration names: TUTTI_TUNING_FILE, cacheDirectory(),
+/// `hostId`.
+ModelSource sourceFor(const Config& config, const std::string& hostId);
 
 /// loadHostModel for this process's configuration (TUTTI_TUNING_FILE, the cache directory,
 /// `hostId`), remembered for the process: the ranks of one process (threads) and its later
