@@ -28,7 +28,7 @@ namespace tutti::tuning {
 struct ModelSource {
   std::string tuningFile;  // TUTTI_TUNING_FILE; empty: the cache
   std::string cacheDir;    // the cache's directory; empty: none (probe, write nothing)
-  std::string hostId;      // topo::hostIdentity() (or TUTTI_SHM_HOST)
+  std::string hostId;      // topo::hostIdentity(): the machine, whatever TUTTI_SHM_HOST says
   ProbeOptions probe;
   /// How long to wait for another process's probe (the lock file) before probing anyway.
   double lockWaitSeconds = 2;

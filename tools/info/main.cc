@@ -48,7 +48,7 @@ std::map<std::string, std::string> environment() {
 int tune(bool probe, bool json, double budgetMs) {
   const auto& config = tutti::Config::fromProcessEnvironment();
   if (!config.ok()) return fail(config.status().message());
-  const std::string hostId = config->shmHost.empty() ? tutti::topo::hostIdentity() : config->shmHost;
+  const std::string hostId = tutti::topo::hostIdentity();  // as communicators key the cache
   tutti::tuning::MachineModel model;
   std::vector<std::string> notes;
   if (probe) {
