@@ -9,11 +9,13 @@
 // file written by another library version or for another host (a copied home directory,
 // another boot: the identity holds the boot id) is measured anew and replaced. Processes
 // starting together on a host probe once: the writer holds a lock file while it probes, and
-// the others wait for it (bounded) and read its result. Writes go through a temporary file
+// the others wait for it (bounded) and read its result. A probe the host was too busy to
+// complete (a phase kept a default) is used by its process but not cached. Writes go through a temporary file
 // renamed into place. An unwritable cache directory is a warning (the probe's result is
 // used all the same), never an error; an unreadable or malformed TUTTI_TUNING_FILE is an
 // error naming the file, the line and the key.
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,6 +32,8 @@ struct ModelSource {
   std::string cacheDir;    // the cache's directory; empty: none (probe, write nothing)
   std::string hostId;      // topo::hostIdentity(): the machine, whatever TUTTI_SHM_HOST says
   ProbeOptions probe;
+  /// What measures the host: probeHost, or a stand-in (tests).
+  std::function<ProbeReport(const ProbeOptions&)> prober = probeHost;
   /// How long to wait for another process's probe (the lock file) before probing anyway.
   double lockWaitSeconds = 2;
 };

@@ -109,7 +109,8 @@ bool waitFor(const std::atomic<std::uint32_t>& word, std::uint32_t value, Clock:
       cpuRelax();
       continue;
     }
-    if ((spins & 63) == 0 && Clock::now() >= until + kGrace) return false;
+    // Every time: one sched_yield may hand the CPU away for a whole time slice.
+    if (Clock::now() >= until + kGrace) return false;
     sched_yield();
   }
   return true;
@@ -281,7 +282,7 @@ class FlatProbe {
         cpuRelax();
         continue;
       }
-      if ((spins & 63) == 0 && Clock::now() >= until_ + kGrace) return false;
+      if (Clock::now() >= until_ + kGrace) return false;
       sched_yield();
     }
     return true;
@@ -388,6 +389,31 @@ int groupOf(const std::vector<std::vector<int>>& groups, int cpu) {
   return -1;
 }
 
+// The CPUs this host gives its ranks, as far as a thread of this process may run on them:
+// the machine's CPUs (hwloc) within this process's cpuset, whatever its affinity mask says
+// (tutti-run binds each rank to one CPU, and the probe is about the host, not the rank).
+// Found by asking a new thread's affinity for them all and reading what it got; the
+// process's mask where that fails.
+std::vector<int> hostCpus(const topo::Machine& machine) {
+  std::vector<int> cpus;
+  for (const auto& package : machine.packages) cpus.insert(cpus.end(), package.begin(), package.end());
+  std::sort(cpus.begin(), cpus.end());
+  std::vector<int> reachable;
+  if (!cpus.empty() && cpus.back() < CPU_SETSIZE) {
+    std::thread([&] {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      for (const int cpu : cpus) CPU_SET(cpu, &set);
+      if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0) return;
+      CPU_ZERO(&set);
+      if (pthread_getaffinity_np(pthread_self(), sizeof(set), &set) != 0) return;
+      for (const int cpu : cpus)
+        if (CPU_ISSET(cpu, &set)) reachable.push_back(cpu);
+    }).join();
+  }
+  return reachable.empty() ? allowedCpuList() : reachable;
+}
+
 // The fastest NIC other than loopback that reports a speed, bytes/s; 0 where none does.
 std::pair<double, std::string> fastestNic() {
   std::pair<double, std::string> best{0, ""};
@@ -464,6 +490,7 @@ void probePaths(const topo::Machine& machine, const std::vector<int>& allowed,
     if (!pair) continue;
     PairProbe probe(pair->first, pair->second);
     measured[static_cast<std::size_t>(c)] = probe.measure(Clock::now() + share / present);
+    if (!measured[static_cast<std::size_t>(c)]) report.complete = false;
     report.notes.push_back(measured[static_cast<std::size_t>(c)]
                                ? strFormat("%s: CPUs %d and %d", name, pair->first, pair->second)
                                : strFormat("%s: CPUs %d and %d did not answer in time (default)",
@@ -510,12 +537,14 @@ ProbeReport probeHost(const ProbeOptions& options) {
   auto late = [&](const char* what) {
     if (Clock::now() < hardEnd) return false;
     report.notes.push_back(strFormat("%s: the probe's time ran out (defaults)", what));
+    report.complete = false;
     return true;
   };
-  const std::vector<int> allowed = allowedCpuList();
   const topo::Machine& machine = topo::localMachine();
-  m.coresPerHost = std::max(1, usableCores());
-  report.notes.push_back(strFormat("cores_per_host: %d usable CPUs (affinity mask and CPU quota)",
+  const std::vector<int> allowed = hostCpus(machine);
+  m.coresPerHost = std::max(1, std::min(static_cast<int>(allowed.size()), quotaCores()));
+  report.notes.push_back(strFormat("cores_per_host: %d CPUs of the host this process may run on "
+                                   "(its cpuset and CPU quota, not its affinity mask)",
                                    m.coresPerHost));
 
   Clock::time_point t0 = Clock::now();
@@ -549,6 +578,7 @@ ProbeReport probeHost(const ProbeOptions& options) {
                                        flatPair->first, flatPair->second, ms(t0)));
     } else {
       report.notes.push_back("flat: the threads did not answer in time (defaults)");
+      report.complete = false;
     }
   }
 

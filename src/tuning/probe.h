@@ -25,13 +25,16 @@
 //   paths[network],        the fastest NIC's speed (/sys/class/net/NAME/speed); latency
 //   nic_bandwidth          and overhead are defaults (kDefaultNetworkAlpha): a probe on one
 //                          host cannot see the network
-//   cores_per_host         the CPUs this process may use (affinity mask, cgroup quota)
+//   cores_per_host         the host's CPUs a thread of this process may run on (the
+//                          cpuset, capped by the cgroup's CPU quota), not the process's
+//                          affinity mask: a launcher binding each rank to one CPU still
+//                          runs the ranks of a host on all of them
 //   flat_alpha, flat_beta  two threads in rounds of a flat exchange: each writes its
 //                          contribution, meets the other at a counter, reads both (8 B and
 //                          64 KiB contributions)
 //
-// Threads are pinned for their measurement only; the calling thread's affinity is never
-// changed.
+// The pairs of CPUs come from the same set. Threads are pinned for their measurement only;
+// the calling thread's affinity is never changed.
 
 #include <optional>
 #include <string>
@@ -52,6 +55,9 @@ struct ProbeReport {
   MachineModel model;              // origin "probe"
   std::vector<std::string> notes;  // how each parameter was found, one line each
   double seconds = 0;              // the probe's own time
+  /// Every phase measured: none kept a default because the host was too busy. An
+  /// incomplete probe is not worth caching (model_cache.h).
+  bool complete = true;
 };
 
 /// Measures this host's parameters; never fails (what it cannot measure keeps defaults()).
