@@ -168,9 +168,10 @@ Result<std::unique_ptr<CommImpl>> CommImpl::create(InitParams params) {
   // A split child keeps its parent's model, which its ranks agreed on already.
   id.model = std::move(params.model);
   if (!id.model) {
-    // The cache is keyed by the machine rank 0 really runs on, whatever TUTTI_SHM_HOST says.
+    // Rank 0's cache is keyed by the machine it really runs on, whatever TUTTI_SHM_HOST says.
     TUTTI_ASSIGN_OR_RETURN(id.model, agreeOnModel({id.store.get(), id.prefix, id.rank, id.size,
-                                                   topo::hostIdentity(), deadline}, *config));
+                                                   id.rank == 0 ? topo::hostIdentity() : "",
+                                                   deadline}, *config));
   }
   TransportFactory::Request request{id.store.get(), id.prefix, id.name, id.rank, id.size, uid,
                                     id.transportChoice, params.bindHost, id.key,
