@@ -14,6 +14,7 @@
 #include "bootstrap/tcp_store.h"
 #include "core/call_describer.h"
 #include "core/call_stamp.h"
+#include "core/model_setup.h"
 #include "reduce/reduce.h"
 #include "topology/host_identity.h"
 
@@ -164,6 +165,14 @@ Result<std::unique_ptr<CommImpl>> CommImpl::create(InitParams params) {
                           deadline},
                          *config, std::move(params.view));
   TUTTI_RETURN_IF_ERROR(topology.publish());
+  // A split child keeps its parent's model, which its ranks agreed on already.
+  id.model = std::move(params.model);
+  if (!id.model) {
+    // Rank 0's cache is keyed by the machine it really runs on, whatever TUTTI_SHM_HOST says.
+    TUTTI_ASSIGN_OR_RETURN(id.model, agreeOnModel({id.store.get(), id.prefix, id.rank, id.size,
+                                                   id.rank == 0 ? topo::hostIdentity() : "",
+                                                   deadline}, *config));
+  }
   TransportFactory::Request request{id.store.get(), id.prefix, id.name, id.rank, id.size, uid,
                                     id.transportChoice, params.bindHost, id.key,
                                     choices.path == MessagePath::kLearn, id.localSize,
@@ -324,6 +333,7 @@ Result<std::unique_ptr<CommImpl>> CommImpl::split(int color, int key, const Comm
   std::vector<int> parentRanks;  // the child's ranks in this communicator, in the child's order
   for (const auto& member : members) parentRanks.push_back(member.second);
   params.view = std::make_shared<const topo::View>(topo::subView(*id_.view, parentRanks));
+  params.model = id_.model;
   return create(std::move(params));
 }
 

@@ -1,0 +1,601 @@
+// The host probe (probe.h): short measurements, the best of repeats, within a budget.
+#include "tuning/probe.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <ctime>
+#include <memory>
+#include <thread>
+
+#include "base/cpus.h"
+#include "base/strings.h"
+#include "base/wait.h"
+#include "reduce/reduce.h"
+#include "topology/nics.h"
+
+namespace tutti::tuning {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// A buffer whose pages are all present (MAP_POPULATE: the kernel faults them in at once,
+// far faster than touching them one by one), so that no measurement pays first faults.
+class Buffer {
+ public:
+  explicit Buffer(std::size_t n) : bytes_(n) {
+    void* p = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+                     -1, 0);
+    data_ = p == MAP_FAILED ? nullptr : static_cast<char*>(p);
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() {
+    if (data_ != nullptr) ::munmap(data_, bytes_);
+  }
+  bool ok() const { return data_ != nullptr; }
+  char* get() { return data_; }
+
+ private:
+  std::size_t bytes_;
+  char* data_ = nullptr;
+};
+
+// The smallest time `body` takes over at most `reps` runs, stopping at `until` after the
+// first: one run always happens, so that a host too busy to finish a phase in its share
+// still gives a (pessimistic) figure, at the cost of one run. The smallest, not the mean:
+// other work on the host only ever adds time.
+template <typename Body>
+double bestTime(int reps, Clock::time_point until, Body&& body) {
+  double best = 0;
+  for (int i = 0; i < reps && (i == 0 || Clock::now() < until); ++i) {
+    const Clock::time_point start = Clock::now();
+    body();
+    const double t = secondsSince(start);
+    if (best == 0 || t < best) best = t;
+  }
+  return best;
+}
+
+// The calling thread's CPU time, in seconds: what a single-threaded measurement uses, so
+// that time the thread spends preempted on a busy host is not counted.
+double threadCpuSeconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// bestTime in the thread's CPU time, at least `minReps` runs: for work of one thread alone
+// (copies, reductions), whose CPU time is its cost whatever else the host runs.
+template <typename Body>
+double bestCpuTime(int minReps, int reps, Clock::time_point until, Body&& body) {
+  double best = 0;
+  for (int i = 0; i < reps && (i < minReps || Clock::now() < until); ++i) {
+    const double start = threadCpuSeconds();
+    body();
+    const double t = threadCpuSeconds() - start;
+    if (t > 0 && (best == 0 || t < best)) best = t;
+  }
+  return best;
+}
+
+// How long a thread waits for its partner past the phase's end before giving up: on a busy
+// host the partner may need a time slice (a few ms) to run at all.
+constexpr auto kGrace = std::chrono::milliseconds(10);
+
+void pinTo(int cpu) {
+  if (cpu < 0) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  (void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);  // best effort
+}
+
+// Waits until `word` holds `value`: spins, then gives the CPU away (the two threads may
+// share one). False once `until` has passed.
+bool waitFor(const std::atomic<std::uint32_t>& word, std::uint32_t value, Clock::time_point until) {
+  for (std::uint32_t spins = 0; word.load(std::memory_order_acquire) != value; ++spins) {
+    if (spins < 2000) {
+      cpuRelax();
+      continue;
+    }
+    // Every time: one sched_yield may hand the CPU away for a whole time slice.
+    if (Clock::now() >= until + kGrace) return false;
+    sched_yield();
+  }
+  return true;
+}
+
+// Two threads pinned to a pair of CPUs passing messages through shared memory (both new
+// threads: the caller's affinity stays as it was).
+class PairProbe {
+ public:
+  static constexpr std::size_t kMessageBytes = 256 << 10;
+  static constexpr std::size_t kSmallBytes = 64;  // a message header's worth
+
+  PairProbe(int cpuA, int cpuB) : cpuA_(cpuA), cpuB_(cpuB), shared_(kMessageBytes),
+                                  mineA_(kMessageBytes), mineB_(kMessageBytes) {}
+
+  // Measures alpha, beta and overhead; nullopt where the threads could not finish a
+  // measurement by `until`.
+  std::optional<LinkCost> measure(Clock::time_point until) {
+    if (!shared_.ok() || !mineA_.ok() || !mineB_.ok()) return std::nullopt;
+    until_ = until;
+    std::optional<LinkCost> cost;
+    std::thread other([this] { answer(); });
+    std::thread leader([&] {
+      pinTo(cpuA_);
+      cost = lead();
+      stop_.store(true, std::memory_order_release);
+      seq_.store(~0u, std::memory_order_release);
+    });
+    leader.join();
+    other.join();
+    return cost;
+  }
+
+ private:
+  enum Kind : std::uint32_t { kPing = 0, kCopy = 1 };
+
+  // One exchange: the leader writes (per kind), signals, and waits for the answer.
+  bool roundTrip(Kind kind, std::size_t bytes) {
+    const std::uint32_t s = ++sent_;
+    kind_.store(kind, std::memory_order_relaxed);
+    bytes_ = bytes;
+    if (kind != kPing) reduce::copy(shared_.get(), mineA_.get(), bytes);
+    seq_.store(s, std::memory_order_release);
+    return waitFor(ack_, s, until_);
+  }
+
+  std::optional<LinkCost> lead() {
+    // Short batches, many of them: on a busy host the best batch is one neither thread
+    // was preempted in.
+    const int kRounds = 4;
+    bool ok = true;
+    auto pings = [&] {
+      for (int i = 0; i < kRounds && ok; ++i) ok = roundTrip(kPing, 0);
+    };
+    const Clock::time_point half = Clock::now() + (until_ - Clock::now()) / 2;
+    const double rtt = bestTime(64, half, pings) / kRounds;
+    if (!ok || rtt <= 0) return std::nullopt;
+    // The sender's own time per small message: the copy in and the signal, without the
+    // wait for the answer.
+    auto post = [&] {
+      for (int i = 0; i < kRounds; ++i) {
+        reduce::copy(shared_.get(), mineA_.get(), kSmallBytes);
+        seq_.store(sent_, std::memory_order_release);  // the value the answerer already saw
+      }
+    };
+    const double overhead = bestTime(8, until_, post) / kRounds;
+    auto copies = [&] { ok = ok && roundTrip(kCopy, kMessageBytes); };
+    const double copyTrip = bestTime(16, until_, copies);
+    if (!ok || copyTrip <= 0) return std::nullopt;
+    LinkCost cost;
+    cost.alpha = rtt / 2;
+    cost.beta = std::max(copyTrip - rtt, copyTrip / 2) / static_cast<double>(kMessageBytes);
+    cost.overhead = overhead;
+    return cost;
+  }
+
+  void answer() {
+    pinTo(cpuB_);
+    std::uint32_t seen = 0;
+    while (!stop_.load(std::memory_order_acquire)) {
+      std::uint32_t s;
+      for (std::uint32_t spins = 0; (s = seq_.load(std::memory_order_acquire)) == seen; ++spins) {
+        if (spins < 2000) cpuRelax();
+        else sched_yield();
+        if (stop_.load(std::memory_order_acquire)) return;
+      }
+      if (s == ~0u) return;
+      if (kind_.load(std::memory_order_relaxed) != kPing)
+        reduce::copy(mineB_.get(), shared_.get(), bytes_);
+      seen = s;
+      ack_.store(s, std::memory_order_release);
+    }
+  }
+
+  const int cpuA_;
+  const int cpuB_;
+  Clock::time_point until_;
+  Buffer shared_;
+  Buffer mineA_;
+  Buffer mineB_;
+  std::uint32_t sent_ = 0;
+  std::size_t bytes_ = 0;  // published by seq_'s release
+  alignas(64) std::atomic<std::uint32_t> seq_{0};
+  alignas(64) std::atomic<std::uint32_t> ack_{0};
+  std::atomic<std::uint32_t> kind_{kPing};
+  std::atomic<bool> stop_{false};
+};
+
+// Rounds of a two-rank flat exchange: each thread writes its contribution into its slot of
+// the round's half (two halves, alternating, so that one meeting per round suffices), meets
+// the other at a counter, and reads both contributions.
+class FlatProbe {
+ public:
+  static constexpr std::size_t kLargeBytes = 64 << 10;
+  static constexpr int kRounds = 4;
+
+  FlatProbe(int cpuA, int cpuB) : cpus_{cpuA, cpuB}, shared_(4 * kLargeBytes),
+                                  mine_{Buffer(2 * kLargeBytes), Buffer(2 * kLargeBytes)} {}
+
+  // {flatAlpha, flatBeta}, or nullopt where the rounds did not finish by `until`.
+  std::optional<std::pair<double, double>> measure(Clock::duration share) {
+    if (!shared_.ok() || !mine_[0].ok() || !mine_[1].ok()) return std::nullopt;
+    const Clock::time_point until = Clock::now() + share;
+    until_ = until;
+    double small = 0;
+    double large = 0;
+    std::thread other([this] { follow(); });
+    std::thread leader([&] {
+      pinTo(cpus_[0]);
+      const Clock::time_point half = Clock::now() + (until - Clock::now()) / 2;
+      small = bestTime(32, half, [&] { ok_ = ok_ && rounds(0, 8); }) / kRounds;
+      large = bestTime(16, until, [&] { ok_ = ok_ && rounds(0, kLargeBytes); }) / kRounds;
+      command_.store(kStop, std::memory_order_release);
+      go_.fetch_add(1, std::memory_order_acq_rel);
+    });
+    leader.join();
+    other.join();
+    if (!ok_ || small <= 0 || large <= 0) return std::nullopt;
+    const double perByte = std::max(large - small, large / 2) / (2.0 * kLargeBytes);
+    return std::make_pair(small, perByte);
+  }
+
+ private:
+  static constexpr std::uint32_t kStop = ~0u;
+
+  // kRounds rounds of `bytes` per contribution, as rank `me`; the leader (me 0) first
+  // tells the follower the size.
+  bool rounds(int me, std::size_t bytes) {
+    if (me == 0) {
+      command_.store(static_cast<std::uint32_t>(bytes), std::memory_order_relaxed);
+      go_.fetch_add(1, std::memory_order_release);
+    }
+    for (int r = 0; r < kRounds; ++r) {
+      char* half = shared_.get() + static_cast<std::size_t>(round_[me] % 2) * 2 * kLargeBytes;
+      reduce::copy(half + static_cast<std::size_t>(me) * kLargeBytes, mine_[me].get(), bytes);
+      const std::uint32_t target = 2 * ++round_[me];
+      arrived_.fetch_add(1, std::memory_order_acq_rel);
+      if (!waitAtLeast(arrived_, target)) return false;
+      for (int from = 0; from < 2; ++from)
+        reduce::copy(mine_[me].get() + static_cast<std::size_t>(from) * kLargeBytes,
+                     half + static_cast<std::size_t>(from) * kLargeBytes, bytes);
+    }
+    return true;
+  }
+
+  bool waitAtLeast(const std::atomic<std::uint32_t>& word, std::uint32_t value) {
+    for (std::uint32_t spins = 0; word.load(std::memory_order_acquire) < value; ++spins) {
+      if (spins < 2000) {
+        cpuRelax();
+        continue;
+      }
+      if (Clock::now() >= until_ + kGrace) return false;
+      sched_yield();
+    }
+    return true;
+  }
+
+  void follow() {
+    pinTo(cpus_[1]);
+    for (std::uint32_t seen = 0;;) {
+      if (!waitAtLeast(go_, seen + 1)) return;
+      seen = go_.load(std::memory_order_acquire);
+      const std::uint32_t command = command_.load(std::memory_order_acquire);
+      if (command == kStop || !rounds(1, command)) return;
+    }
+  }
+
+  const int cpus_[2];
+  Clock::time_point until_;
+  Buffer shared_;
+  Buffer mine_[2];
+  std::uint32_t round_[2] = {0, 0};
+  bool ok_ = true;
+  alignas(64) std::atomic<std::uint32_t> arrived_{0};
+  alignas(64) std::atomic<std::uint32_t> go_{0};
+  std::atomic<std::uint32_t> command_{0};
+};
+
+// Bytes copied per second by `cpus.size()` threads at once, each copying its own 2 MiB
+// with the non-temporal stores reduce::copy uses for large outputs (they write to memory,
+// past the caches); 0 where a thread could not make its buffers.
+double memoryBandwidth(const std::vector<int>& cpus, Clock::duration share) {
+  constexpr std::size_t kBytes = 2 << 20;
+  const std::size_t n = cpus.size();
+  std::vector<double> best(n, 0);
+  std::atomic<std::size_t> ready{0};
+  std::atomic<std::int64_t> startNs{0};
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < n; ++i) {
+    threads.emplace_back([&, i] {
+      pinTo(cpus[i]);
+      Buffer src(kBytes), dst(kBytes);
+      // The clock starts when every thread has its buffers: they copy at once.
+      if (ready.fetch_add(1) + 1 == n)
+        startNs.store(Clock::now().time_since_epoch().count(), std::memory_order_release);
+      while (startNs.load(std::memory_order_acquire) == 0) sched_yield();
+      if (!src.ok() || !dst.ok()) return;
+      const Clock::time_point until =
+          Clock::time_point(Clock::duration(startNs.load(std::memory_order_acquire))) + share;
+      best[i] = bestCpuTime(2, 3, until, [&] {
+        reduce::copy(dst.get(), src.get(), kBytes, reduce::kCopyStreamingBytes);
+      });
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  double total = 0;
+  for (const double t : best) {
+    if (t <= 0) return 0;
+    total += static_cast<double>(kBytes) / t;
+  }
+  return total;
+}
+
+double copyBeta(Clock::duration share) {
+  constexpr std::size_t kBytes = 1 << 20;
+  Buffer src(kBytes), dst(kBytes);
+  if (!src.ok() || !dst.ok()) return 0;
+  const double t = bestCpuTime(3, 8, Clock::now() + share,
+                               [&] { reduce::copy(dst.get(), src.get(), kBytes); });
+  return t / kBytes;
+}
+
+// Seconds per byte of one operand, per dtype; 0 where the buffers could not be made. 1 MiB
+// operands: past a core's L2, as the messages of a large call are.
+std::array<double, kNumDataTypes> gammas(Clock::duration share) {
+  constexpr std::size_t kBytes = 1 << 20;
+  // Zeros (as mapped): every dtype's sum of zeros stays normal (no denormal or NaN slow paths).
+  Buffer a(kBytes), b(kBytes);
+  std::array<double, kNumDataTypes> out{};
+  if (!a.ok() || !b.ok()) return out;
+  // Once unmeasured: the first call pays for the kernel's choice and the operands' first
+  // trip into the caches.
+  reduce::combine(a.get(), a.get(), b.get(), kBytes, DataType::kUint8, ReduceOp::kSum);
+  const Clock::time_point until = Clock::now() + share;
+  for (int t = 0; t < kNumDataTypes; ++t) {
+    const auto dtype = static_cast<DataType>(t);
+    const std::size_t count = kBytes / dataTypeSize(dtype);
+    const Clock::time_point end = Clock::now() + (until - Clock::now()) / (kNumDataTypes - t);
+    out[static_cast<std::size_t>(t)] =
+        bestCpuTime(2, 4, end, [&] { reduce::combine(a.get(), a.get(), b.get(), count, dtype, ReduceOp::kSum); }) /
+        kBytes;
+  }
+  return out;
+}
+
+// The position of each allowed CPU: its package and L3 group (-1: not known).
+struct Place {
+  int cpu;
+  int package;
+  int l3;
+};
+
+int groupOf(const std::vector<std::vector<int>>& groups, int cpu) {
+  for (std::size_t g = 0; g < groups.size(); ++g)
+    if (std::find(groups[g].begin(), groups[g].end(), cpu) != groups[g].end()) return static_cast<int>(g);
+  return -1;
+}
+
+// The CPUs this host gives its ranks, as far as a thread of this process may run on them:
+// the machine's CPUs (hwloc) within this process's cpuset, whatever its affinity mask says
+// (tutti-run binds each rank to one CPU, and the probe is about the host, not the rank).
+// Found by asking a new thread's affinity for them all and reading what it got; the
+// process's mask where that fails.
+std::vector<int> hostCpus(const topo::Machine& machine) {
+  std::vector<int> cpus;
+  for (const auto& package : machine.packages) cpus.insert(cpus.end(), package.begin(), package.end());
+  std::sort(cpus.begin(), cpus.end());
+  std::vector<int> reachable;
+  if (!cpus.empty() && cpus.back() < CPU_SETSIZE) {
+    std::thread([&] {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      for (const int cpu : cpus) CPU_SET(cpu, &set);
+      if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0) return;
+      CPU_ZERO(&set);
+      if (pthread_getaffinity_np(pthread_self(), sizeof(set), &set) != 0) return;
+      for (const int cpu : cpus)
+        if (CPU_ISSET(cpu, &set)) reachable.push_back(cpu);
+    }).join();
+  }
+  return reachable.empty() ? allowedCpuList() : reachable;
+}
+
+// The fastest NIC other than loopback that reports a speed, bytes/s; 0 where none does.
+std::pair<double, std::string> fastestNic() {
+  std::pair<double, std::string> best{0, ""};
+  for (const topo::Nic& nic : topo::hostNics()) {
+    if (nic.loopback || nic.speedMbps <= 0) continue;
+    const double bytes = nic.speedMbps * 1e6 / 8;
+    if (bytes > best.first) best = {bytes, nic.name};
+  }
+  return best;
+}
+
+}  // namespace
+
+std::array<std::optional<std::pair<int, int>>, 3> cpuPairsByClass(const topo::Machine& machine,
+                                                                  const std::vector<int>& allowed) {
+  std::array<std::optional<std::pair<int, int>>, 3> pairs;
+  if (allowed.empty()) return pairs;
+  const bool described = machine.error.empty() && !machine.packages.empty();
+  std::vector<Place> places;
+  for (const int cpu : allowed)
+    places.push_back({cpu, described ? groupOf(machine.packages, cpu) : 0,
+                      described && !machine.l3Groups.empty() ? groupOf(machine.l3Groups, cpu) : 0});
+  for (std::size_t i = 0; i < places.size(); ++i) {
+    for (std::size_t j = i + 1; j < places.size(); ++j) {
+      const Place& a = places[i];
+      const Place& b = places[j];
+      int c = 2;  // other packages
+      if (a.package == b.package) c = a.l3 == b.l3 ? 0 : 1;
+      if (!pairs[static_cast<std::size_t>(c)]) pairs[static_cast<std::size_t>(c)] = {{a.cpu, b.cpu}};
+    }
+  }
+  if (places.size() == 1) pairs[0] = {{places[0].cpu, places[0].cpu}};
+  return pairs;
+}
+
+std::vector<std::string> fillMissingClasses(const std::array<std::optional<LinkCost>, 3>& measured,
+                                            MachineModel& model) {
+  // Nearest first: for each class, the others by distance (inner before outer at a tie).
+  static constexpr int kNearest[3][2] = {{1, 2}, {0, 2}, {1, 0}};
+  std::vector<std::string> filled;
+  for (int c = 0; c < 3; ++c) {
+    if (measured[static_cast<std::size_t>(c)]) {
+      model.paths[static_cast<std::size_t>(c)] = *measured[static_cast<std::size_t>(c)];
+      continue;
+    }
+    for (const int other : kNearest[c]) {
+      if (!measured[static_cast<std::size_t>(other)]) continue;
+      model.paths[static_cast<std::size_t>(c)] = *measured[static_cast<std::size_t>(other)];
+      filled.push_back(strFormat("%s: as %s", pathClassName(static_cast<PathClass>(c)),
+                                 pathClassName(static_cast<PathClass>(other))));
+      break;
+    }
+  }
+  return filled;
+}
+
+namespace {
+
+// The budget's shares, in order of the phases: they add up to less than 1, leaving room
+// for what no phase's clock counts (buffers, threads starting).
+struct Shares {
+  double copy = 0.03, gamma = 0.1, paths = 0.35, flat = 0.12, memory = 0.15;
+};
+
+void probePaths(const topo::Machine& machine, const std::vector<int>& allowed,
+                Clock::duration share, ProbeReport& report) {
+  const auto pairs = cpuPairsByClass(machine, allowed);
+  int present = 0;
+  for (const auto& p : pairs) present += p ? 1 : 0;
+  std::array<std::optional<LinkCost>, 3> measured;
+  for (int c = 0; c < 3; ++c) {
+    const auto& pair = pairs[static_cast<std::size_t>(c)];
+    const char* name = pathClassName(static_cast<PathClass>(c));
+    if (!pair) continue;
+    PairProbe probe(pair->first, pair->second);
+    measured[static_cast<std::size_t>(c)] = probe.measure(Clock::now() + share / present);
+    if (!measured[static_cast<std::size_t>(c)]) report.complete = false;
+    report.notes.push_back(measured[static_cast<std::size_t>(c)]
+                               ? strFormat("%s: CPUs %d and %d", name, pair->first, pair->second)
+                               : strFormat("%s: CPUs %d and %d did not answer in time (default)",
+                                           name, pair->first, pair->second));
+  }
+  for (std::string& line : fillMissingClasses(measured, report.model))
+    report.notes.push_back(line + " (no such pair of CPUs here)");
+}
+
+void probeNetwork(ProbeReport& report) {
+  MachineModel& m = report.model;
+  const auto [bandwidth, name] = fastestNic();
+  LinkCost& net = m.paths[static_cast<int>(PathClass::kNetwork)];
+  if (bandwidth > 0) {
+    m.nicBandwidth = bandwidth;
+    net.beta = 1 / bandwidth;
+    report.notes.push_back(strFormat("network: %s at %.0f Mbit/s; latency %.0f us (default)",
+                                     name.c_str(), bandwidth * 8 / 1e6, net.alpha * 1e6));
+  } else {
+    report.notes.push_back(strFormat("network: no NIC reports its speed (virtual links): "
+                                     "%.0f Mbit/s and %.0f us (defaults)",
+                                     m.nicBandwidth * 8 / 1e6, net.alpha * 1e6));
+  }
+}
+
+}  // namespace
+
+ProbeReport probeHost(const ProbeOptions& options) {
+  const Clock::time_point start = Clock::now();
+  const auto budget = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(std::max(0.0, options.budgetSeconds)));
+  // Each phase gets its share from when its buffers and threads are ready, so that a slow
+  // set-up on a busy host does not starve the phases after it, and takes at least one
+  // sample. Past twice the budget (a host too busy to run anything), the phases left keep
+  // their defaults.
+  const Clock::time_point hardEnd = start + 2 * budget;
+  const Shares shares;
+  auto share = [&](double part) { return std::chrono::duration_cast<Clock::duration>(budget * part); };
+  auto ms = [](Clock::time_point from) { return secondsSince(from) * 1e3; };
+  ProbeReport report;
+  MachineModel& m = report.model;
+  m = defaults();
+  m.origin = "probe";
+  auto late = [&](const char* what) {
+    if (Clock::now() < hardEnd) return false;
+    report.notes.push_back(strFormat("%s: the probe's time ran out (defaults)", what));
+    report.complete = false;
+    return true;
+  };
+  const topo::Machine& machine = topo::localMachine();
+  const std::vector<int> allowed = hostCpus(machine);
+  m.coresPerHost = std::max(1, std::min(static_cast<int>(allowed.size()), quotaCores()));
+  report.notes.push_back(strFormat("cores_per_host: %d CPUs of the host this process may run on "
+                                   "(its cpuset and CPU quota, not its affinity mask)",
+                                   m.coresPerHost));
+
+  Clock::time_point t0 = Clock::now();
+  if (const double beta = copyBeta(share(shares.copy)); beta > 0) {
+    m.copyBeta = beta;
+    report.notes.push_back(strFormat("copy_beta: 1 MiB copies (%.1f ms)", ms(t0)));
+  }
+  t0 = Clock::now();
+  if (!late("gamma")) {
+    const auto gamma = gammas(share(shares.gamma));
+    for (int t = 0; t < kNumDataTypes; ++t)
+      if (gamma[static_cast<std::size_t>(t)] > 0) m.gamma[static_cast<std::size_t>(t)] = gamma[static_cast<std::size_t>(t)];
+    report.notes.push_back(strFormat("gamma: sums of 1 MiB operands (%.1f ms)", ms(t0)));
+  }
+
+  t0 = Clock::now();
+  if (!late("paths")) {
+    probePaths(machine, allowed, share(shares.paths), report);
+    report.notes.push_back(strFormat("paths: %.1f ms", ms(t0)));
+  }
+  probeNetwork(report);
+
+  const auto pairs = cpuPairsByClass(machine, allowed);
+  const auto& flatPair = pairs[0] ? pairs[0] : pairs[1] ? pairs[1] : pairs[2];
+  t0 = Clock::now();
+  if (flatPair && !late("flat")) {
+    if (const auto flat = FlatProbe(flatPair->first, flatPair->second).measure(share(shares.flat))) {
+      m.flatAlpha = flat->first;
+      m.flatBeta = flat->second;
+      report.notes.push_back(strFormat("flat: two threads on CPUs %d and %d (%.1f ms)",
+                                       flatPair->first, flatPair->second, ms(t0)));
+    } else {
+      report.notes.push_back("flat: the threads did not answer in time (defaults)");
+      report.complete = false;
+    }
+  }
+
+  std::vector<int> memoryCpus(allowed.begin(),
+                              allowed.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(
+                                                    allowed.size(), std::min(4, m.coresPerHost))));
+  if (memoryCpus.empty()) memoryCpus.push_back(-1);
+  t0 = Clock::now();
+  if (!late("host_memory_bandwidth")) {
+    if (const double bw = memoryBandwidth(memoryCpus, share(shares.memory)); bw > 0) {
+      m.hostMemoryBandwidth = bw;
+      report.notes.push_back(strFormat("host_memory_bandwidth: %zu threads copying at once (%.1f ms)",
+                                       memoryCpus.size(), ms(t0)));
+    }
+  }
+  report.seconds = secondsSince(start);
+  return report;
+}
+
+}  // namespace tutti::tuning
