@@ -15,6 +15,11 @@
 // over n ranks ordered by host carries (n-1)/n across each host boundary (3/4 against 1/2
 // of the output at 2 x 2). Cost: an all-gather over H ranks of one block each, then on the
 // host every rank receives the H (L-1) blocks it lacks, in H (L-1) messages.
+//
+// Blocks of several segments are cut into up to 4 pieces (every rank's block alike), and
+// the pieces are pipelined between the levels (assemblePipeline): piece p + 1 crosses the
+// network while piece p spreads on the hosts. Out of place, each column's phase also copies
+// the rank's own piece from its input.
 
 #include <algorithm>
 #include <vector>
@@ -22,41 +27,39 @@
 #include "algorithms/algorithm.h"
 #include "algorithms/block_layout.h"
 #include "algorithms/hierarchy.h"
+#include "algorithms/partition.h"
 
 namespace tutti {
+namespace {
 
-Schedule buildAllgatherHierarchical(const CollectiveSpec& spec) {
-  const HostPlace place(spec);
-  const RankBlocks blocks = rankBlocks(spec);
-  const auto me = static_cast<std::size_t>(spec.rank);
-  ScheduleAssembler out(spec.rank, spec.size);
-
-  // 0. Out of place, the own block into the output first.
-  std::vector<ScheduleAssembler::PartId> ready;
-  if (!spec.inPlace && blocks.count[me] > 0) {
-    ScheduleBuilder b(spec.rank, spec.size);
-    b.copy({BufferKind::kInput, 0, blocks.count[me]}, blocks.region(BufferKind::kOutput, spec.rank));
-    ready.push_back(out.add(std::move(b).build()));
-  }
-
-  // 1. Every column this rank serves, across the hosts (in place in the output).
-  std::vector<ScheduleAssembler::PartId> gathered = ready;
+// The two phases of the piece `pb` of every rank's block (blockPieces); this rank's piece
+// of its own block lies at `inputAt` of its input (out of place).
+std::vector<Schedule> agPiece(const CollectiveSpec& spec, const HostPlace& place,
+                              const RankBlocks& pb, std::uint64_t inputAt) {
+  // 1. Every column this rank serves, across the hosts, into the output. Out of place the
+  // column's phase copies this rank's own piece from the input too (in the column of its
+  // own block; in any other it has nothing to give).
+  std::vector<Schedule> columns;
   for (int c : place.columnsServed(place.host, place.local)) {
     const std::vector<int> members = place.column(c);
     CollectiveSpec ag = groupSpec(spec, Collective::kAllGatherV, 0, place.hosts(), place.host,
-                                  true, false);
+                                  spec.inPlace, false);
     ag.counts.assign(members.size(), 0);
     ag.displs.assign(members.size(), 0);
     for (int k = 0; k < place.hosts(); ++k) {
       if (c >= place.localSize(k)) continue;  // host k has no local rank c
       const int owner = place.ranksOf(k)[static_cast<std::size_t>(c)];
-      ag.counts[static_cast<std::size_t>(k)] = blocks.countOf(owner);
-      ag.displs[static_cast<std::size_t>(k)] = blocks.offsetOf(owner);
+      ag.counts[static_cast<std::size_t>(k)] = pb.countOf(owner);
+      ag.displs[static_cast<std::size_t>(k)] = pb.offsetOf(owner);
     }
     Schedule phase = buildGroupPhase(ag, members, spec.size);
-    offsetRegions(phase, BufferKind::kInput, ag.displs[static_cast<std::size_t>(place.host)]);
-    remapBuffer(phase, BufferKind::kInput, BufferKind::kOutput);
-    if (!phase.steps.empty()) gathered.push_back(out.add(std::move(phase), ready));
+    if (spec.inPlace) {
+      offsetRegions(phase, BufferKind::kInput, ag.displs[static_cast<std::size_t>(place.host)]);
+      remapBuffer(phase, BufferKind::kInput, BufferKind::kOutput);
+    } else {
+      offsetRegions(phase, BufferKind::kInput, inputAt);
+    }
+    columns.push_back(std::move(phase));
   }
 
   // 2. On the host: every block this rank carries to every other local rank.
@@ -72,14 +75,30 @@ Schedule buildAllgatherHierarchical(const CollectiveSpec& spec) {
     // drain together whatever the window.
     const std::vector<int> theirs = place.blocksServed(place.host, fromLocal);
     for (std::size_t i = 0; i < std::max(mine.size(), theirs.size()); ++i) {
-      if (i < mine.size() && blocks.countOf(mine[i]) > 0)
-        b.send(to, blocks.region(BufferKind::kOutput, mine[i]));
-      if (i < theirs.size() && blocks.countOf(theirs[i]) > 0)
-        b.recv(from, blocks.region(BufferKind::kOutput, theirs[i]));
+      if (i < mine.size() && pb.countOf(mine[i]) > 0)
+        b.send(to, pb.region(BufferKind::kOutput, mine[i]));
+      if (i < theirs.size() && pb.countOf(theirs[i]) > 0)
+        b.recv(from, pb.region(BufferKind::kOutput, theirs[i]));
     }
   }
-  if (b.stepCount() > 0) out.add(std::move(b).build(), gathered);
-  return std::move(out).build();
+
+  std::vector<Schedule> phases;
+  phases.push_back(sideBySide(spec, std::move(columns)));
+  phases.push_back(std::move(b).build());
+  return phases;
+}
+
+}  // namespace
+
+Schedule buildAllgatherHierarchical(const CollectiveSpec& spec) {
+  const HostPlace place(spec);
+  const RankBlocks blocks = rankBlocks(spec);
+  const auto pieces = static_cast<std::uint64_t>(pipelinePieces(spec, blocks.maxCount));
+  const std::uint64_t own = blocks.countOf(spec.rank);
+  std::vector<std::vector<Schedule>> all;
+  for (std::uint64_t p = 0; p < pieces; ++p)
+    all.push_back(agPiece(spec, place, blockPieces(blocks, pieces, p), partOffset(own, pieces, p)));
+  return assemblePipeline(spec, std::move(all));
 }
 
 }  // namespace tutti

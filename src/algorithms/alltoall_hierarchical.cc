@@ -14,11 +14,20 @@
 // Each block crosses the network once, as in the flat all-to-all, plus up to two copies
 // through shared memory on the hosts. In place, the received blocks wait in scratch until
 // every send has read the buffer, then move into it.
+//
+// Blocks of several segments are cut into up to 4 pieces (every block alike), each run
+// through the stages above as phases pipelined between the levels (assemblePipeline):
+// 1 (packing), 2 (the host pairs' messages), 3 with 0 (the host's own exchange), and in
+// place the move into the buffer. Piece p + 1 is packed while piece p crosses the network,
+// which crosses while piece p - 1 is handed out on the hosts. Each piece has packs of its
+// own: the pieces need no more scratch than whole blocks; one message per host pair and
+// piece.
 
 #include <vector>
 
 #include "algorithms/algorithm.h"
 #include "algorithms/hierarchy.h"
+#include "algorithms/partition.h"
 
 namespace tutti {
 namespace {
@@ -29,144 +38,176 @@ bool consecutive(const std::vector<int>& ranks) {
   return true;
 }
 
-}  // namespace
+// One rank's scratch: the packs it aggregates (per destination host) and receives (per
+// source host), each [source local][destination local] blocks, for every piece (piece p's
+// packs hold its part of each block, after the earlier pieces' packs); then, in place,
+// the received blocks staged until the buffer is free.
+struct Scratch {
+  std::vector<std::uint64_t> sendSlot, recvSlot;  // per host: first block slot of its pack
+  std::uint64_t slots = 0;                        // block slots of one piece's packs
+  std::uint64_t staged = 0;                       // where the staged blocks begin
+  std::uint64_t total = 0;
+};
 
-Schedule buildAlltoallHierarchical(const CollectiveSpec& spec) {
-  const HostPlace place(spec);
-  const std::uint64_t c = spec.count;
-  ScheduleBuilder b(spec.rank, spec.size);
-  if (c == 0) return std::move(b).build();
+struct Alltoall {
+  const CollectiveSpec& spec;
+  const HostPlace& place;
+  const Scratch& scratch;
+  std::uint64_t c;       // the whole block
+  std::uint64_t at, pc;  // this piece of every block: [at, at + pc) of it
+
+  int local(int h, int i) const { return place.ranksOf(h)[static_cast<std::size_t>(i)]; }
+  int aggregator(int from, int to) const { return local(from, to % place.localSize(from)); }
+  int receiver(int from, int to) const { return local(to, from % place.localSize(to)); }
+  Region in(int q) const { return {BufferKind::kInput, static_cast<std::uint64_t>(q) * c + at, pc}; }
+  // In place, blocks from other ranks land in scratch first.
+  Region out(int q) const {
+    const std::uint64_t offset = static_cast<std::uint64_t>(q) * c + at;
+    if (spec.inPlace && q != spec.rank) return {BufferKind::kScratch, scratch.staged + offset, pc};
+    return {BufferKind::kOutput, offset, pc};
+  }
+  // Blocks of this piece's pack that starts at block slot `slot`.
+  Region packBlock(std::uint64_t slot, int dstLocalSize, int srcLocal, int dstLocal,
+                   std::uint64_t blocks = 1) const {
+    const auto index = slot + static_cast<std::uint64_t>(srcLocal * dstLocalSize + dstLocal);
+    return {BufferKind::kScratch, scratch.slots * at + index * pc, blocks * pc};
+  }
+  ScheduleBuilder builder() const {
+    ScheduleBuilder b(spec.rank, spec.size);
+    b.reserveScratch(scratch.total);
+    return b;
+  }
+
+  std::vector<Schedule> phases() const;
+};
+
+std::vector<Schedule> Alltoall::phases() const {
   const int H = place.hosts();
   const std::vector<int>& hostRanks = place.ranksOf(place.host);
   const int L = static_cast<int>(hostRanks.size());
-  auto in = [&](int q) { return Region{BufferKind::kInput, static_cast<std::uint64_t>(q) * c, c}; };
-  // In place, blocks from other ranks land in scratch [staged, staged + n c) first.
-  std::uint64_t staged = 0;
-  auto out = [&](int q) {
-    if (spec.inPlace && q != spec.rank)
-      return Region{BufferKind::kScratch, staged + static_cast<std::uint64_t>(q) * c, c};
-    return Region{BufferKind::kOutput, static_cast<std::uint64_t>(q) * c, c};
-  };
-  auto local = [&](int h, int i) { return place.ranksOf(h)[static_cast<std::size_t>(i)]; };
-  auto aggregator = [&](int from, int to) { return local(from, to % place.localSize(from)); };
-  auto receiver = [&](int from, int to) { return local(to, from % place.localSize(to)); };
-
-  // Scratch: the packs this rank aggregates (per destination host) and receives (per
-  // source host), each [source local][destination local] blocks of c.
-  std::uint64_t scratch = 0;
-  std::vector<std::uint64_t> sendPack(static_cast<std::size_t>(H), 0), recvPack(sendPack);
-  for (int h = 0; h < H; ++h) {
-    if (h == place.host) continue;
-    const auto blocks = static_cast<std::uint64_t>(L * place.localSize(h));
-    if (aggregator(place.host, h) == spec.rank) {
-      sendPack[static_cast<std::size_t>(h)] = scratch;
-      scratch += blocks * c;
-    }
-    if (receiver(h, place.host) == spec.rank) {
-      recvPack[static_cast<std::size_t>(h)] = scratch;
-      scratch += blocks * c;
-    }
-  }
-  staged = scratch;
-  if (spec.inPlace) scratch += static_cast<std::uint64_t>(spec.size) * c;
-  b.reserveScratch(scratch);
-  auto packBlock = [&](std::uint64_t base, int dstLocalSize, int srcLocal, int dstLocal,
-                       std::uint64_t blocks = 1) {
-    return Region{BufferKind::kScratch,
-                  base + static_cast<std::uint64_t>(srcLocal * dstLocalSize + dstLocal) * c,
-                  blocks * c};
-  };
-
-  // 0. On the host, directly.
-  if (!spec.inPlace) b.copy(in(spec.rank), out(spec.rank));
-  for (int k = 1; k < L; ++k) {
-    const int from = hostRanks[static_cast<std::size_t>((place.local - k + L) % L)];
-    b.recv(from, out(from));
-    b.send(hostRanks[static_cast<std::size_t>((place.local + k) % L)],
-           in(hostRanks[static_cast<std::size_t>((place.local + k) % L)]));
-  }
 
   // 1. Blocks for each other host to its aggregator here, host by host, so that every
   // rank of the host works on the same destination host at a time.
-  std::vector<std::vector<StepId>> filled(static_cast<std::size_t>(H));
+  ScheduleBuilder pack = builder();
   for (int h = 0; h < H; ++h) {
     if (h == place.host) continue;
     const int Lh = place.localSize(h);
     const std::vector<int>& dst = place.ranksOf(h);
     const int agg = aggregator(place.host, h);
     if (agg != spec.rank) {
-      if (consecutive(dst)) {
-        b.send(agg, {BufferKind::kInput, static_cast<std::uint64_t>(dst[0]) * c,
-                     static_cast<std::uint64_t>(dst.size()) * c});
+      if (consecutive(dst) && at == 0 && pc == c) {
+        pack.send(agg, {BufferKind::kInput, static_cast<std::uint64_t>(dst[0]) * c,
+                        static_cast<std::uint64_t>(dst.size()) * c});
       } else {
-        for (int q : dst) b.send(agg, in(q));
+        for (int q : dst) pack.send(agg, in(q));
       }
       continue;
     }
-    const std::uint64_t base = sendPack[static_cast<std::size_t>(h)];
-    auto& steps = filled[static_cast<std::size_t>(h)];
+    const std::uint64_t slot = scratch.sendSlot[static_cast<std::size_t>(h)];
     for (int j = 0; j < L; ++j) {
       const int src = hostRanks[static_cast<std::size_t>(j)];
       if (src == spec.rank) continue;
-      if (consecutive(dst)) {
-        steps.push_back(b.recv(src, packBlock(base, Lh, j, 0, static_cast<std::uint64_t>(Lh))));
+      if (consecutive(dst) && at == 0 && pc == c) {
+        pack.recv(src, packBlock(slot, Lh, j, 0, static_cast<std::uint64_t>(Lh)));
       } else {
-        for (int k = 0; k < Lh; ++k) steps.push_back(b.recv(src, packBlock(base, Lh, j, k)));
+        for (int k = 0; k < Lh; ++k) pack.recv(src, packBlock(slot, Lh, j, k));
       }
     }
-    for (int k = 0; k < Lh; ++k)
-      steps.push_back(b.copy(in(local(h, k)), packBlock(base, Lh, place.local, k)));
+    for (int k = 0; k < Lh; ++k) pack.copy(in(local(h, k)), packBlock(slot, Lh, place.local, k));
   }
 
   // 2. One message per host pair, host by host: the pack from each other host (where this
   // rank receives it) and the pack to it (where this rank aggregates it).
-  std::vector<StepId> arrived(static_cast<std::size_t>(H), 0);
+  ScheduleBuilder exchange = builder();
   for (int h = 0; h < H; ++h) {
     if (h == place.host) continue;
     const auto blocks = static_cast<std::uint64_t>(L * place.localSize(h));
     if (receiver(h, place.host) == spec.rank)
-      arrived[static_cast<std::size_t>(h)] =
-          b.recv(aggregator(h, place.host),
-                 {BufferKind::kScratch, recvPack[static_cast<std::size_t>(h)], blocks * c});
-    if (aggregator(place.host, h) == spec.rank) {
-      const StepId send =
-          b.send(receiver(place.host, h),
-                 {BufferKind::kScratch, sendPack[static_cast<std::size_t>(h)], blocks * c});
-      for (StepId s : filled[static_cast<std::size_t>(h)]) b.addDependency(send, s);
-    }
+      exchange.recv(aggregator(h, place.host),
+                    packBlock(scratch.recvSlot[static_cast<std::size_t>(h)], 0, 0, 0, blocks));
+    if (aggregator(place.host, h) == spec.rank)
+      exchange.send(receiver(place.host, h),
+                    packBlock(scratch.sendSlot[static_cast<std::size_t>(h)], 0, 0, 0, blocks));
   }
 
-  // 3. Each received pack's blocks to their local ranks; and this rank's own blocks from
-  // the receiver of every other host's pack.
+  // 0. On the host, directly; then 3. each received pack's blocks to their local ranks,
+  // and this rank's own blocks from the receiver of every other host's pack.
+  ScheduleBuilder hand = builder();
+  if (!spec.inPlace) hand.copy(in(spec.rank), out(spec.rank));
+  for (int k = 1; k < L; ++k) {
+    const int from = hostRanks[static_cast<std::size_t>((place.local - k + L) % L)];
+    hand.recv(from, out(from));
+    const int to = hostRanks[static_cast<std::size_t>((place.local + k) % L)];
+    hand.send(to, in(to));
+  }
   for (int h = 0; h < H; ++h) {
     if (h == place.host) continue;
     const int Lh = place.localSize(h);
     const int from = receiver(h, place.host);
     if (from == spec.rank) {
-      const std::uint64_t base = recvPack[static_cast<std::size_t>(h)];
-      const StepId got = arrived[static_cast<std::size_t>(h)];
+      const std::uint64_t slot = scratch.recvSlot[static_cast<std::size_t>(h)];
       for (int k = 0; k < L; ++k) {
         for (int j = 0; j < Lh; ++j) {
           if (hostRanks[static_cast<std::size_t>(k)] == spec.rank)
-            b.copy(packBlock(base, L, j, k), out(local(h, j)), {got});
+            hand.copy(packBlock(slot, L, j, k), out(local(h, j)));
           else
-            b.send(hostRanks[static_cast<std::size_t>(k)], packBlock(base, L, j, k), {got});
+            hand.send(hostRanks[static_cast<std::size_t>(k)], packBlock(slot, L, j, k));
         }
       }
     } else {
-      for (int j = 0; j < Lh; ++j) b.recv(from, out(local(h, j)));
+      for (int j = 0; j < Lh; ++j) hand.recv(from, out(local(h, j)));
     }
   }
-  if (!spec.inPlace) return std::move(b).build();
-  // In place: once every step is done (every send has read the buffer), the staged blocks
-  // move into it.
-  ScheduleAssembler whole(spec.rank, spec.size, scratch);
-  const ScheduleAssembler::PartId exchange = whole.add(std::move(b).build());
-  ScheduleBuilder settle(spec.rank, spec.size);
-  for (int q = 0; q < spec.size; ++q)
-    if (q != spec.rank) settle.copy(out(q), {BufferKind::kOutput, static_cast<std::uint64_t>(q) * c, c});
-  whole.add(std::move(settle).build(), {exchange});
-  return std::move(whole).build();
+
+  std::vector<Schedule> phases;
+  phases.push_back(std::move(pack).build());
+  phases.push_back(std::move(exchange).build());
+  phases.push_back(std::move(hand).build());
+  if (spec.inPlace) {
+    // Once this piece's steps are done (its sends have read the buffer), its staged
+    // blocks move into it.
+    ScheduleBuilder settle = builder();
+    for (int q = 0; q < spec.size; ++q)
+      if (q != spec.rank)
+        settle.copy(out(q), {BufferKind::kOutput, static_cast<std::uint64_t>(q) * c + at, pc});
+    phases.push_back(std::move(settle).build());
+  }
+  return phases;
+}
+
+}  // namespace
+
+Schedule buildAlltoallHierarchical(const CollectiveSpec& spec) {
+  const std::uint64_t c = spec.count;
+  if (c == 0) return emptySchedule(spec);
+  const HostPlace place(spec);
+  const int L = place.localSize(place.host);
+  Scratch scratch;
+  scratch.sendSlot.assign(static_cast<std::size_t>(place.hosts()), 0);
+  scratch.recvSlot = scratch.sendSlot;
+  Alltoall whole{spec, place, scratch, c, 0, c};
+  for (int h = 0; h < place.hosts(); ++h) {
+    if (h == place.host) continue;
+    const auto blocks = static_cast<std::uint64_t>(L * place.localSize(h));
+    if (whole.aggregator(place.host, h) == spec.rank) {
+      scratch.sendSlot[static_cast<std::size_t>(h)] = scratch.slots;
+      scratch.slots += blocks;
+    }
+    if (whole.receiver(h, place.host) == spec.rank) {
+      scratch.recvSlot[static_cast<std::size_t>(h)] = scratch.slots;
+      scratch.slots += blocks;
+    }
+  }
+  scratch.staged = scratch.slots * c;
+  scratch.total = scratch.staged + (spec.inPlace ? static_cast<std::uint64_t>(spec.size) * c : 0);
+
+  const auto pieces = static_cast<std::uint64_t>(pipelinePieces(spec, c));
+  std::vector<std::vector<Schedule>> all;
+  for (std::uint64_t p = 0; p < pieces; ++p) {
+    const Alltoall piece{spec, place, scratch, c, partOffset(c, pieces, p), partCount(c, pieces, p)};
+    all.push_back(piece.phases());
+  }
+  return assemblePipeline(spec, std::move(all), scratch.total);
 }
 
 }  // namespace tutti

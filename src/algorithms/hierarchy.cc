@@ -109,6 +109,26 @@ int pipelinePieces(const CollectiveSpec& spec, std::uint64_t count) {
       std::clamp<std::uint64_t>(count / std::max<std::uint64_t>(spec.segmentCount, 1), 1, 4));
 }
 
+RankBlocks blockPieces(const RankBlocks& blocks, std::uint64_t pieces, std::uint64_t piece) {
+  RankBlocks out;
+  out.offset.resize(blocks.offset.size());
+  out.count.resize(blocks.count.size());
+  for (std::size_t q = 0; q < blocks.count.size(); ++q) {
+    out.offset[q] = blocks.offset[q] + partOffset(blocks.count[q], pieces, piece);
+    out.count[q] = partCount(blocks.count[q], pieces, piece);
+    out.maxCount = std::max(out.maxCount, out.count[q]);
+  }
+  return out;
+}
+
+Schedule sideBySide(const CollectiveSpec& spec, std::vector<Schedule> parts,
+                    std::uint64_t sharedScratch) {
+  ScheduleAssembler out(spec.rank, spec.size, sharedScratch);
+  for (Schedule& part : parts)
+    if (!part.steps.empty()) out.add(std::move(part));
+  return std::move(out).build();
+}
+
 Schedule assemblePipeline(const CollectiveSpec& spec, std::vector<std::vector<Schedule>> pieces,
                           std::uint64_t sharedScratch) {
   ScheduleAssembler out(spec.rank, spec.size, sharedScratch);

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/block_layout.h"
 #include "schedule/collective.h"
 #include "schedule/compose.h"
 #include "schedule/schedule.h"
@@ -90,6 +91,17 @@ using PieceBuilder = std::vector<Schedule> (*)(const CollectiveSpec& spec, const
 /// them (assemblePipeline, with `sharedScratch`).
 Schedule buildInPieces(const CollectiveSpec& spec, PieceBuilder piece,
                        std::uint64_t sharedScratch = 0);
+
+/// Piece `piece` of `pieces` of every rank's block: rank q's block cut as partOffset and
+/// partCount cut a vector (the pipelined all-gather and reduce-scatter cut each rank's
+/// block, not the buffer, so that every piece has a part of every block).
+RankBlocks blockPieces(const RankBlocks& blocks, std::uint64_t pieces, std::uint64_t piece);
+
+/// `parts` (each empty or for spec's rank and world) as one schedule whose parts run side
+/// by side, each with scratch of its own above the first `sharedScratch` elements: one phase
+/// of a pipelined piece made of several groups' phases (a rank serving several columns).
+Schedule sideBySide(const CollectiveSpec& spec, std::vector<Schedule> parts,
+                    std::uint64_t sharedScratch = 0);
 
 /// One rank's schedule from pieces that each run the same phases one after another
 /// (pieces[p][k]: phase k of piece p, possibly empty on this rank): phase k of a piece
