@@ -1,0 +1,564 @@
+// The simulator: a discrete-event run of the real schedules over the machine model
+// (simulate.h says what is modelled). One Run simulates the ranks [0, P) of a communicator
+// whose schedules repeat with period P (P = the world size: every rank, the full run);
+// a message a simulated rank sends to rank q stands for the message its image, translated
+// by the multiple of P that brings q into [0, P), sends to q's image: so every simulated
+// receive meets exactly the send it would in the full run, at the same time.
+#include "tuning/simulate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <queue>
+#include <unordered_map>
+#include <vector>
+
+#include "base/macros.h"
+#include "base/strings.h"
+
+namespace tutti::tuning {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+enum StepState : std::uint8_t { kWaiting = 0, kRunning = 1, kComplete = 2 };
+
+// One step as the simulator needs it (a Step without its regions' places).
+struct SimStep {
+  std::uint64_t bytes = 0;  // the message (or the copy's, the reduction's) bytes
+  std::int32_t recvPeer = -1;
+  std::int32_t sendPeer = -1;
+  std::uint32_t recvIndex = 0;
+  std::uint32_t sendIndex = 0;
+  std::uint32_t depBegin = 0;  // into Run::deps_
+  std::uint32_t depCount = 0;
+  OpCode op = OpCode::kCopy;
+  std::uint8_t state = kWaiting;
+};
+
+// What happens to a step at an event's time.
+enum class EventKind : std::uint8_t {
+  kIssue,       // the rank issues what it can
+  kSendPosted,  // the CPU work before a send is done: the message leaves
+  kRecvPosted,  // the receive is posted: it meets its message, or waits for it
+  kRecvData,    // the message is in: reduce, forward, or done
+  kDone,        // the step is complete
+};
+
+struct Event {
+  double time;
+  std::uint64_t seq;  // ties in order of creation, so runs are deterministic
+  std::uint32_t slot;
+  std::uint32_t step;
+  EventKind kind;
+};
+
+struct Later {
+  bool operator()(const Event& a, const Event& b) const {
+    return a.time != b.time ? a.time > b.time : a.seq > b.seq;
+  }
+};
+
+// A receive waiting for its message, or a message waiting for its receive.
+struct MessageKey {
+  std::uint32_t receiver;  // slot
+  std::uint32_t sender;    // rank
+  std::uint32_t index;
+  friend bool operator==(const MessageKey&, const MessageKey&) = default;
+};
+struct MessageKeyHash {
+  std::size_t operator()(const MessageKey& k) const {
+    std::uint64_t h = (static_cast<std::uint64_t>(k.receiver) << 32) ^ k.sender;
+    h ^= static_cast<std::uint64_t>(k.index) * 0x9E3779B97F4A7C15ull;
+    h ^= h >> 29;
+    h *= 0xBF58476D1CE4E5B9ull;
+    return static_cast<std::size_t>(h ^ (h >> 32));
+  }
+};
+struct Pending {
+  double arrival = -1;         // the message's arrival, once sent
+  std::int64_t step = -1;      // the receive's step, once posted
+  std::uint64_t bytes = 0;     // what was sent
+};
+
+// A link, port or bus that carries one message's bytes at a time at its bandwidth.
+struct Fifo {
+  double bandwidth = kInf;  // bytes/s
+  double free = 0;
+};
+
+class Run {
+ public:
+  Run(const AlgorithmInfo& algorithm, const CollectiveSpec& spec, const MachineModel& model,
+      const Placement& placement, const Network& network, const SimOptions& options, int period)
+      : algorithm_(algorithm),
+        spec_(spec),
+        model_(model),
+        placement_(placement),
+        network_(network),
+        options_(options),
+        n_(placement.size()),
+        period_(period),
+        elemSize_(dataTypeSize(spec.dtype)) {}
+
+  Status build();
+  Status run();
+  double finish() const { return finish_; }
+  std::uint64_t messages() const { return messages_; }
+
+ private:
+  // Per simulated rank.
+  struct Rank {
+    std::uint32_t begin = 0;  // into steps_
+    std::uint32_t count = 0;
+    std::uint32_t next = 0;   // the next step to issue
+    std::uint32_t active = 0;
+    std::uint32_t completed = 0;
+    double threadFree = 0;    // the rank's one thread: its CPU work runs one at a time
+  };
+
+  void push(double time, std::uint32_t slot, std::uint32_t step, EventKind kind) {
+    events_.push(Event{time, seq_++, slot, step, kind});
+  }
+  SimStep& step(std::uint32_t slot, std::uint32_t id) { return steps_[ranks_[slot].begin + id]; }
+  bool depsComplete(std::uint32_t slot, std::uint32_t id);
+  // Runs `work` seconds of CPU on the rank's thread and one of its host's cores, from
+  // `time` or when both are free; returns its end.
+  double cpu(std::uint32_t slot, double time, double work);
+  void issue(std::uint32_t slot, double time);
+  void startStep(std::uint32_t slot, std::uint32_t id, double time);
+  // The message of send step `id` leaves at `time`: its arrival, handed to its receiver.
+  void transmit(std::uint32_t slot, std::uint32_t id, double time);
+  void recvData(std::uint32_t slot, std::uint32_t id, double time);
+  void complete(std::uint32_t slot, std::uint32_t id, double time);
+  double overhead(int a, int b) const { return model_.path(placement_.pathClass(a, b)).overhead; }
+  int rail(int rank) const { return placement_.place(rank).localIndex % network_.rails; }
+  int leaf(int host) const {
+    return network_.kind == Network::Kind::kFatTree ? host / network_.hostsPerLeaf : 0;
+  }
+  Status stuck() const;
+
+  const AlgorithmInfo& algorithm_;
+  const CollectiveSpec& spec_;
+  const MachineModel& model_;
+  const Placement& placement_;
+  const Network& network_;
+  const SimOptions& options_;
+  const int n_;
+  const int period_;
+  const std::size_t elemSize_;
+  double gamma_ = 0;
+
+  std::vector<Rank> ranks_;  // slot = rank, for ranks [0, period_)
+  std::vector<SimStep> steps_;
+  std::vector<std::uint32_t> deps_;
+  std::priority_queue<Event, std::vector<Event>, Later> events_;
+  std::uint64_t seq_ = 0;
+  std::unordered_map<MessageKey, Pending, MessageKeyHash> pending_;
+  // Per simulated host: its cores' free times (a min-heap), its memory bus; per host and
+  // rail its NIC's two directions and (rail) its share of the spine; per leaf switch its
+  // uplinks and downlinks.
+  std::vector<std::vector<double>> cores_;
+  std::vector<Fifo> memory_;
+  std::vector<Fifo> nicOut_, nicIn_, spine_;
+  std::vector<Fifo> leafUp_, leafDown_;
+  double finish_ = 0;
+  std::uint64_t messages_ = 0;
+};
+
+Status Run::build() {
+  gamma_ = model_.gamma[static_cast<std::size_t>(spec_.dtype)];
+  ranks_.resize(static_cast<std::size_t>(period_));
+  CollectiveSpec spec = spec_;
+  for (int r = 0; r < period_; ++r) {
+    spec.rank = r;
+    const Schedule schedule = algorithm_.build(spec);
+    Rank& rank = ranks_[static_cast<std::size_t>(r)];
+    rank.begin = static_cast<std::uint32_t>(steps_.size());
+    rank.count = static_cast<std::uint32_t>(schedule.steps.size());
+    if (steps_.size() + schedule.steps.size() > std::numeric_limits<std::uint32_t>::max() ||
+        deps_.size() + schedule.deps.size() > std::numeric_limits<std::uint32_t>::max())
+      return Status(ErrorCode::kInvalidArgument,
+                    strFormat("%s: more than 2^32 steps to simulate", algorithm_.name));
+    for (const Step& s : schedule.steps) {
+      SimStep c;
+      c.op = s.op;
+      c.recvPeer = s.recvPeer;
+      c.sendPeer = s.sendPeer;
+      c.recvIndex = s.recvIndex;
+      c.sendIndex = s.sendIndex;
+      const bool fromSrc = s.op == OpCode::kSend || s.op == OpCode::kRecvReduce ||
+                           s.op == OpCode::kRecvReduceSend;
+      c.bytes = (fromSrc ? s.src.count : s.dst.count) * elemSize_;
+      c.depBegin = static_cast<std::uint32_t>(deps_.size()) + s.depBegin;
+      c.depCount = s.depCount;
+      steps_.push_back(c);
+    }
+    deps_.insert(deps_.end(), schedule.deps.begin(), schedule.deps.end());
+  }
+  steps_.shrink_to_fit();
+  deps_.shrink_to_fit();
+
+  // The resources of the simulated hosts.
+  const int hosts = placement_.place(period_ - 1).host + 1;
+  const int defaultCores = std::max(1, model_.coresPerHost);
+  cores_.resize(static_cast<std::size_t>(hosts));
+  for (int h = 0; h < hosts; ++h) {
+    const int c = placement_.cores(h) > 0 ? placement_.cores(h) : defaultCores;
+    cores_[static_cast<std::size_t>(h)].assign(static_cast<std::size_t>(c), 0.0);
+  }
+  Fifo memory;
+  if (model_.hostMemoryBandwidth > 0) memory.bandwidth = model_.hostMemoryBandwidth;
+  memory_.assign(static_cast<std::size_t>(hosts), memory);
+  // A NIC's bandwidth: the network's, the model's, or else the network path's own.
+  double nic = network_.nicBandwidth > 0 ? network_.nicBandwidth : model_.nicBandwidth;
+  const double beta = model_.path(PathClass::kNetwork).beta;
+  if (nic <= 0) nic = beta > 0 ? 1 / beta : kInf;
+  const std::size_t ports = static_cast<std::size_t>(hosts) * static_cast<std::size_t>(network_.rails);
+  nicOut_.assign(ports, Fifo{nic, 0});
+  nicIn_.assign(ports, Fifo{nic, 0});
+  if (network_.kind == Network::Kind::kRail && network_.oversub > 1)
+    spine_.assign(ports, Fifo{nic / network_.oversub, 0});
+  if (network_.kind == Network::Kind::kFatTree) {
+    const int leaves = leaf(hosts - 1) + 1;
+    const double up = network_.hostsPerLeaf * nic / network_.oversub;
+    leafUp_.assign(static_cast<std::size_t>(leaves), Fifo{up, 0});
+    leafDown_.assign(static_cast<std::size_t>(leaves), Fifo{up, 0});
+  }
+  return Status::Ok();
+}
+
+bool Run::depsComplete(std::uint32_t slot, std::uint32_t id) {
+  const SimStep& s = step(slot, id);
+  const std::uint32_t base = ranks_[slot].begin;
+  for (std::uint32_t d = 0; d < s.depCount; ++d) {
+    if (steps_[base + deps_[s.depBegin + d]].state != kComplete) return false;
+  }
+  return true;
+}
+
+double Run::cpu(std::uint32_t slot, double time, double work) {
+  if (work <= 0) return time;
+  Rank& rank = ranks_[slot];
+  std::vector<double>& cores = cores_[static_cast<std::size_t>(placement_.place(static_cast<int>(slot)).host)];
+  std::pop_heap(cores.begin(), cores.end(), std::greater<>());
+  const double start = std::max({time, rank.threadFree, cores.back()});
+  const double end = start + work;
+  cores.back() = end;
+  std::push_heap(cores.begin(), cores.end(), std::greater<>());
+  rank.threadFree = end;
+  return end;
+}
+
+void Run::issue(std::uint32_t slot, double time) {
+  Rank& rank = ranks_[slot];
+  const std::uint32_t window =
+      static_cast<std::uint32_t>(std::max(1, std::min<int>(options_.maxInflight, static_cast<int>(rank.count))));
+  // In order, as the executor issues them: a step whose dependencies are not complete
+  // holds back the ones after it.
+  while (rank.next < rank.count && rank.active < window && depsComplete(slot, rank.next)) {
+    const std::uint32_t id = rank.next++;
+    ++rank.active;
+    step(slot, id).state = kRunning;
+    startStep(slot, id, time);
+  }
+}
+
+void Run::startStep(std::uint32_t slot, std::uint32_t id, double time) {
+  const SimStep& s = step(slot, id);
+  const int self = static_cast<int>(slot);
+  switch (s.op) {
+    case OpCode::kSend:
+      push(cpu(slot, time, overhead(self, s.sendPeer)), slot, id, EventKind::kSendPosted);
+      return;
+    case OpCode::kRecv:
+    case OpCode::kRecvReduce:
+    case OpCode::kRecvReduceSend:
+    case OpCode::kRecvCopySend:
+      push(cpu(slot, time, overhead(self, s.recvPeer)), slot, id, EventKind::kRecvPosted);
+      return;
+    case OpCode::kCopy:
+      push(cpu(slot, time, model_.copyBeta * static_cast<double>(s.bytes)), slot, id, EventKind::kDone);
+      return;
+    case OpCode::kReduce:
+      push(cpu(slot, time, gamma_ * static_cast<double>(s.bytes)), slot, id, EventKind::kDone);
+      return;
+  }
+}
+
+// A message through a sequence of resources, cut-through: it starts on each when that is
+// free (and not before it started on the one before) and ends on each no earlier than on
+// the one before; each is busy until the message's end on it.
+struct Passage {
+  double start;
+  double end;
+  double bytes;
+  void through(Fifo& f) {
+    start = std::max(start, f.free);
+    end = std::max(end, start + bytes / f.bandwidth);
+    f.free = end;
+  }
+};
+
+void Run::transmit(std::uint32_t slot, std::uint32_t id, double time) {
+  const SimStep& s = step(slot, id);
+  const int p = static_cast<int>(slot);
+  const int q = s.sendPeer;
+  // The image of this message that a simulated rank receives (itself, in the full run).
+  const int shift = q - q % period_;
+  const int receiver = q - shift;
+  const int sender = (p - shift + n_) % n_;
+  const PathClass path = placement_.pathClass(p, q);
+  const LinkCost& link = model_.path(path);
+  const double bytes = static_cast<double>(s.bytes);
+  Passage m{time, time, bytes};
+  double latency = link.alpha;
+  const int srcHost = placement_.place(p).host;
+  const int dstHost = placement_.place(receiver).host;
+  if (path != PathClass::kNetwork) {
+    m.through(memory_[static_cast<std::size_t>(srcHost)]);
+  } else {
+    const std::size_t out = static_cast<std::size_t>(srcHost * network_.rails + rail(p));
+    const std::size_t in = static_cast<std::size_t>(dstHost * network_.rails + rail(q));
+    m.through(nicOut_[out]);
+    if (network_.kind == Network::Kind::kRail && rail(p) != rail(q)) {
+      if (!spine_.empty()) m.through(spine_[out]);
+      latency += 2 * network_.hopLatency;
+    }
+    const int fromLeaf = leaf(placement_.place(p).host);
+    const int toLeaf = leaf(placement_.place(q).host);
+    if (network_.kind == Network::Kind::kFatTree && fromLeaf != toLeaf) {
+      m.through(leafUp_[static_cast<std::size_t>(fromLeaf % static_cast<int>(leafUp_.size()))]);
+      m.through(leafDown_[static_cast<std::size_t>(leaf(dstHost))]);
+      latency += 2 * network_.hopLatency;
+    }
+    m.through(nicIn_[in]);
+  }
+  const double arrival = std::max(m.end, time + bytes * link.beta) + latency;
+  ++messages_;
+  // The send is complete once its message is delivered.
+  push(arrival, slot, id, EventKind::kDone);
+  auto [it, fresh] = pending_.try_emplace(
+      MessageKey{static_cast<std::uint32_t>(receiver), static_cast<std::uint32_t>(sender), s.sendIndex});
+  if (fresh || it->second.step < 0) {
+    it->second.arrival = arrival;
+    it->second.bytes = s.bytes;
+    return;
+  }
+  const std::uint32_t recvStep = static_cast<std::uint32_t>(it->second.step);
+  pending_.erase(it);
+  push(arrival, static_cast<std::uint32_t>(receiver), recvStep, EventKind::kRecvData);
+}
+
+void Run::recvData(std::uint32_t slot, std::uint32_t id, double time) {
+  const SimStep& s = step(slot, id);
+  const int self = static_cast<int>(slot);
+  const double reduce = gamma_ * static_cast<double>(s.bytes);
+  switch (s.op) {
+    case OpCode::kRecv:
+      complete(slot, id, time);
+      return;
+    case OpCode::kRecvReduce:
+      push(cpu(slot, time, reduce), slot, id, EventKind::kDone);
+      return;
+    case OpCode::kRecvReduceSend:
+      push(cpu(slot, time, reduce + overhead(self, s.sendPeer)), slot, id, EventKind::kSendPosted);
+      return;
+    case OpCode::kRecvCopySend:
+      push(cpu(slot, time, overhead(self, s.sendPeer)), slot, id, EventKind::kSendPosted);
+      return;
+    default:
+      return;
+  }
+}
+
+void Run::complete(std::uint32_t slot, std::uint32_t id, double time) {
+  Rank& rank = ranks_[slot];
+  step(slot, id).state = kComplete;
+  --rank.active;
+  ++rank.completed;
+  finish_ = std::max(finish_, time);
+  issue(slot, time);
+}
+
+Status Run::stuck() const {
+  for (std::size_t r = 0; r < ranks_.size(); ++r) {
+    const Rank& rank = ranks_[r];
+    if (rank.completed == rank.count) continue;
+    std::string waiting;
+    for (std::uint32_t i = 0; i < rank.count; ++i) {
+      const SimStep& s = steps_[rank.begin + i];
+      if (s.state != kRunning) continue;
+      waiting = opReceives(s.op)
+                    ? strFormat("step %u, a receive of message %u from rank %d", i, s.recvIndex, s.recvPeer)
+                    : strFormat("step %u", i);
+      break;
+    }
+    return Status(ErrorCode::kInternal,
+                  strFormat("%s: the schedules do not match: rank %zu stopped after %u of %u "
+                            "steps%s%s",
+                            algorithm_.name, r, rank.completed, rank.count,
+                            waiting.empty() ? "" : ", waiting on ", waiting.c_str()));
+  }
+  return Status::Ok();
+}
+
+Status Run::run() {
+  for (std::uint32_t slot = 0; slot < ranks_.size(); ++slot) push(0, slot, 0, EventKind::kIssue);
+  while (!events_.empty()) {
+    const Event e = events_.top();
+    events_.pop();
+    switch (e.kind) {
+      case EventKind::kIssue:
+        issue(e.slot, e.time);
+        break;
+      case EventKind::kSendPosted:
+        transmit(e.slot, e.step, e.time);
+        break;
+      case EventKind::kRecvPosted: {
+        const SimStep& s = step(e.slot, e.step);
+        auto [it, fresh] = pending_.try_emplace(
+            MessageKey{e.slot, static_cast<std::uint32_t>(s.recvPeer), s.recvIndex});
+        if (fresh || it->second.arrival < 0) {
+          it->second.step = e.step;
+          break;
+        }
+        if (it->second.bytes != s.bytes)
+          return Status(ErrorCode::kInternal,
+                        strFormat("%s: the schedules do not match: rank %u expects %llu bytes "
+                                  "in message %u from rank %d, which sends %llu",
+                                  algorithm_.name, e.slot, static_cast<unsigned long long>(s.bytes),
+                                  s.recvIndex, s.recvPeer,
+                                  static_cast<unsigned long long>(it->second.bytes)));
+        const double arrival = it->second.arrival;
+        pending_.erase(it);
+        push(std::max(arrival, e.time), e.slot, e.step, EventKind::kRecvData);
+        break;
+      }
+      case EventKind::kRecvData:
+        recvData(e.slot, e.step, e.time);
+        break;
+      case EventKind::kDone:
+        complete(e.slot, e.step, e.time);
+        break;
+    }
+  }
+  return stuck();
+}
+
+// --- the symmetry of the fast path ---------------------------------------------------------
+
+// Whether rank b's schedule is rank a's with every peer moved by b - a (mod n), the same
+// steps, sizes, message indices and dependencies (regions' places may differ).
+bool sameUpToShift(const Schedule& a, const Schedule& b, int shift, int n) {
+  if (a.steps.size() != b.steps.size() || a.deps != b.deps) return false;
+  auto moved = [&](int peer) { return peer < 0 ? peer : (peer + shift) % n; };
+  for (std::size_t i = 0; i < a.steps.size(); ++i) {
+    const Step& x = a.steps[i];
+    const Step& y = b.steps[i];
+    if (x.op != y.op || moved(x.recvPeer) != y.recvPeer || moved(x.sendPeer) != y.sendPeer ||
+        x.recvIndex != y.recvIndex || x.sendIndex != y.sendIndex ||
+        x.src.count != y.src.count || x.dst.count != y.dst.count || x.depBegin != y.depBegin ||
+        x.depCount != y.depCount)
+      return false;
+  }
+  return true;
+}
+
+// The smallest period (a multiple of whole hosts, and of leaf switches on a fat tree) by
+// which the schedules repeat, found among the divisors of n and checked on a few ranks;
+// n where none is found.
+int findPeriod(const AlgorithmInfo& algorithm, const CollectiveSpec& base,
+               const Placement& placement, const Network& network) {
+  const int n = placement.size();
+  if (!placement.uniform() || placement.hostCount() < 2) return n;
+  const int perHost = static_cast<int>(placement.hosts().ranksOf[0].size());
+  int unit = perHost;
+  if (network.kind == Network::Kind::kFatTree) {
+    if (placement.hostCount() % network.hostsPerLeaf != 0) return n;
+    unit = perHost * network.hostsPerLeaf;
+  }
+  if (n % unit != 0) return n;
+  CollectiveSpec spec = base;
+  auto schedule = [&](int rank) {
+    spec.rank = rank;
+    return algorithm.build(spec);
+  };
+  for (int period = unit; period <= n / 2; period += unit) {
+    if (n % period != 0) continue;
+    // Ranks at both ends of the first period, against their images one period on and at
+    // the last period.
+    bool ok = true;
+    for (int r : {0, period - 1, period / 2}) {
+      const Schedule first = schedule(r);
+      for (int image : {r + period, r + n - period}) {
+        if (!sameUpToShift(first, schedule(image), image - r, n)) {
+          ok = false;
+          break;
+        }
+      }
+      if (!ok) break;
+    }
+    if (ok) return period;
+  }
+  return n;
+}
+
+// The flat exchange's time: one round in which every rank writes its contribution and
+// reads every rank's; the reading shares the host's cores.
+double flatExchangeTime(const AlgorithmInfo& algorithm, const CollectiveSpec& spec,
+                        const MachineModel& model, const Placement& placement) {
+  double read = 0;
+  for (int r = 0; r < spec.size; ++r)
+    read += static_cast<double>(algorithm.flatRankBytes != nullptr ? algorithm.flatRankBytes(spec, r)
+                                                                   : algorithm.flatBytes(spec));
+  const int cores = placement.cores(0) > 0 ? placement.cores(0) : std::max(1, model.coresPerHost);
+  const double share = std::max(1.0, static_cast<double>(spec.size) / cores);
+  return model.flatAlpha + model.flatBeta * read * share;
+}
+
+}  // namespace
+
+Result<Prediction> predict(const AlgorithmInfo& algorithm, const CollectiveSpec& callSpec,
+                           const MachineModel& model, const Placement& placement,
+                           const Network& network, const SimOptions& options) {
+  if (placement.size() < 1)
+    return Status(ErrorCode::kInvalidArgument, "simulate: the placement holds no rank");
+  if (options.maxInflight < 1)
+    return Status(ErrorCode::kInvalidArgument,
+                  strFormat("simulate: maxInflight must be >= 1, got %d", options.maxInflight));
+  CollectiveSpec spec = callSpec;
+  spec.rank = 0;
+  spec.size = placement.size();
+  spec.hosts = &placement.hosts();
+  spec.sharedMemory = placement.hostCount() == 1;
+  if (spec.segmentCount < 1) spec.segmentCount = 1;
+  if (algorithm.kind != spec.kind)
+    return Status(ErrorCode::kInvalidArgument,
+                  strFormat("simulate: %s is an algorithm of %s, not %s", algorithm.name,
+                            collectiveName(algorithm.kind), collectiveName(spec.kind)));
+  if (std::string why = algorithm.unsupportedReason(spec); !why.empty())
+    return Status(ErrorCode::kInvalidArgument,
+                  strFormat("simulate: %s does not apply: %s", algorithm.name, why.c_str()));
+
+  Prediction out;
+  if (algorithm.flatBytes != nullptr && options.flatRoom > 0 && spec.sharedMemory &&
+      algorithm.flatBytes(spec) <= options.flatRoom) {
+    out.seconds = flatExchangeTime(algorithm, spec, model, placement);
+    return out;
+  }
+  const int period = options.allowFastPath ? findPeriod(algorithm, spec, placement, network)
+                                           : placement.size();
+  Run run(algorithm, spec, model, placement, network, options, period);
+  TUTTI_RETURN_IF_ERROR(run.build());
+  TUTTI_RETURN_IF_ERROR(run.run());
+  out.seconds = run.finish();
+  out.fastPath = period < placement.size();
+  out.messages = run.messages();
+  out.ranksRun = period;
+  return out;
+}
+
+}  // namespace tutti::tuning
