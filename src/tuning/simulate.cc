@@ -41,23 +41,39 @@ struct SimStep {
 // What happens to a step at an event's time.
 enum class EventKind : std::uint8_t {
   kIssue,       // the rank issues what it can
-  kSendPosted,  // the CPU work before a send is done: the message leaves
+  kSendPosted,  // the CPU work before a send is done: the message leaves its host
+  kArrive,      // the message reaches its receiver's host (the receiver's side of the network)
   kRecvPosted,  // the receive is posted: it meets its message, or waits for it
   kRecvData,    // the message is in: reduce, forward, or done
   kDone,        // the step is complete
 };
 
+// Events at one time are taken in an order of their own content (rank, kind, step, ...),
+// never of their creation: a rank's images in the fast path then see the same order as
+// the rank itself does in the full run.
 struct Event {
   double time;
-  std::uint64_t seq;  // ties in order of creation, so runs are deterministic
-  std::uint32_t slot;
-  std::uint32_t step;
+  std::uint32_t slot;  // the rank whose state the event changes (kArrive: the receiver)
+  std::uint32_t step;  // its step (kArrive: the sender's)
   EventKind kind;
+  // kArrive only: the sender (a simulated rank), the sender's distance from the receiver
+  // (mod n: the same for a message and its images), the message index, when the send left
+  // and when its bytes cleared the sender's side.
+  std::uint32_t sender = 0;
+  std::uint32_t offset = 0;
+  std::uint32_t index = 0;
+  double sent = 0;
+  double cleared = 0;
 };
 
 struct Later {
   bool operator()(const Event& a, const Event& b) const {
-    return a.time != b.time ? a.time > b.time : a.seq > b.seq;
+    if (a.time != b.time) return a.time > b.time;
+    if (a.slot != b.slot) return a.slot > b.slot;
+    if (a.kind != b.kind) return a.kind > b.kind;
+    if (a.step != b.step) return a.step > b.step;
+    if (a.offset != b.offset) return a.offset > b.offset;
+    return a.index > b.index;
   }
 };
 
@@ -120,7 +136,7 @@ class Run {
   };
 
   void push(double time, std::uint32_t slot, std::uint32_t step, EventKind kind) {
-    events_.push(Event{time, seq_++, slot, step, kind});
+    events_.push(Event{time, slot, step, kind});
   }
   SimStep& step(std::uint32_t slot, std::uint32_t id) { return steps_[ranks_[slot].begin + id]; }
   bool depsComplete(std::uint32_t slot, std::uint32_t id);
@@ -129,8 +145,10 @@ class Run {
   double cpu(std::uint32_t slot, double time, double work);
   void issue(std::uint32_t slot, double time);
   void startStep(std::uint32_t slot, std::uint32_t id, double time);
-  // The message of send step `id` leaves at `time`: its arrival, handed to its receiver.
+  // The message of send step `id` leaves at `time` through its sender's side of the path.
   void transmit(std::uint32_t slot, std::uint32_t id, double time);
+  // ... and through its receiver's side: its arrival, handed to the receive and the send.
+  void arrive(const Event& e);
   void recvData(std::uint32_t slot, std::uint32_t id, double time);
   void complete(std::uint32_t slot, std::uint32_t id, double time);
   double overhead(int a, int b) const { return model_.path(placement_.pathClass(a, b)).overhead; }
@@ -155,7 +173,6 @@ class Run {
   std::vector<SimStep> steps_;
   std::vector<std::uint32_t> deps_;
   std::priority_queue<Event, std::vector<Event>, Later> events_;
-  std::uint64_t seq_ = 0;
   std::unordered_map<MessageKey, Pending, MessageKeyHash> pending_;
   // Per simulated host: its cores' free times (a min-heap), its memory bus; per host and
   // rail its NIC's two directions and (rail) its share of the spine; per leaf switch its
@@ -166,6 +183,7 @@ class Run {
   std::vector<Fifo> leafUp_, leafDown_;
   double finish_ = 0;
   std::uint64_t messages_ = 0;
+  bool mismatch_ = false;  // a message of another size than its receive
 };
 
 Status Run::build() {
@@ -309,47 +327,65 @@ void Run::transmit(std::uint32_t slot, std::uint32_t id, double time) {
   // The image of this message that a simulated rank receives (itself, in the full run).
   const int shift = q - q % period_;
   const int receiver = q - shift;
-  const int sender = (p - shift + n_) % n_;
-  const PathClass path = placement_.pathClass(p, q);
-  const LinkCost& link = model_.path(path);
   const double bytes = static_cast<double>(s.bytes);
   Passage m{time, time, bytes};
-  double latency = link.alpha;
-  const int srcHost = placement_.place(p).host;
-  const int dstHost = placement_.place(receiver).host;
-  if (path != PathClass::kNetwork) {
-    m.through(memory_[static_cast<std::size_t>(srcHost)]);
+  const int host = placement_.place(p).host;
+  if (placement_.pathClass(p, q) != PathClass::kNetwork) {
+    m.through(memory_[static_cast<std::size_t>(host)]);
   } else {
-    const std::size_t out = static_cast<std::size_t>(srcHost * network_.rails + rail(p));
-    const std::size_t in = static_cast<std::size_t>(dstHost * network_.rails + rail(q));
+    const std::size_t out = static_cast<std::size_t>(host * network_.rails + rail(p));
     m.through(nicOut_[out]);
-    if (network_.kind == Network::Kind::kRail && rail(p) != rail(q)) {
-      if (!spine_.empty()) m.through(spine_[out]);
-      latency += 2 * network_.hopLatency;
-    }
-    const int fromLeaf = leaf(placement_.place(p).host);
-    const int toLeaf = leaf(placement_.place(q).host);
-    if (network_.kind == Network::Kind::kFatTree && fromLeaf != toLeaf) {
-      m.through(leafUp_[static_cast<std::size_t>(fromLeaf % static_cast<int>(leafUp_.size()))]);
-      m.through(leafDown_[static_cast<std::size_t>(leaf(dstHost))]);
-      latency += 2 * network_.hopLatency;
-    }
-    m.through(nicIn_[in]);
+    if (network_.kind == Network::Kind::kRail && rail(p) != rail(q) && !spine_.empty())
+      m.through(spine_[out]);
+    const int fromLeaf = leaf(host);
+    if (network_.kind == Network::Kind::kFatTree && fromLeaf != leaf(placement_.place(q).host))
+      m.through(leafUp_[static_cast<std::size_t>(fromLeaf)]);
   }
-  const double arrival = std::max(m.end, time + bytes * link.beta) + latency;
   ++messages_;
+  Event e{m.start, static_cast<std::uint32_t>(receiver), id, EventKind::kArrive};
+  e.sender = slot;
+  e.offset = static_cast<std::uint32_t>((p - q + n_) % n_);
+  e.index = s.sendIndex;
+  e.sent = time;
+  e.cleared = m.end;
+  events_.push(e);
+}
+
+void Run::arrive(const Event& e) {
+  const SimStep& s = step(e.sender, e.step);
+  const int r = static_cast<int>(e.slot);
+  const int p = static_cast<int>((e.slot + e.offset) % static_cast<std::uint32_t>(n_));  // the image sender
+  const PathClass path = placement_.pathClass(p, r);
+  const LinkCost& link = model_.path(path);
+  const double bytes = static_cast<double>(s.bytes);
+  Passage m{e.time, e.cleared, bytes};
+  double latency = link.alpha;
+  if (path == PathClass::kNetwork) {
+    const int host = placement_.place(r).host;
+    if (network_.kind == Network::Kind::kRail && rail(p) != rail(r)) latency += 2 * network_.hopLatency;
+    if (network_.kind == Network::Kind::kFatTree && leaf(placement_.place(p).host) != leaf(host)) {
+      m.through(leafDown_[static_cast<std::size_t>(leaf(host))]);
+      latency += 2 * network_.hopLatency;
+    }
+    m.through(nicIn_[static_cast<std::size_t>(host * network_.rails + rail(r))]);
+  }
+  const double arrival = std::max(m.end, e.sent + bytes * link.beta) + latency;
   // The send is complete once its message is delivered.
-  push(arrival, slot, id, EventKind::kDone);
-  auto [it, fresh] = pending_.try_emplace(
-      MessageKey{static_cast<std::uint32_t>(receiver), static_cast<std::uint32_t>(sender), s.sendIndex});
+  push(arrival, e.sender, e.step, EventKind::kDone);
+  auto [it, fresh] = pending_.try_emplace(MessageKey{e.slot, static_cast<std::uint32_t>(p), e.index});
   if (fresh || it->second.step < 0) {
     it->second.arrival = arrival;
     it->second.bytes = s.bytes;
     return;
   }
   const std::uint32_t recvStep = static_cast<std::uint32_t>(it->second.step);
+  const std::uint64_t expected = step(e.slot, recvStep).bytes;
   pending_.erase(it);
-  push(arrival, static_cast<std::uint32_t>(receiver), recvStep, EventKind::kRecvData);
+  if (expected != s.bytes) {
+    mismatch_ = true;
+    return;
+  }
+  push(arrival, e.slot, recvStep, EventKind::kRecvData);
 }
 
 void Run::recvData(std::uint32_t slot, std::uint32_t id, double time) {
@@ -417,6 +453,9 @@ Status Run::run() {
       case EventKind::kSendPosted:
         transmit(e.slot, e.step, e.time);
         break;
+      case EventKind::kArrive:
+        arrive(e);
+        break;
       case EventKind::kRecvPosted: {
         const SimStep& s = step(e.slot, e.step);
         auto [it, fresh] = pending_.try_emplace(
@@ -445,6 +484,11 @@ Status Run::run() {
         break;
     }
   }
+  if (mismatch_)
+    return Status(ErrorCode::kInternal,
+                  strFormat("%s: the schedules do not match: a message and its receive differ "
+                            "in size",
+                            algorithm_.name));
   return stuck();
 }
 
