@@ -1,9 +1,11 @@
 // The simulator: a discrete-event run of the real schedules over the machine model
 // (simulate.h says what is modelled). One Run simulates the ranks [0, P) of a communicator
-// whose schedules repeat with period P (P = the world size: every rank, the full run);
-// a message a simulated rank sends to rank q stands for the message its image, translated
-// by the multiple of P that brings q into [0, P), sends to q's image: so every simulated
-// receive meets exactly the send it would in the full run, at the same time.
+// whose schedules are invariant under a group of relabellings of the ranks that moves
+// whole blocks of P: translations by multiples of P (rings), or XOR with multiples of P
+// (butterflies; P and n powers of two). P = n is the full run. A message a simulated rank
+// sends to rank q stands for the message its image under the relabelling that brings q
+// into [0, P) sends to q's image: so every simulated receive meets exactly the send it
+// would in the full run, at the same time.
 #include "tuning/simulate.h"
 
 #include <algorithm>
@@ -105,10 +107,31 @@ struct Fifo {
   double free = 0;
 };
 
+// The relabelling group of a run: ranks [0, period) stand for all.
+struct Symmetry {
+  int period = 0;
+  bool byXor = false;  // r -> r ^ kP; else r -> r + kP (mod n)
+  // The image of rank p under the element that maps q to q % period.
+  int image(int p, int q, int n) const {
+    const int move = q - q % period;
+    return byXor ? p ^ move : (p - move + n) % n;
+  }
+  // What a message's two ends keep under the group: p - q (mod n) or p ^ q ...
+  std::uint32_t relation(int p, int q, int n) const {
+    return static_cast<std::uint32_t>(byXor ? p ^ q : (p - q + n) % n);
+  }
+  // ... and the sender from the receiver and that relation.
+  int sender(int receiver, std::uint32_t relation, int n) const {
+    return byXor ? receiver ^ static_cast<int>(relation)
+                 : static_cast<int>((static_cast<std::uint32_t>(receiver) + relation) %
+                                    static_cast<std::uint32_t>(n));
+  }
+};
+
 class Run {
  public:
   Run(const AlgorithmInfo& algorithm, const CollectiveSpec& spec, const MachineModel& model,
-      const Placement& placement, const Network& network, const SimOptions& options, int period)
+      const Placement& placement, const Network& network, const SimOptions& options, Symmetry symmetry)
       : algorithm_(algorithm),
         spec_(spec),
         model_(model),
@@ -116,7 +139,8 @@ class Run {
         network_(network),
         options_(options),
         n_(placement.size()),
-        period_(period),
+        symmetry_(symmetry),
+        period_(symmetry.period),
         elemSize_(dataTypeSize(spec.dtype)) {}
 
   Status build();
@@ -165,6 +189,7 @@ class Run {
   const Network& network_;
   const SimOptions& options_;
   const int n_;
+  const Symmetry symmetry_;
   const int period_;
   const std::size_t elemSize_;
   double gamma_ = 0;
@@ -325,8 +350,7 @@ void Run::transmit(std::uint32_t slot, std::uint32_t id, double time) {
   const int p = static_cast<int>(slot);
   const int q = s.sendPeer;
   // The image of this message that a simulated rank receives (itself, in the full run).
-  const int shift = q - q % period_;
-  const int receiver = q - shift;
+  const int receiver = q % period_;
   const double bytes = static_cast<double>(s.bytes);
   Passage m{time, time, bytes};
   const int host = placement_.place(p).host;
@@ -344,7 +368,7 @@ void Run::transmit(std::uint32_t slot, std::uint32_t id, double time) {
   ++messages_;
   Event e{m.start, static_cast<std::uint32_t>(receiver), id, EventKind::kArrive};
   e.sender = slot;
-  e.offset = static_cast<std::uint32_t>((p - q + n_) % n_);
+  e.offset = symmetry_.relation(p, q, n_);
   e.index = s.sendIndex;
   e.sent = time;
   e.cleared = m.end;
@@ -354,7 +378,7 @@ void Run::transmit(std::uint32_t slot, std::uint32_t id, double time) {
 void Run::arrive(const Event& e) {
   const SimStep& s = step(e.sender, e.step);
   const int r = static_cast<int>(e.slot);
-  const int p = static_cast<int>((e.slot + e.offset) % static_cast<std::uint32_t>(n_));  // the image sender
+  const int p = symmetry_.sender(r, e.offset, n_);  // the image sender
   const PathClass path = placement_.pathClass(p, r);
   const LinkCost& link = model_.path(path);
   const double bytes = static_cast<double>(s.bytes);
@@ -494,11 +518,12 @@ Status Run::run() {
 
 // --- the symmetry of the fast path ---------------------------------------------------------
 
-// Whether rank b's schedule is rank a's with every peer moved by b - a (mod n), the same
+// Whether rank b's schedule is rank a's with every peer relabelled by `map`: the same
 // steps, sizes, message indices and dependencies (regions' places may differ).
-bool sameUpToShift(const Schedule& a, const Schedule& b, int shift, int n) {
+template <typename Map>
+bool sameUpTo(const Schedule& a, const Schedule& b, Map map) {
   if (a.steps.size() != b.steps.size() || a.deps != b.deps) return false;
-  auto moved = [&](int peer) { return peer < 0 ? peer : (peer + shift) % n; };
+  auto moved = [&](int peer) { return peer < 0 ? peer : map(peer); };
   for (std::size_t i = 0; i < a.steps.size(); ++i) {
     const Step& x = a.steps[i];
     const Step& y = b.steps[i];
@@ -511,20 +536,23 @@ bool sameUpToShift(const Schedule& a, const Schedule& b, int shift, int n) {
   return true;
 }
 
-// The smallest period (a multiple of whole hosts, and of leaf switches on a fat tree) by
-// which the schedules repeat, found among the divisors of n and checked on a few ranks;
-// n where none is found.
-int findPeriod(const AlgorithmInfo& algorithm, const CollectiveSpec& base,
-               const Placement& placement, const Network& network) {
+bool powerOfTwo(int x) { return x > 0 && (x & (x - 1)) == 0; }
+
+// The smallest block of ranks (whole hosts, and whole leaf switches on a fat tree) whose
+// translations, or XORs, map the schedules onto each other, among the divisors of n and
+// checked on a few ranks against their images; n (every rank) where none is found.
+Symmetry findSymmetry(const AlgorithmInfo& algorithm, const CollectiveSpec& base,
+                      const Placement& placement, const Network& network) {
   const int n = placement.size();
-  if (!placement.uniform() || placement.hostCount() < 2) return n;
+  const Symmetry all{n, false};
+  if (!placement.uniform() || placement.hostCount() < 2) return all;
   const int perHost = static_cast<int>(placement.hosts().ranksOf[0].size());
   int unit = perHost;
   if (network.kind == Network::Kind::kFatTree) {
-    if (placement.hostCount() % network.hostsPerLeaf != 0) return n;
+    if (placement.hostCount() % network.hostsPerLeaf != 0) return all;
     unit = perHost * network.hostsPerLeaf;
   }
-  if (n % unit != 0) return n;
+  if (n % unit != 0) return all;
   CollectiveSpec spec = base;
   auto schedule = [&](int rank) {
     spec.rank = rank;
@@ -532,22 +560,29 @@ int findPeriod(const AlgorithmInfo& algorithm, const CollectiveSpec& base,
   };
   for (int period = unit; period <= n / 2; period += unit) {
     if (n % period != 0) continue;
-    // Ranks at both ends of the first period, against their images one period on and at
-    // the last period.
-    bool ok = true;
-    for (int r : {0, period - 1, period / 2}) {
-      const Schedule first = schedule(r);
-      for (int image : {r + period, r + n - period}) {
-        if (!sameUpToShift(first, schedule(image), image - r, n)) {
-          ok = false;
-          break;
+    for (bool byXor : {false, true}) {
+      if (byXor && !(powerOfTwo(period) && powerOfTwo(n))) continue;
+      // Ranks at both ends and the middle of the first block, against their images in the
+      // next block and the last.
+      bool ok = true;
+      for (int r : {0, period - 1, period / 2}) {
+        const Schedule first = schedule(r);
+        for (int move : {period, n - period}) {
+          const int image = byXor ? r ^ move : r + move;
+          const bool same =
+              byXor ? sameUpTo(first, schedule(image), [&](int p) { return p ^ move; })
+                    : sameUpTo(first, schedule(image), [&](int p) { return (p + move) % n; });
+          if (!same) {
+            ok = false;
+            break;
+          }
         }
+        if (!ok) break;
       }
-      if (!ok) break;
+      if (ok) return Symmetry{period, byXor};
     }
-    if (ok) return period;
   }
-  return n;
+  return all;
 }
 
 // The flat exchange's time: one round in which every rank writes its contribution and
@@ -593,9 +628,11 @@ Result<Prediction> predict(const AlgorithmInfo& algorithm, const CollectiveSpec&
     out.seconds = flatExchangeTime(algorithm, spec, model, placement);
     return out;
   }
-  const int period = options.allowFastPath ? findPeriod(algorithm, spec, placement, network)
-                                           : placement.size();
-  Run run(algorithm, spec, model, placement, network, options, period);
+  const Symmetry symmetry = options.allowFastPath
+                               ? findSymmetry(algorithm, spec, placement, network)
+                               : Symmetry{placement.size(), false};
+  const int period = symmetry.period;
+  Run run(algorithm, spec, model, placement, network, options, symmetry);
   TUTTI_RETURN_IF_ERROR(run.build());
   TUTTI_RETURN_IF_ERROR(run.run());
   out.seconds = run.finish();

@@ -130,6 +130,7 @@ Result<std::vector<Row>> runSweep(const SweepRequest& request, const tuning::Mac
       row.algbw = bench::algorithmBandwidth(bench::algorithmBytes(kind, counts, typeSize, n), p.seconds);
       row.busbw = row.algbw * bench::busBandwidthFactor(kind, n);
       row.fastPath = p.fastPath;
+      row.ranksRun = p.ranksRun;
       row.messages = p.messages;
       row.simSeconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -150,13 +151,13 @@ std::string formatTable(const std::vector<Row>& rows) {
     if (!fresh && r.seconds < it->second) it->second = r.seconds;
   }
   std::string out = strFormat("%14s  %-20s %14s %10s %10s %10s %6s %9s\n", "size(B)", "algorithm",
-                              "time(us)", "algbw", "busbw", "messages", "fast", "sim(s)");
+                              "time(us)", "algbw", "busbw", "messages", "ran", "sim(s)");
   for (const Row& r : rows) {
     const bool fastest = rows.size() > 1 && r.seconds == best[r.bytes];
-    out += strFormat("%14llu %c%-20s %14.2f %10.3f %10.3f %10llu %6s %9.3f\n",
+    out += strFormat("%14llu %c%-20s %14.2f %10.3f %10.3f %10llu %6d %9.3f\n",
                      static_cast<unsigned long long>(r.bytes), fastest ? '*' : ' ',
                      r.algorithm.c_str(), r.seconds * 1e6, r.algbw, r.busbw,
-                     static_cast<unsigned long long>(r.messages), r.fastPath ? "yes" : "no",
+                     static_cast<unsigned long long>(r.messages), r.ranksRun,
                      r.simSeconds);
   }
   return out;

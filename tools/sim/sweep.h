@@ -30,6 +30,7 @@ struct Row {
   double algbw = 0;  // GB/s
   double busbw = 0;  // GB/s
   bool fastPath = false;
+  int ranksRun = 0;  // ranks whose schedules were run (fewer than all: the fast path)
   std::uint64_t messages = 0;
   double simSeconds = 0;  // what the simulation itself took
 };
