@@ -14,6 +14,7 @@
 #include "bootstrap/tcp_store.h"
 #include "core/call_describer.h"
 #include "core/call_stamp.h"
+#include "core/model_setup.h"
 #include "core/tuner_setup.h"
 #include "reduce/reduce.h"
 #include "topology/host_identity.h"
@@ -173,14 +174,20 @@ Result<std::unique_ptr<CommImpl>> CommImpl::create(InitParams params) {
   TUTTI_ASSIGN_OR_RETURN(std::uint64_t uid, agreeOnUid(*id.store, id.prefix, id.rank, deadline));
   // Each rank's description goes to the store before the transport connects, which waits
   // for every rank anyway: rank 0 then finds them all there.
-  TopologySetup topology({id.store.get(), id.prefix, id.name, id.rank, id.size,
-                          config->shmHost.empty() ? topo::hostIdentity() : config->shmHost,
+  const std::string hostId = config->shmHost.empty() ? topo::hostIdentity() : config->shmHost;
+  TopologySetup topology({id.store.get(), id.prefix, id.name, id.rank, id.size, hostId,
                           !config->bindAddr.empty()     ? config->bindAddr
                           : !params.bindHost.empty()    ? params.bindHost
                                                         : std::string("127.0.0.1"),
                           deadline},
                          *config, std::move(params.view));
   TUTTI_RETURN_IF_ERROR(topology.publish());
+  // A split child keeps its parent's model, which its ranks agreed on already.
+  id.model = std::move(params.model);
+  if (!id.model) {
+    TUTTI_ASSIGN_OR_RETURN(id.model, agreeOnModel({id.store.get(), id.prefix, id.rank, id.size,
+                                                   hostId, deadline}, *config));
+  }
   TransportFactory::Request request{id.store.get(), id.prefix, id.name, id.rank, id.size, uid,
                                     id.transportChoice, params.bindHost, id.key,
                                     choices.path == MessagePath::kLearn, id.localSize,
@@ -221,6 +228,8 @@ CommImpl::CommImpl(Identity identity, TransportSetup transport, const Parts& par
         setup.flatRoom = flat_ ? flat_->room() : 0;
         TunerInputs tuner = parts.tuner;
         tuner.size = id_.size;
+        tuner.model = id_.model;
+        tuner.view = id_.view;
         setup.tuner = makeTuner(tuner, setup.flatRoom);
         return setup;
       }()),
@@ -344,6 +353,7 @@ Result<std::unique_ptr<CommImpl>> CommImpl::split(int color, int key, const Comm
   std::vector<int> parentRanks;  // the child's ranks in this communicator, in the child's order
   for (const auto& member : members) parentRanks.push_back(member.second);
   params.view = std::make_shared<const topo::View>(topo::subView(*id_.view, parentRanks));
+  params.model = id_.model;
   return create(std::move(params));
 }
 

@@ -29,6 +29,7 @@
 #include "core/topology_setup.h"
 #include "core/transport_factory.h"
 #include "transport/call_checker.h"
+#include "tuning/model.h"
 #include "tutti/communicator.h"
 
 namespace tutti {
@@ -54,6 +55,8 @@ class CommImpl final : private CallQueue::Runner {
     // A split child's topology view (its ranks' part of the parent's); null: gathered or
     // loaded (topology_setup.h).
     std::shared_ptr<const topo::View> view;
+    // A split child's machine model (its parent's); null: agreed at creation (model_setup.h).
+    std::shared_ptr<const tuning::MachineModel> model;
   };
 
   static Result<std::unique_ptr<CommImpl>> create(InitParams params);
@@ -89,6 +92,12 @@ class CommImpl final : private CallQueue::Runner {
     return planner_.verifyCall(call, forced);
   }
 
+  /// The machine model's parameters, identical on every rank of the communicator (agreed
+  /// at creation: model_setup.h; a split child's are its parent's). Never null.
+  const std::shared_ptr<const tuning::MachineModel>& model() const { return id_.model; }
+  /// The communicator's topology view (hosts, places). Never null.
+  const std::shared_ptr<const topo::View>& view() const { return id_.view; }
+
   /// The collective part of Communicator::split: nullptr for kNoColor.
   Result<std::unique_ptr<CommImpl>> split(int color, int key, const CommOptions& options);
 
@@ -109,6 +118,7 @@ class CommImpl final : private CallQueue::Runner {
     int localSize = 1;
     std::uint64_t splits = 0;     // splits so far: names each child uniquely
     std::shared_ptr<const topo::View> view;  // hosts and places (split() passes its part on)
+    std::shared_ptr<const tuning::MachineModel> model;  // rank 0's, the same on every rank
   };
 
  public:

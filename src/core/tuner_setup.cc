@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
+#include "topology/view.h"
 #include "tuning/plugin.h"
-#include "tuning/standin.h"
 
 namespace tutti::detail {
 
@@ -19,7 +19,7 @@ bool tunerChooses(const std::string& mode, const HostMap* hosts) {
 std::shared_ptr<tuning::Tuner> makeTuner(const TunerInputs& in, std::size_t flatRoom) {
   if (in.size < 2 || !tunerChooses(in.mode, in.hosts.get())) return nullptr;
   tuning::TunerSetup setup;
-  setup.model = in.model != nullptr ? *in.model : tuning::standInModel();
+  setup.model = in.model != nullptr ? *in.model : tuning::defaults();
   // The ranks per host as the communicator has them; uneven hosts are priced as blocks
   // of the largest (every rank builds the same placement from the same map).
   int perHost = in.size;
@@ -27,8 +27,14 @@ std::shared_ptr<tuning::Tuner> makeTuner(const TunerInputs& in, std::size_t flat
     perHost = 0;
     for (const auto& ranks : in.hosts->ranksOf) perHost = std::max(perHost, static_cast<int>(ranks.size()));
   }
-  auto placement = tuning::Placement::synthetic(in.size, perHost, setup.model.coresPerHost);
-  if (!placement.ok()) return nullptr;  // cannot happen for size >= 2
+  auto placement = in.view != nullptr
+                       ? tuning::Placement::fromView(*in.view)
+                       : tuning::Placement::synthetic(in.size, perHost, setup.model.coresPerHost);
+  if (placement.ok() && placement->size() != in.size)
+    placement = Status(ErrorCode::kInternal, "the view's ranks are not the communicator's");
+  if (!placement.ok() && in.view != nullptr)
+    placement = tuning::Placement::synthetic(in.size, perHost, setup.model.coresPerHost);
+  if (!placement.ok()) return nullptr;  // cannot happen for size >= 2: the table chooses
   setup.placement = std::move(*placement);
   setup.network = tuning::Network::flat();
   setup.sim.maxInflight = static_cast<int>(in.maxInflight);

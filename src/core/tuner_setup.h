@@ -10,6 +10,10 @@
 #include "schedule/collective.h"
 #include "tuning/tuner.h"
 
+namespace tutti::topo {
+struct View;
+}
+
 namespace tutti::detail {
 
 /// What create() knows for the tuner before the transport's flat exchange exists.
@@ -23,6 +27,9 @@ struct TunerInputs {
   bool fixedSegment = false;  // TUTTI_SEGMENT_BYTES set
   std::size_t maxInflight = 16;
   std::shared_ptr<const tuning::MachineModel> model;  // agreed at creation; null: defaults
+  /// The communicator's topology view (every rank's the same): the ranks' places. Null:
+  /// a synthetic placement from the hosts.
+  std::shared_ptr<const topo::View> view;
 };
 
 /// Whether `mode` lets the model choose on this communicator (auto: across hosts only).

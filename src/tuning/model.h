@@ -13,7 +13,9 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "tutti/types.h"
 
@@ -29,7 +31,15 @@ enum class PathClass : std::uint8_t {
 };
 inline constexpr int kNumPathClasses = 4;
 
+/// "same_l3", "same_socket", "same_host", "network": the model file's names too.
 const char* pathClassName(PathClass path);
+/// The class named `name` (pathClassName's text), or nullopt.
+std::optional<PathClass> parsePathClass(std::string_view name);
+
+/// The network path's latency where nothing measures it (a probe sees only its own host,
+/// and a NIC's speed says nothing of its latency): a TCP message through two kernels and
+/// one switch, ~25 us.
+inline constexpr double kDefaultNetworkAlpha = 25e-6;
 
 /// What one message costs on a class of path.
 struct LinkCost {
@@ -68,5 +78,10 @@ struct MachineModel {
 
   const LinkCost& path(PathClass c) const { return paths[static_cast<int>(c)]; }
 };
+
+/// The model used where nothing was measured or loaded (origin "defaults"): round figures
+/// of a small two-socket server with a 10 Gbit/s NIC, so that the algorithms still rank
+/// sensibly (model.cc gives each figure). A probe or a file replaces every one of them.
+MachineModel defaults();
 
 }  // namespace tutti::tuning

@@ -84,7 +84,8 @@ constexpr const char* kLauncher = R"(
 Not knobs. tutti-run sets the `TUTTI_*` ones for each rank; the others are read from
 torchrun, Open MPI, MPICH (hydra) and Slurm, so that a job they launch finds its rank, size
 and store. Under another launcher, set `TUTTI_STORE_ADDR` (or `MASTER_ADDR` and
-`MASTER_PORT`) yourself.
+`MASTER_PORT`) yourself. `XDG_CACHE_HOME` and `HOME` come from the user's session: they
+say where the machine model's cache is kept.
 
 )";
 

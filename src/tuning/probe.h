@@ -1,0 +1,69 @@
+#pragma once
+// Measuring the machine model's parameters on this host (model.h), in about 100 ms: what
+// the first communicator created on a host runs once, before the cache holds its result
+// (model_cache.h), and what `tutti-info tune --probe` prints.
+//
+// Each parameter comes from a short repeated measurement of which the best (smallest) time
+// is kept, so that a busy or oversubscribed host (a 2-vCPU VM running other work) gives the
+// machine's cost rather than its neighbours'. Every phase stops at its share of the budget
+// with what it has; a phase that got nothing keeps the default and says so in the notes.
+//
+//   copy_beta              reduce::copy of 1 MiB within one thread
+//   gamma[dtype]           reduce::combine (sum) of 128 KiB operands, per dtype
+//   host_memory_bandwidth  bytes copied per second by up to 4 threads at once, each with
+//                          8 MiB buffers (written past the caches)
+//   paths[class]           two threads pinned to a pair of CPUs of the class: alpha is
+//                          half a ping-pong's round trip through one cache line, beta what
+//                          a 256 KiB message through a shared buffer (written in by one,
+//                          copied out by the other, as the shared-memory rings do) costs per
+//                          byte beyond that, overhead the sender's time to put a small
+//                          message in and signal it. A class this host lacks (one L3
+//                          group: no same_socket pair) takes the nearest measured class's.
+//   paths[network],        the fastest NIC's speed (/sys/class/net/NAME/speed); latency
+//   nic_bandwidth          and overhead are defaults (kDefaultNetworkAlpha): a probe on one
+//                          host cannot see the network
+//   cores_per_host         the CPUs this process may use (affinity mask, cgroup quota)
+//   flat_alpha, flat_beta  two threads in rounds of a flat exchange: each writes its
+//                          contribution, meets the other at a counter, reads both
+//
+// Threads are pinned for their measurement only; the calling thread's affinity is never
+// changed.
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "topology/machine.h"
+#include "tuning/model.h"
+
+namespace tutti::tuning {
+
+struct ProbeOptions {
+  /// The whole probe's time, shared among its phases.
+  double budgetSeconds = 0.1;
+};
+
+struct ProbeReport {
+  MachineModel model;              // origin "probe"
+  std::vector<std::string> notes;  // how each parameter was found, one line each
+  double seconds = 0;              // the probe's own time
+};
+
+/// Measures this host's parameters; never fails (what it cannot measure keeps defaults()).
+ProbeReport probeHost(const ProbeOptions& options = {});
+
+/// Two CPUs of `allowed` for each class of path on one host (kSameL3, kSameSocket,
+/// kSameHost), as `machine` places them: nullopt where the host has no such pair. Two
+/// distinct CPUs where there are; a lone CPU pairs with itself for kSameL3 (two ranks on
+/// one CPU is what such a host runs). A machine hwloc could not describe counts as one L3.
+std::array<std::optional<std::pair<int, int>>, 3> cpuPairsByClass(const topo::Machine& machine,
+                                                                  const std::vector<int>& allowed);
+
+/// Fills the host classes (not kNetwork) that `measured` lacks from the nearest one it has:
+/// a missing kSameSocket takes kSameL3's else kSameHost's, and so on outwards and inwards;
+/// where none is measured, defaults()'s remain. Returns the classes filled, by name.
+std::vector<std::string> fillMissingClasses(const std::array<std::optional<LinkCost>, 3>& measured,
+                                            MachineModel& model);
+
+}  // namespace tutti::tuning

@@ -1,0 +1,116 @@
+// The host probe (tuning/probe.h): every parameter measured is finite, positive and
+// plausible for some computer, never compared with a speed; and the choice of CPU pairs
+// and the filling of classes a host lacks, on described machines.
+#include "tuning/probe.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace tutti::tuning {
+namespace {
+
+// Seconds per byte between 1 TB/s and 1 MB/s.
+void expectPlausibleBeta(double beta, const std::string& what) {
+  EXPECT_TRUE(std::isfinite(beta)) << what;
+  EXPECT_GT(beta, 1e-12) << what;
+  EXPECT_LT(beta, 1e-6) << what;
+}
+
+// Seconds between 1 ns and 100 ms.
+void expectPlausibleTime(double seconds, const std::string& what) {
+  EXPECT_TRUE(std::isfinite(seconds)) << what;
+  EXPECT_GT(seconds, 1e-9) << what;
+  EXPECT_LT(seconds, 0.1) << what;
+}
+
+TEST(Probe, EveryParameterIsFinitePositiveAndPlausible) {
+  const ProbeReport report = probeHost({.budgetSeconds = 0.1});
+  const MachineModel& m = report.model;
+  EXPECT_EQ(m.origin, "probe");
+  for (int c = 0; c < kNumPathClasses; ++c) {
+    const std::string name = pathClassName(static_cast<PathClass>(c));
+    expectPlausibleTime(m.paths[c].alpha, name + ".alpha");
+    expectPlausibleBeta(m.paths[c].beta, name + ".beta");
+    EXPECT_TRUE(std::isfinite(m.paths[c].overhead)) << name;
+    EXPECT_GT(m.paths[c].overhead, 0) << name;
+    EXPECT_LT(m.paths[c].overhead, 0.1) << name;
+  }
+  for (int t = 0; t < kNumDataTypes; ++t)
+    expectPlausibleBeta(m.gamma[t], std::string("gamma.") + dataTypeName(static_cast<DataType>(t)));
+  expectPlausibleBeta(m.copyBeta, "copy_beta");
+  expectPlausibleBeta(1 / m.hostMemoryBandwidth, "host_memory_bandwidth");
+  expectPlausibleBeta(1 / m.nicBandwidth, "nic_bandwidth");
+  EXPECT_GE(m.coresPerHost, 1);
+  EXPECT_LE(m.coresPerHost, 1 << 16);
+  expectPlausibleTime(m.flatAlpha, "flat_alpha");
+  expectPlausibleBeta(m.flatBeta, "flat_beta");
+  EXPECT_FALSE(report.notes.empty());
+  EXPECT_GT(report.seconds, 0);
+}
+
+TEST(Probe, ANoBudgetProbeKeepsTheDefaults) {
+  const ProbeReport report = probeHost({.budgetSeconds = 0});
+  const MachineModel d = defaults();
+  EXPECT_EQ(report.model.copyBeta, d.copyBeta);
+  EXPECT_EQ(report.model.gamma, d.gamma);
+  EXPECT_EQ(report.model.hostMemoryBandwidth, d.hostMemoryBandwidth);
+  EXPECT_EQ(report.model.path(PathClass::kSameL3).alpha, d.path(PathClass::kSameL3).alpha);
+}
+
+// Two packages, each of two L3 groups of two CPUs: CPUs 0-3 in package 0, 4-7 in 1.
+topo::Machine twoPackages() {
+  topo::Machine m;
+  m.packages = {{0, 1, 2, 3}, {4, 5, 6, 7}};
+  m.numaNodes = m.packages;
+  m.l3Groups = {{0, 1}, {2, 3}, {4, 5}, {6, 7}};
+  m.cores = m.pus = 8;
+  return m;
+}
+
+TEST(Probe, CpuPairsFollowTheMachine) {
+  using Pair = std::pair<int, int>;
+  auto pairs = cpuPairsByClass(twoPackages(), {0, 1, 2, 3, 4, 5, 6, 7});
+  EXPECT_EQ(pairs[0], Pair(0, 1));
+  EXPECT_EQ(pairs[1], Pair(0, 2));
+  EXPECT_EQ(pairs[2], Pair(0, 4));
+  // The mask decides which pairs exist.
+  pairs = cpuPairsByClass(twoPackages(), {1, 6});
+  EXPECT_FALSE(pairs[0]);
+  EXPECT_FALSE(pairs[1]);
+  EXPECT_EQ(pairs[2], Pair(1, 6));
+  pairs = cpuPairsByClass(twoPackages(), {5});
+  EXPECT_EQ(pairs[0], Pair(5, 5));  // two ranks on one CPU
+  EXPECT_FALSE(pairs[2]);
+  // A machine hwloc could not describe is one L3.
+  topo::Machine unknown;
+  unknown.error = "no hwloc";
+  pairs = cpuPairsByClass(unknown, {0, 1, 2});
+  EXPECT_EQ(pairs[0], Pair(0, 1));
+  EXPECT_FALSE(pairs[1]);
+  EXPECT_FALSE(cpuPairsByClass(twoPackages(), {})[0]);
+}
+
+TEST(Probe, MissingClassesTakeTheNearestMeasured) {
+  const LinkCost l3{1, 2, 3};
+  const LinkCost host{7, 8, 9};
+  MachineModel m = defaults();
+  auto filled = fillMissingClasses({l3, std::nullopt, std::nullopt}, m);
+  EXPECT_EQ(m.path(PathClass::kSameSocket).alpha, 1);
+  EXPECT_EQ(m.path(PathClass::kSameHost).beta, 2);
+  EXPECT_EQ(filled, (std::vector<std::string>{"same_socket: as same_l3", "same_host: as same_l3"}));
+  m = defaults();
+  filled = fillMissingClasses({std::nullopt, std::nullopt, host}, m);
+  EXPECT_EQ(m.path(PathClass::kSameL3).alpha, 7);
+  EXPECT_EQ(m.path(PathClass::kSameSocket).overhead, 9);
+  m = defaults();
+  filled = fillMissingClasses({l3, std::nullopt, host}, m);
+  EXPECT_EQ(m.path(PathClass::kSameSocket).alpha, 1);  // inner first at a tie
+  // The network class is never touched; with nothing measured, the defaults stay.
+  m = defaults();
+  EXPECT_TRUE(fillMissingClasses({std::nullopt, std::nullopt, std::nullopt}, m).empty());
+  EXPECT_EQ(m.path(PathClass::kSameL3).alpha, defaults().path(PathClass::kSameL3).alpha);
+}
+
+}  // namespace
+}  // namespace tutti::tuning
