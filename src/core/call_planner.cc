@@ -132,22 +132,24 @@ Result<CallPlanner::Chosen> CallPlanner::choose(const CollectiveSpec& spec,
                                                 std::string_view forced) const {
   const std::uint64_t elem = dataTypeSize(spec.dtype);
   Chosen choice{nullptr, spec.segmentCount};
-  if (setup_.tuner == nullptr || !forced.empty()) {
+  // Shapes the model does not price (send/recv, all-to-allv, one rank) skip the tuner.
+  const bool tuned = setup_.tuner != nullptr && tuning::rankable(spec);
+  if (!tuned || !forced.empty()) {
     auto algorithm = selectAlgorithm(spec, forced);
     if (!algorithm.ok()) return algorithm.status();
     choice.algorithm = *algorithm;
     // A forced choice runs with the segment the model finds best for it, and is logged
     // where the model predicts it slow.
-    if (setup_.tuner != nullptr)
+    if (tuned)
       choice.segmentCount =
           std::max<std::uint64_t>(1, setup_.tuner->checkForced(spec, **algorithm) / elem);
     return choice;
   }
   Status error;
-  const tuning::Choice tuned = setup_.tuner->choose(spec, &error);
-  if (tuned.algorithm == nullptr) return error;
-  choice.algorithm = tuned.algorithm;
-  choice.segmentCount = std::max<std::uint64_t>(1, tuned.segmentBytes / elem);
+  const tuning::Choice model = setup_.tuner->choose(spec, &error);
+  if (model.algorithm == nullptr) return error;
+  choice.algorithm = model.algorithm;
+  choice.segmentCount = std::max<std::uint64_t>(1, model.segmentBytes / elem);
   return choice;
 }
 

@@ -128,8 +128,12 @@ Result<std::vector<Candidate>> rankCandidates(const CollectiveSpec& given, const
 Tuner::Tuner(TunerSetup setup) : setup_(std::move(setup)) {}
 Tuner::~Tuner() = default;
 
-Tuner::Key Tuner::keyOf(const CollectiveSpec& spec) {
-  return Key{spec, spec.sharedBuffers, spec.counts};
+bool Tuner::KeyLess::less(const View& a, const View& b) {
+  if (a.call != b.call) return a.call < b.call;
+  if (a.sharedBuffers != b.sharedBuffers) return a.sharedBuffers < b.sharedBuffers;
+  if (a.forced != b.forced) return std::less<>()(a.forced, b.forced);
+  return std::lexicographical_compare(a.counts.begin(), a.counts.end(), b.counts.begin(),
+                                      b.counts.end());
 }
 
 Result<Decision> Tuner::decideNow(const CollectiveSpec& spec, bool log) const {
@@ -187,8 +191,8 @@ Result<Decision> Tuner::explain(const CollectiveSpec& spec) const { return decid
 
 Choice Tuner::choose(const CollectiveSpec& spec, Status* error) {
   std::lock_guard<std::mutex> lock(mutex_);
-  Key key = keyOf(spec);
-  auto it = choices_.find(key);
+  const View view = viewOf(spec, nullptr);
+  auto it = choices_.find(view);
   if (it != choices_.end()) return it->second;
   if (choices_.size() >= kMaxDecisions) choices_.clear();
   auto d = decideNow(spec, true);
@@ -197,14 +201,14 @@ Choice Tuner::choose(const CollectiveSpec& spec, Status* error) {
     return {};
   }
   const Choice choice{d->chosen.algorithm, d->chosen.segmentBytes};
-  choices_.emplace(std::move(key), choice);
+  choices_.emplace(keyOf(view), choice);
   return choice;
 }
 
 std::uint64_t Tuner::checkForced(const CollectiveSpec& spec, const AlgorithmInfo& forced) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto key = std::make_pair(keyOf(spec), &forced);
-  auto it = forced_.find(key);
+  const View view = viewOf(spec, &forced);
+  auto it = forced_.find(view);
   if (it != forced_.end()) return it->second;
   if (forced_.size() >= kMaxDecisions) forced_.clear();
   std::uint64_t segment = setup_.defaultSegmentBytes;
@@ -224,7 +228,7 @@ std::uint64_t Tuner::checkForced(const CollectiveSpec& spec, const AlgorithmInfo
                    best.seconds > 0 ? mine->seconds / best.seconds : 0.0, describe(best).c_str());
     }
   }
-  forced_.emplace(std::move(key), segment);
+  forced_.emplace(keyOf(view), segment);
   return segment;
 }
 

@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -125,14 +126,35 @@ class Tuner {
   const TunerSetup& setup() const { return setup_; }
 
  private:
+  // A shape: the call, whether its buffers are shared, the v-collectives' (shared) counts
+  // and, for the forced check, the algorithm forced. Looked up through a View, so that a
+  // call with counts finds its entry without copying them.
   struct Key {
     CallKey call;
     bool sharedBuffers = false;
-    std::vector<std::uint64_t> counts;  // the v-collectives' (shared) counts
-    friend auto operator<=>(const Key&, const Key&) = default;
-    friend bool operator==(const Key&, const Key&) = default;
+    std::vector<std::uint64_t> counts;
+    const AlgorithmInfo* forced = nullptr;
   };
-  static Key keyOf(const CollectiveSpec& spec);
+  struct View {
+    const CallKey& call;
+    bool sharedBuffers;
+    std::span<const std::uint64_t> counts;
+    const AlgorithmInfo* forced;
+  };
+  struct KeyLess {
+    using is_transparent = void;
+    static View view(const Key& k) { return {k.call, k.sharedBuffers, k.counts, k.forced}; }
+    static bool less(const View& a, const View& b);
+    bool operator()(const Key& a, const Key& b) const { return less(view(a), view(b)); }
+    bool operator()(const Key& a, const View& b) const { return less(view(a), b); }
+    bool operator()(const View& a, const Key& b) const { return less(a, view(b)); }
+  };
+  static View viewOf(const CollectiveSpec& spec, const AlgorithmInfo* forced) {
+    return {spec, spec.sharedBuffers, spec.counts, forced};
+  }
+  static Key keyOf(const View& v) {
+    return {v.call, v.sharedBuffers, {v.counts.begin(), v.counts.end()}, v.forced};
+  }
 
   // explain(), and the forced check's view of the ranking: the decision of a new shape.
   Result<Decision> decideNow(const CollectiveSpec& spec, bool log) const;
@@ -140,9 +162,10 @@ class Tuner {
   const TunerSetup setup_;
   std::shared_ptr<TunerPlugin> plugin_;
   std::mutex mutex_;
-  std::map<Key, Choice> choices_;
-  // Shapes whose forced algorithm was already checked (logged at most once each).
-  std::map<std::pair<Key, const AlgorithmInfo*>, std::uint64_t> forced_;
+  std::map<Key, Choice, KeyLess> choices_;
+  // Shapes whose forced algorithm was already checked (logged at most once each): the
+  // forced algorithm's segment.
+  std::map<Key, std::uint64_t, KeyLess> forced_;
 };
 
 }  // namespace tutti::tuning
