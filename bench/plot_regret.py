@@ -88,14 +88,15 @@ def main():
         sizes = sorted({r["bytes"] for r in rows})
         fig, axes = plt.subplots(1, 2, figsize=(4 + 0.7 * len(sizes) * 2, 1.5 + 0.35 * len(keys)),
                                  squeeze=False)
-        for ax, who in zip(axes[0], ("tuner", "table")):
+        for k, (ax, who) in enumerate(zip(axes[0], ("tuner", "table"))):
             grid = [[float("nan")] * len(sizes) for _ in keys]
             for r in rows:
                 grid[keys.index((r["transport"], r["world"], r["collective"]))][
                     sizes.index(r["bytes"])] = r[f"{who}_ratio"]
             im = ax.imshow(grid, cmap="RdYlGn_r", vmin=1.0, vmax=2.0, aspect="auto")
             ax.set_xticks(range(len(sizes)), [human(s) for s in sizes], rotation=45)
-            ax.set_yticks(range(len(keys)), [f"{t} {n} {c}" for t, n, c in keys])
+            # The rows' names once, on the left.
+            ax.set_yticks(range(len(keys)), [f"{t} {n} {c}" for t, n, c in keys] if k == 0 else [])
             ax.set_title(f"{who} time / best forced")
             for i, row in enumerate(grid):
                 for j, v in enumerate(row):
