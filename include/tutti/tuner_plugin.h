@@ -61,8 +61,7 @@ typedef struct {
   int elementSize;
   int ranks;
   int hosts;
-  int inPlace;
-  int sharedBuffers; /* every rank's buffers come from memAlloc */
+  int sharedBuffers; /* every rank's buffers come from memAlloc (the same on every rank) */
 } tutti_tuner_shape_v1;
 
 /* One priced candidate. */

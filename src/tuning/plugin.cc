@@ -108,7 +108,6 @@ Result<Candidate> TunerPlugin::ask(const CollectiveSpec& spec, const TunerSetup&
   shape.bytes = spec.count * dataTypeSize(spec.dtype);
   shape.ranks = spec.size;
   shape.hosts = setup.placement.hostCount();
-  shape.inPlace = spec.inPlace ? 1 : 0;
   shape.sharedBuffers = spec.sharedBuffers ? 1 : 0;
   tutti_tuner_choice_v1 choice{-1, nullptr, 0};
   const int rc = api_->getChoice(state_, &shape, candidates.data(),

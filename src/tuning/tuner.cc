@@ -84,6 +84,9 @@ Result<std::vector<Candidate>> rankCandidates(const CollectiveSpec& given, const
   const MachineModel model = effectiveModel(setup);
   CollectiveSpec spec = given;
   spec.rank = 0;
+  // A root may call in place where the other ranks do not (or the reverse): priced out of
+  // place on every rank, so that all rank alike.
+  spec.inPlace = false;
   const std::uint64_t elem = dataTypeSize(spec.dtype);
   std::vector<std::uint64_t> segments = setup.segmentCandidates;
   if (setup.fixedSegment || segments.empty()) segments = {setup.defaultSegmentBytes};

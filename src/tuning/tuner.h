@@ -81,7 +81,8 @@ struct TunerSetup {
 /// what the network's do (loopback TCP rather than shared memory).
 MachineModel effectiveModel(const TunerSetup& setup);
 
-/// Every candidate for `spec` (its rank is ignored: every rank is priced), fastest first,
+/// Every candidate for `spec` (its rank and in-place flag are ignored: every rank is priced,
+/// out of place, since ranks may differ in both and must still choose alike), fastest first,
 /// ties by registry order and then the smaller segment. kNotSupported where the shape is
 /// not priced by the model (rankable() false), or none applies.
 Result<std::vector<Candidate>> rankCandidates(const CollectiveSpec& spec, const TunerSetup& setup);
@@ -136,7 +137,7 @@ class Tuner {
     const AlgorithmInfo* forced = nullptr;
   };
   struct View {
-    const CallKey& call;
+    CallKey call;  // in place cleared: it may differ between ranks (rankCandidates)
     bool sharedBuffers;
     std::span<const std::uint64_t> counts;
     const AlgorithmInfo* forced;
@@ -150,7 +151,9 @@ class Tuner {
     bool operator()(const View& a, const Key& b) const { return less(a, view(b)); }
   };
   static View viewOf(const CollectiveSpec& spec, const AlgorithmInfo* forced) {
-    return {spec, spec.sharedBuffers, spec.counts, forced};
+    View v{spec, spec.sharedBuffers, spec.counts, forced};
+    v.call.inPlace = false;
+    return v;
   }
   static Key keyOf(const View& v) {
     return {v.call, v.sharedBuffers, {v.counts.begin(), v.counts.end()}, v.forced};

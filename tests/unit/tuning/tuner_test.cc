@@ -66,6 +66,24 @@ TEST(Tuner, EveryRankRanksAlike) {
   }
 }
 
+TEST(Tuner, InPlaceOnOneRankDoesNotChangeTheChoice) {
+  // A broadcast's root may call in place where the others do not: all must choose alike.
+  Tuner tuner(setupFor(fastModel(), 4, 2, TransportKind::kHybrid));
+  CollectiveSpec root = specFor(tuner.setup(), 8 << 20, Collective::kBroadcast, 0);
+  root.inPlace = true;
+  const CollectiveSpec other = specFor(tuner.setup(), 8 << 20, Collective::kBroadcast, 3);
+  auto a = rankCandidates(root, tuner.setup());
+  auto b = rankCandidates(other, tuner.setup());
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->size(), b->size());
+  for (std::size_t i = 0; i < a->size(); ++i) {
+    EXPECT_EQ((*a)[i].algorithm, (*b)[i].algorithm) << i;
+    EXPECT_EQ((*a)[i].seconds, (*b)[i].seconds) << i;
+  }
+  Status error;
+  EXPECT_EQ(tuner.choose(root, &error).algorithm, tuner.choose(other, &error).algorithm);
+}
+
 TEST(Tuner, TiesGoToTheRegistryOrderThenTheSmallerSegment) {
   // Nothing costs anything: every prediction is 0, so the order is the order built.
   const TunerSetup setup = setupFor(MachineModel{}, 4, 4, TransportKind::kShm);
