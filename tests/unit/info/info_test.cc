@@ -7,6 +7,7 @@
 #include "algorithms/algorithm.h"
 #include "info/reports.h"
 #include "topology/view_json.h"
+#include "tuning/model_json.h"
 
 namespace tutti::test {
 namespace {
@@ -72,6 +73,24 @@ TEST(TuttiInfo, Algorithms) {
   EXPECT_EQ(bad.exitCode(), 1);
   EXPECT_NE(bad.err.find("--hosts 3: between 1 and the 2 ranks"), std::string::npos) << bad.err;
   EXPECT_EQ(info({"nonsense"}).exitCode(), 2);
+}
+
+TEST(TuttiInfo, ExplainRanksEveryCandidate) {
+  // The model's defaults from a file, so that nothing is probed or read from the cache.
+  const std::string model = testing::TempDir() + "explain_model.json";
+  ASSERT_TRUE(tuning::writeModelFile(model, tuning::defaults()).ok());
+  const ProcessResult r =
+      info({"explain", "allreduce", "64M", "--ranks", "8", "--hosts", "2", "--model", model});
+  ASSERT_EQ(r.exitCode(), 0) << r.err;
+  EXPECT_NE(r.out.find("on 8 ranks on 2 hosts"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n   1  "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" 1.00\n"), std::string::npos) << r.out;  // the best, over itself
+  EXPECT_NE(r.out.find("hier_rs_ag"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\nchosen: "), std::string::npos) << r.out;
+  const ProcessResult bad = info({"explain", "allreduce", "64M", "--ranks", "8", "--hosts", "3",
+                                  "--model", model});
+  EXPECT_NE(bad.exitCode(), 0);
+  EXPECT_NE(bad.err.find("--hosts 3 must divide --ranks 8"), std::string::npos) << bad.err;
 }
 
 TEST(InfoReports, EveryAlgorithmIsListedUnderItsCollective) {
