@@ -13,7 +13,6 @@
 #include <functional>
 #include <limits>
 #include <queue>
-#include <unordered_map>
 #include <vector>
 
 #include "base/macros.h"
@@ -98,8 +97,62 @@ struct MessageKeyHash {
 };
 struct Pending {
   double arrival = -1;         // the message's arrival, once sent
-  std::int64_t step = -1;      // the receive's step, once posted
-  std::uint32_t elements = 0;  // what was sent
+  std::int32_t step = -1;      // the receive's step, once posted
+  std::uint32_t elements = 0;  // what was sent, or what the receive expects
+};
+
+// The messages and receives waiting for each other: open addressing with linear probing
+// (a node per entry, as std::unordered_map has, costs an allocation per message).
+class PendingTable {
+ public:
+  PendingTable() { slots_.resize(1024); }
+  // The place of `key`'s entry, created empty if there is none (valid until the next call).
+  std::size_t find(const MessageKey& key) {
+    if ((used_ + 1) * 2 > slots_.size()) grow();
+    std::size_t i = MessageKeyHash{}(key) & (slots_.size() - 1);
+    while (slots_[i].used) {
+      if (slots_[i].key == key) return i;
+      i = (i + 1) & (slots_.size() - 1);
+    }
+    slots_[i].used = true;
+    slots_[i].key = key;
+    slots_[i].value = Pending{};
+    ++used_;
+    return i;
+  }
+  Pending& operator[](std::size_t place) { return slots_[place].value; }
+  // Removes the entry at `place`, moving later ones of its run back.
+  void erase(std::size_t place) {
+    const std::size_t mask = slots_.size() - 1;
+    std::size_t hole = place;
+    slots_[hole].used = false;
+    --used_;
+    for (std::size_t i = (hole + 1) & mask; slots_[i].used; i = (i + 1) & mask) {
+      const std::size_t home = MessageKeyHash{}(slots_[i].key) & mask;
+      // Move the entry into the hole unless its home lies cyclically in (hole, i].
+      const bool stays = hole <= i ? (home > hole && home <= i) : (home > hole || home <= i);
+      if (stays) continue;
+      slots_[hole] = slots_[i];
+      slots_[i].used = false;
+      hole = i;
+    }
+  }
+
+ private:
+  struct Slot {
+    MessageKey key{};
+    bool used = false;
+    Pending value;
+  };
+  void grow() {
+    std::vector<Slot> old(slots_.size() * 2);
+    old.swap(slots_);
+    used_ = 0;
+    for (const Slot& slot : old)
+      if (slot.used) slots_[find(slot.key)].value = slot.value;
+  }
+  std::vector<Slot> slots_;
+  std::size_t used_ = 0;
 };
 
 // A link, port or bus that carries one message's bytes at a time at its bandwidth.
@@ -200,7 +253,7 @@ class Run {
 
   std::vector<Rank> ranks_;  // slot = rank, for ranks [0, period_)
   std::priority_queue<Event, std::vector<Event>, Later> events_;
-  std::unordered_map<MessageKey, Pending, MessageKeyHash> pending_;
+  PendingTable pending_;
   // Per simulated host: its cores' free times (a min-heap), its memory bus; per host and
   // rail its NIC's two directions and (rail) its share of the spine; per leaf switch its
   // uplinks and downlinks.
@@ -400,15 +453,16 @@ void Run::arrive(const Event& e) {
   const double arrival = m.end + latency;
   // The send is complete once its message is delivered.
   push(arrival, e.sender, e.step, EventKind::kDone);
-  auto [it, fresh] = pending_.try_emplace(MessageKey{e.slot, static_cast<std::uint32_t>(p), e.index});
-  if (fresh || it->second.step < 0) {
-    it->second.arrival = arrival;
-    it->second.elements = s.elements;
+  const std::size_t place = pending_.find(MessageKey{e.slot, static_cast<std::uint32_t>(p), e.index});
+  Pending& entry = pending_[place];
+  if (entry.step < 0) {
+    entry.arrival = arrival;
+    entry.elements = s.elements;
     return;
   }
-  const std::uint32_t recvStep = static_cast<std::uint32_t>(it->second.step);
-  const std::uint32_t expected = step(e.slot, recvStep).elements;
-  pending_.erase(it);
+  const std::uint32_t recvStep = static_cast<std::uint32_t>(entry.step);
+  const std::uint32_t expected = entry.elements;
+  pending_.erase(place);
   if (expected != s.elements) {
     mismatch_ = true;
     return;
@@ -486,20 +540,22 @@ Status Run::run() {
         break;
       case EventKind::kRecvPosted: {
         const SimStep& s = step(e.slot, e.step);
-        auto [it, fresh] = pending_.try_emplace(
-            MessageKey{e.slot, static_cast<std::uint32_t>(s.recvPeer), s.recvIndex});
-        if (fresh || it->second.arrival < 0) {
-          it->second.step = e.step;
+        const std::size_t place =
+            pending_.find(MessageKey{e.slot, static_cast<std::uint32_t>(s.recvPeer), s.recvIndex});
+        Pending& entry = pending_[place];
+        if (entry.arrival < 0) {
+          entry.step = static_cast<std::int32_t>(e.step);
+          entry.elements = s.elements;
           break;
         }
-        if (it->second.elements != s.elements)
+        if (entry.elements != s.elements)
           return Status(ErrorCode::kInternal,
                         strFormat("%s: the schedules do not match: rank %u expects %u elements "
                                   "in message %u from rank %d, which sends %u",
                                   algorithm_.name, e.slot, s.elements, s.recvIndex, s.recvPeer,
-                                  it->second.elements));
-        const double arrival = it->second.arrival;
-        pending_.erase(it);
+                                  entry.elements));
+        const double arrival = entry.arrival;
+        pending_.erase(place);
         push(std::max(arrival, e.time), e.slot, e.step, EventKind::kRecvData);
         break;
       }
