@@ -46,7 +46,6 @@ enum class EventKind : std::uint8_t {
   kIssue,       // the rank issues what it can
   kSendPosted,  // the CPU work before a send is done: the message leaves its host
   kArrive,      // the message reaches its receiver's host (the receiver's side of the network)
-  kRecvPosted,  // the receive is posted: it meets its message, or waits for it
   kRecvData,    // the message is in: reduce, forward, or done
   kDone,        // the step is complete
 };
@@ -97,6 +96,7 @@ struct MessageKeyHash {
 };
 struct Pending {
   double arrival = -1;         // the message's arrival, once sent
+  double posted = 0;           // when the receive is posted (its CPU work done)
   std::int32_t step = -1;      // the receive's step, once posted
   std::uint32_t elements = 0;  // what was sent, or what the receive expects
 };
@@ -231,6 +231,9 @@ class Run {
   // ... and through its receiver's side: its arrival, handed to the receive and the send.
   void arrive(const Event& e);
   void recvData(std::uint32_t slot, std::uint32_t id, double time);
+  // Receive step `id` is posted at `time` (now or later: posting touches nothing shared,
+  // so it is recorded at once): it meets its message, or waits for it.
+  void post(std::uint32_t slot, std::uint32_t id, double time);
   void complete(std::uint32_t slot, std::uint32_t id, double time);
   double overhead(int a, int b) const { return model_.path(placement_.pathClass(a, b)).overhead; }
   int rail(int rank) const { return placement_.place(rank).localIndex % network_.rails; }
@@ -379,7 +382,7 @@ void Run::startStep(std::uint32_t slot, std::uint32_t id, double time) {
     case OpCode::kRecvReduce:
     case OpCode::kRecvReduceSend:
     case OpCode::kRecvCopySend:
-      push(cpu(slot, time, overhead(self, s.recvPeer)), slot, id, EventKind::kRecvPosted);
+      post(slot, id, cpu(slot, time, overhead(self, s.recvPeer)));
       return;
     case OpCode::kCopy:
       push(cpu(slot, time, model_.copyBeta * bytes(s)), slot, id, EventKind::kDone);
@@ -462,12 +465,34 @@ void Run::arrive(const Event& e) {
   }
   const std::uint32_t recvStep = static_cast<std::uint32_t>(entry.step);
   const std::uint32_t expected = entry.elements;
+  const double posted = entry.posted;
   pending_.erase(place);
   if (expected != s.elements) {
     mismatch_ = true;
     return;
   }
-  push(arrival, e.slot, recvStep, EventKind::kRecvData);
+  push(std::max(arrival, posted), e.slot, recvStep, EventKind::kRecvData);
+}
+
+void Run::post(std::uint32_t slot, std::uint32_t id, double time) {
+  const SimStep& s = step(slot, id);
+  const std::size_t place =
+      pending_.find(MessageKey{slot, static_cast<std::uint32_t>(s.recvPeer), s.recvIndex});
+  Pending& entry = pending_[place];
+  if (entry.arrival < 0) {
+    entry.step = static_cast<std::int32_t>(id);
+    entry.elements = s.elements;
+    entry.posted = time;
+    return;
+  }
+  const double arrival = entry.arrival;
+  const std::uint32_t sent = entry.elements;
+  pending_.erase(place);
+  if (sent != s.elements) {
+    mismatch_ = true;
+    return;
+  }
+  push(std::max(arrival, time), slot, id, EventKind::kRecvData);
 }
 
 void Run::recvData(std::uint32_t slot, std::uint32_t id, double time) {
@@ -538,27 +563,6 @@ Status Run::run() {
       case EventKind::kArrive:
         arrive(e);
         break;
-      case EventKind::kRecvPosted: {
-        const SimStep& s = step(e.slot, e.step);
-        const std::size_t place =
-            pending_.find(MessageKey{e.slot, static_cast<std::uint32_t>(s.recvPeer), s.recvIndex});
-        Pending& entry = pending_[place];
-        if (entry.arrival < 0) {
-          entry.step = static_cast<std::int32_t>(e.step);
-          entry.elements = s.elements;
-          break;
-        }
-        if (entry.elements != s.elements)
-          return Status(ErrorCode::kInternal,
-                        strFormat("%s: the schedules do not match: rank %u expects %u elements "
-                                  "in message %u from rank %d, which sends %u",
-                                  algorithm_.name, e.slot, s.elements, s.recvIndex, s.recvPeer,
-                                  entry.elements));
-        const double arrival = entry.arrival;
-        pending_.erase(place);
-        push(std::max(arrival, e.time), e.slot, e.step, EventKind::kRecvData);
-        break;
-      }
       case EventKind::kRecvData:
         recvData(e.slot, e.step, e.time);
         break;
