@@ -137,8 +137,14 @@ Result<Network> Network::load(const std::string& path) {
 }
 
 Result<Network> Network::fromArgument(const std::string& text) {
-  if (text == "flat" || text.rfind("fat-tree", 0) == 0 || text.rfind("rail", 0) == 0)
+  if (text == "flat" || text.rfind("flat:", 0) == 0 || text.rfind("fat-tree", 0) == 0 ||
+      text.rfind("rail", 0) == 0)
     return parse(text);
+  std::ifstream probe(text);
+  if (!probe)
+    return bad(strFormat("unknown network '%s': not flat, fat-tree:..., rail:... nor a file "
+                         "that can be read",
+                         text.c_str()));
   return load(text);
 }
 

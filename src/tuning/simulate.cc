@@ -13,7 +13,6 @@
 #include <functional>
 #include <limits>
 #include <queue>
-#include <unordered_map>
 #include <vector>
 
 #include "base/macros.h"
@@ -27,25 +26,26 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 enum StepState : std::uint8_t { kWaiting = 0, kRunning = 1, kComplete = 2 };
 
-// One step as the simulator needs it (a Step without its regions' places).
+// One step as the simulator needs it: a Step without its regions' places, in 24 bytes
+// (a 65,536-rank tree keeps tens of millions of them). Its dependencies follow those of
+// the steps before it in the rank's list (steps are issued in order, so a cursor finds them).
 struct SimStep {
-  std::uint64_t bytes = 0;  // the message (or the copy's, the reduction's) bytes
+  std::uint32_t elements = 0;  // the message's (or the copy's, the reduction's) elements
   std::int32_t recvPeer = -1;
   std::int32_t sendPeer = -1;
   std::uint32_t recvIndex = 0;
   std::uint32_t sendIndex = 0;
-  std::uint32_t depBegin = 0;  // into Run::deps_
-  std::uint32_t depCount = 0;
+  std::uint16_t depCount = 0;
   OpCode op = OpCode::kCopy;
   std::uint8_t state = kWaiting;
 };
+static_assert(sizeof(SimStep) == 24);
 
 // What happens to a step at an event's time.
 enum class EventKind : std::uint8_t {
   kIssue,       // the rank issues what it can
   kSendPosted,  // the CPU work before a send is done: the message leaves its host
   kArrive,      // the message reaches its receiver's host (the receiver's side of the network)
-  kRecvPosted,  // the receive is posted: it meets its message, or waits for it
   kRecvData,    // the message is in: reduce, forward, or done
   kDone,        // the step is complete
 };
@@ -58,13 +58,12 @@ struct Event {
   std::uint32_t slot;  // the rank whose state the event changes (kArrive: the receiver)
   std::uint32_t step;  // its step (kArrive: the sender's)
   EventKind kind;
-  // kArrive only: the sender (a simulated rank), the sender's distance from the receiver
-  // (mod n: the same for a message and its images), the message index, when the send left
-  // and when its bytes cleared the sender's side.
+  // kArrive only: the sender (a simulated rank), its relation to the receiver (the same
+  // for a message and its images: Symmetry::relation), the message index, and when its
+  // bytes cleared the sender's side.
   std::uint32_t sender = 0;
   std::uint32_t offset = 0;
   std::uint32_t index = 0;
-  double sent = 0;
   double cleared = 0;
 };
 
@@ -97,8 +96,63 @@ struct MessageKeyHash {
 };
 struct Pending {
   double arrival = -1;         // the message's arrival, once sent
-  std::int64_t step = -1;      // the receive's step, once posted
-  std::uint64_t bytes = 0;     // what was sent
+  double posted = 0;           // when the receive is posted (its CPU work done)
+  std::int32_t step = -1;      // the receive's step, once posted
+  std::uint32_t elements = 0;  // what was sent, or what the receive expects
+};
+
+// The messages and receives waiting for each other: open addressing with linear probing
+// (a node per entry, as std::unordered_map has, costs an allocation per message).
+class PendingTable {
+ public:
+  PendingTable() { slots_.resize(1024); }
+  // The place of `key`'s entry, created empty if there is none (valid until the next call).
+  std::size_t find(const MessageKey& key) {
+    if ((used_ + 1) * 2 > slots_.size()) grow();
+    std::size_t i = MessageKeyHash{}(key) & (slots_.size() - 1);
+    while (slots_[i].used) {
+      if (slots_[i].key == key) return i;
+      i = (i + 1) & (slots_.size() - 1);
+    }
+    slots_[i].used = true;
+    slots_[i].key = key;
+    slots_[i].value = Pending{};
+    ++used_;
+    return i;
+  }
+  Pending& operator[](std::size_t place) { return slots_[place].value; }
+  // Removes the entry at `place`, moving later ones of its run back.
+  void erase(std::size_t place) {
+    const std::size_t mask = slots_.size() - 1;
+    std::size_t hole = place;
+    slots_[hole].used = false;
+    --used_;
+    for (std::size_t i = (hole + 1) & mask; slots_[i].used; i = (i + 1) & mask) {
+      const std::size_t home = MessageKeyHash{}(slots_[i].key) & mask;
+      // Move the entry into the hole unless its home lies cyclically in (hole, i].
+      const bool stays = hole <= i ? (home > hole && home <= i) : (home > hole || home <= i);
+      if (stays) continue;
+      slots_[hole] = slots_[i];
+      slots_[i].used = false;
+      hole = i;
+    }
+  }
+
+ private:
+  struct Slot {
+    MessageKey key{};
+    bool used = false;
+    Pending value;
+  };
+  void grow() {
+    std::vector<Slot> old(slots_.size() * 2);
+    old.swap(slots_);
+    used_ = 0;
+    for (const Slot& slot : old)
+      if (slot.used) slots_[find(slot.key)].value = slot.value;
+  }
+  std::vector<Slot> slots_;
+  std::size_t used_ = 0;
 };
 
 // A link, port or bus that carries one message's bytes at a time at its bandwidth.
@@ -151,7 +205,9 @@ class Run {
  private:
   // Per simulated rank.
   struct Rank {
-    std::uint32_t begin = 0;  // into steps_
+    std::vector<SimStep> steps;
+    std::vector<std::uint32_t> deps;  // each step's, in step order
+    std::uint32_t depCursor = 0;      // where the next step's are
     std::uint32_t count = 0;
     std::uint32_t next = 0;   // the next step to issue
     std::uint32_t active = 0;
@@ -162,7 +218,8 @@ class Run {
   void push(double time, std::uint32_t slot, std::uint32_t step, EventKind kind) {
     events_.push(Event{time, slot, step, kind});
   }
-  SimStep& step(std::uint32_t slot, std::uint32_t id) { return steps_[ranks_[slot].begin + id]; }
+  SimStep& step(std::uint32_t slot, std::uint32_t id) { return ranks_[slot].steps[id]; }
+  double bytes(const SimStep& s) const { return static_cast<double>(s.elements) * static_cast<double>(elemSize_); }
   bool depsComplete(std::uint32_t slot, std::uint32_t id);
   // Runs `work` seconds of CPU on the rank's thread and one of its host's cores, from
   // `time` or when both are free; returns its end.
@@ -174,6 +231,9 @@ class Run {
   // ... and through its receiver's side: its arrival, handed to the receive and the send.
   void arrive(const Event& e);
   void recvData(std::uint32_t slot, std::uint32_t id, double time);
+  // Receive step `id` is posted at `time` (now or later: posting touches nothing shared,
+  // so it is recorded at once): it meets its message, or waits for it.
+  void post(std::uint32_t slot, std::uint32_t id, double time);
   void complete(std::uint32_t slot, std::uint32_t id, double time);
   double overhead(int a, int b) const { return model_.path(placement_.pathClass(a, b)).overhead; }
   int rail(int rank) const { return placement_.place(rank).localIndex % network_.rails; }
@@ -195,10 +255,8 @@ class Run {
   double gamma_ = 0;
 
   std::vector<Rank> ranks_;  // slot = rank, for ranks [0, period_)
-  std::vector<SimStep> steps_;
-  std::vector<std::uint32_t> deps_;
   std::priority_queue<Event, std::vector<Event>, Later> events_;
-  std::unordered_map<MessageKey, Pending, MessageKeyHash> pending_;
+  PendingTable pending_;
   // Per simulated host: its cores' free times (a min-heap), its memory bus; per host and
   // rail its NIC's two directions and (rail) its share of the spine; per leaf switch its
   // uplinks and downlinks.
@@ -219,12 +277,9 @@ Status Run::build() {
     spec.rank = r;
     const Schedule schedule = algorithm_.build(spec);
     Rank& rank = ranks_[static_cast<std::size_t>(r)];
-    rank.begin = static_cast<std::uint32_t>(steps_.size());
     rank.count = static_cast<std::uint32_t>(schedule.steps.size());
-    if (steps_.size() + schedule.steps.size() > std::numeric_limits<std::uint32_t>::max() ||
-        deps_.size() + schedule.deps.size() > std::numeric_limits<std::uint32_t>::max())
-      return Status(ErrorCode::kInvalidArgument,
-                    strFormat("%s: more than 2^32 steps to simulate", algorithm_.name));
+    rank.steps.reserve(schedule.steps.size());
+    rank.deps.reserve(schedule.deps.size());
     for (const Step& s : schedule.steps) {
       SimStep c;
       c.op = s.op;
@@ -234,15 +289,21 @@ Status Run::build() {
       c.sendIndex = s.sendIndex;
       const bool fromSrc = s.op == OpCode::kSend || s.op == OpCode::kRecvReduce ||
                            s.op == OpCode::kRecvReduceSend;
-      c.bytes = (fromSrc ? s.src.count : s.dst.count) * elemSize_;
-      c.depBegin = static_cast<std::uint32_t>(deps_.size()) + s.depBegin;
-      c.depCount = s.depCount;
-      steps_.push_back(c);
+      const std::uint64_t elements = fromSrc ? s.src.count : s.dst.count;
+      if (elements > std::numeric_limits<std::uint32_t>::max() ||
+          s.depCount > std::numeric_limits<std::uint16_t>::max())
+        return Status(ErrorCode::kInvalidArgument,
+                      strFormat("%s: a step of rank %d is beyond the simulator (%llu elements, "
+                                "%u dependencies)",
+                                algorithm_.name, r, static_cast<unsigned long long>(elements),
+                                s.depCount));
+      c.elements = static_cast<std::uint32_t>(elements);
+      c.depCount = static_cast<std::uint16_t>(s.depCount);
+      rank.steps.push_back(c);
+      rank.deps.insert(rank.deps.end(), schedule.deps.begin() + s.depBegin,
+                       schedule.deps.begin() + s.depBegin + s.depCount);
     }
-    deps_.insert(deps_.end(), schedule.deps.begin(), schedule.deps.end());
   }
-  steps_.shrink_to_fit();
-  deps_.shrink_to_fit();
 
   // The resources of the simulated hosts.
   const int hosts = placement_.place(period_ - 1).host + 1;
@@ -274,10 +335,10 @@ Status Run::build() {
 }
 
 bool Run::depsComplete(std::uint32_t slot, std::uint32_t id) {
-  const SimStep& s = step(slot, id);
-  const std::uint32_t base = ranks_[slot].begin;
+  const Rank& rank = ranks_[slot];
+  const SimStep& s = rank.steps[id];
   for (std::uint32_t d = 0; d < s.depCount; ++d) {
-    if (steps_[base + deps_[s.depBegin + d]].state != kComplete) return false;
+    if (rank.steps[rank.deps[rank.depCursor + d]].state != kComplete) return false;
   }
   return true;
 }
@@ -303,6 +364,7 @@ void Run::issue(std::uint32_t slot, double time) {
   // holds back the ones after it.
   while (rank.next < rank.count && rank.active < window && depsComplete(slot, rank.next)) {
     const std::uint32_t id = rank.next++;
+    rank.depCursor += rank.steps[id].depCount;
     ++rank.active;
     step(slot, id).state = kRunning;
     startStep(slot, id, time);
@@ -320,13 +382,13 @@ void Run::startStep(std::uint32_t slot, std::uint32_t id, double time) {
     case OpCode::kRecvReduce:
     case OpCode::kRecvReduceSend:
     case OpCode::kRecvCopySend:
-      push(cpu(slot, time, overhead(self, s.recvPeer)), slot, id, EventKind::kRecvPosted);
+      post(slot, id, cpu(slot, time, overhead(self, s.recvPeer)));
       return;
     case OpCode::kCopy:
-      push(cpu(slot, time, model_.copyBeta * static_cast<double>(s.bytes)), slot, id, EventKind::kDone);
+      push(cpu(slot, time, model_.copyBeta * bytes(s)), slot, id, EventKind::kDone);
       return;
     case OpCode::kReduce:
-      push(cpu(slot, time, gamma_ * static_cast<double>(s.bytes)), slot, id, EventKind::kDone);
+      push(cpu(slot, time, gamma_ * bytes(s)), slot, id, EventKind::kDone);
       return;
   }
 }
@@ -351,8 +413,8 @@ void Run::transmit(std::uint32_t slot, std::uint32_t id, double time) {
   const int q = s.sendPeer;
   // The image of this message that a simulated rank receives (itself, in the full run).
   const int receiver = q % period_;
-  const double bytes = static_cast<double>(s.bytes);
-  Passage m{time, time, bytes};
+  // No faster than the path's own bandwidth: each resource is held that long at least.
+  Passage m{time, time + bytes(s) * model_.path(placement_.pathClass(p, q)).beta, bytes(s)};
   const int host = placement_.place(p).host;
   if (placement_.pathClass(p, q) != PathClass::kNetwork) {
     m.through(memory_[static_cast<std::size_t>(host)]);
@@ -370,7 +432,6 @@ void Run::transmit(std::uint32_t slot, std::uint32_t id, double time) {
   e.sender = slot;
   e.offset = symmetry_.relation(p, q, n_);
   e.index = s.sendIndex;
-  e.sent = time;
   e.cleared = m.end;
   events_.push(e);
 }
@@ -381,8 +442,7 @@ void Run::arrive(const Event& e) {
   const int p = symmetry_.sender(r, e.offset, n_);  // the image sender
   const PathClass path = placement_.pathClass(p, r);
   const LinkCost& link = model_.path(path);
-  const double bytes = static_cast<double>(s.bytes);
-  Passage m{e.time, e.cleared, bytes};
+  Passage m{e.time, e.cleared, bytes(s)};
   double latency = link.alpha;
   if (path == PathClass::kNetwork) {
     const int host = placement_.place(r).host;
@@ -393,29 +453,52 @@ void Run::arrive(const Event& e) {
     }
     m.through(nicIn_[static_cast<std::size_t>(host * network_.rails + rail(r))]);
   }
-  const double arrival = std::max(m.end, e.sent + bytes * link.beta) + latency;
+  const double arrival = m.end + latency;
   // The send is complete once its message is delivered.
   push(arrival, e.sender, e.step, EventKind::kDone);
-  auto [it, fresh] = pending_.try_emplace(MessageKey{e.slot, static_cast<std::uint32_t>(p), e.index});
-  if (fresh || it->second.step < 0) {
-    it->second.arrival = arrival;
-    it->second.bytes = s.bytes;
+  const std::size_t place = pending_.find(MessageKey{e.slot, static_cast<std::uint32_t>(p), e.index});
+  Pending& entry = pending_[place];
+  if (entry.step < 0) {
+    entry.arrival = arrival;
+    entry.elements = s.elements;
     return;
   }
-  const std::uint32_t recvStep = static_cast<std::uint32_t>(it->second.step);
-  const std::uint64_t expected = step(e.slot, recvStep).bytes;
-  pending_.erase(it);
-  if (expected != s.bytes) {
+  const std::uint32_t recvStep = static_cast<std::uint32_t>(entry.step);
+  const std::uint32_t expected = entry.elements;
+  const double posted = entry.posted;
+  pending_.erase(place);
+  if (expected != s.elements) {
     mismatch_ = true;
     return;
   }
-  push(arrival, e.slot, recvStep, EventKind::kRecvData);
+  push(std::max(arrival, posted), e.slot, recvStep, EventKind::kRecvData);
+}
+
+void Run::post(std::uint32_t slot, std::uint32_t id, double time) {
+  const SimStep& s = step(slot, id);
+  const std::size_t place =
+      pending_.find(MessageKey{slot, static_cast<std::uint32_t>(s.recvPeer), s.recvIndex});
+  Pending& entry = pending_[place];
+  if (entry.arrival < 0) {
+    entry.step = static_cast<std::int32_t>(id);
+    entry.elements = s.elements;
+    entry.posted = time;
+    return;
+  }
+  const double arrival = entry.arrival;
+  const std::uint32_t sent = entry.elements;
+  pending_.erase(place);
+  if (sent != s.elements) {
+    mismatch_ = true;
+    return;
+  }
+  push(std::max(arrival, time), slot, id, EventKind::kRecvData);
 }
 
 void Run::recvData(std::uint32_t slot, std::uint32_t id, double time) {
   const SimStep& s = step(slot, id);
   const int self = static_cast<int>(slot);
-  const double reduce = gamma_ * static_cast<double>(s.bytes);
+  const double reduce = gamma_ * bytes(s);
   switch (s.op) {
     case OpCode::kRecv:
       complete(slot, id, time);
@@ -449,7 +532,7 @@ Status Run::stuck() const {
     if (rank.completed == rank.count) continue;
     std::string waiting;
     for (std::uint32_t i = 0; i < rank.count; ++i) {
-      const SimStep& s = steps_[rank.begin + i];
+      const SimStep& s = rank.steps[i];
       if (s.state != kRunning) continue;
       waiting = opReceives(s.op)
                     ? strFormat("step %u, a receive of message %u from rank %d", i, s.recvIndex, s.recvPeer)
@@ -480,26 +563,6 @@ Status Run::run() {
       case EventKind::kArrive:
         arrive(e);
         break;
-      case EventKind::kRecvPosted: {
-        const SimStep& s = step(e.slot, e.step);
-        auto [it, fresh] = pending_.try_emplace(
-            MessageKey{e.slot, static_cast<std::uint32_t>(s.recvPeer), s.recvIndex});
-        if (fresh || it->second.arrival < 0) {
-          it->second.step = e.step;
-          break;
-        }
-        if (it->second.bytes != s.bytes)
-          return Status(ErrorCode::kInternal,
-                        strFormat("%s: the schedules do not match: rank %u expects %llu bytes "
-                                  "in message %u from rank %d, which sends %llu",
-                                  algorithm_.name, e.slot, static_cast<unsigned long long>(s.bytes),
-                                  s.recvIndex, s.recvPeer,
-                                  static_cast<unsigned long long>(it->second.bytes)));
-        const double arrival = it->second.arrival;
-        pending_.erase(it);
-        push(std::max(arrival, e.time), e.slot, e.step, EventKind::kRecvData);
-        break;
-      }
       case EventKind::kRecvData:
         recvData(e.slot, e.step, e.time);
         break;
