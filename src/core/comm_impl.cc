@@ -174,8 +174,8 @@ Result<std::unique_ptr<CommImpl>> CommImpl::create(InitParams params) {
   TUTTI_ASSIGN_OR_RETURN(std::uint64_t uid, agreeOnUid(*id.store, id.prefix, id.rank, deadline));
   // Each rank's description goes to the store before the transport connects, which waits
   // for every rank anyway: rank 0 then finds them all there.
-  const std::string hostId = config->shmHost.empty() ? topo::hostIdentity() : config->shmHost;
-  TopologySetup topology({id.store.get(), id.prefix, id.name, id.rank, id.size, hostId,
+  TopologySetup topology({id.store.get(), id.prefix, id.name, id.rank, id.size,
+                          config->shmHost.empty() ? topo::hostIdentity() : config->shmHost,
                           !config->bindAddr.empty()     ? config->bindAddr
                           : !params.bindHost.empty()    ? params.bindHost
                                                         : std::string("127.0.0.1"),
@@ -185,8 +185,10 @@ Result<std::unique_ptr<CommImpl>> CommImpl::create(InitParams params) {
   // A split child keeps its parent's model, which its ranks agreed on already.
   id.model = std::move(params.model);
   if (!id.model) {
+    // Rank 0's cache is keyed by the machine it really runs on, whatever TUTTI_SHM_HOST says.
     TUTTI_ASSIGN_OR_RETURN(id.model, agreeOnModel({id.store.get(), id.prefix, id.rank, id.size,
-                                                   hostId, deadline}, *config));
+                                                   id.rank == 0 ? topo::hostIdentity() : "",
+                                                   deadline}, *config));
   }
   TransportFactory::Request request{id.store.get(), id.prefix, id.name, id.rank, id.size, uid,
                                     id.transportChoice, params.bindHost, id.key,

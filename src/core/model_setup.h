@@ -24,7 +24,7 @@ struct ModelRequest {
   std::string prefix;  // the communicator's store keys
   int rank = 0;
   int size = 1;
-  std::string hostId;  // rank 0's host identity, the cache's key
+  std::string hostId;  // rank 0's host identity (topo::hostIdentity()), the cache's key
   Deadline deadline = Deadline::never();
 };
 

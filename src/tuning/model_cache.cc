@@ -81,11 +81,12 @@ UniqueFd lockFile(const std::string& path, double seconds) {
   return fd;
 }
 
-MachineModel probed(const ModelSource& source) {
-  const ProbeReport report = probeHost(source.probe);
-  TUTTI_INFO(kTune, "machine model probed on this host in %.0f ms", report.seconds * 1e3);
+ProbeReport probed(const ModelSource& source) {
+  ProbeReport report = source.prober ? source.prober(source.probe) : probeHost(source.probe);
+  TUTTI_INFO(kTune, "machine model probed on this host in %.0f ms%s", report.seconds * 1e3,
+             report.complete ? "" : " (incomplete: the host was too busy for some phases)");
   for (const std::string& note : report.notes) TUTTI_DEBUG(kTune, "probe: %s", note.c_str());
-  return report.model;
+  return report;
 }
 
 }  // namespace
@@ -109,7 +110,7 @@ Result<MachineModel> loadHostModel(const ModelSource& source) {
     return model;
   }
   if (source.cacheDir.empty()) {
-    MachineModel model = probed(source);
+    MachineModel model = probed(source).model;
     model.origin = "probe, not cached: no cache directory ($XDG_CACHE_HOME and $HOME unset)";
     return model;
   }
@@ -119,7 +120,7 @@ Result<MachineModel> loadHostModel(const ModelSource& source) {
   if (!made.ok()) {
     TUTTI_WARN(kTune, "machine model cache: %s; the probe's result is used uncached",
                made.message().c_str());
-    MachineModel model = probed(source);
+    MachineModel model = probed(source).model;
     model.origin = "probe, not cached: " + made.message();
     return model;
   }
@@ -128,7 +129,13 @@ Result<MachineModel> loadHostModel(const ModelSource& source) {
   if (lock.valid()) {
     if (auto cached = readCache(path, source.hostId, false)) return std::move(*cached);
   }
-  MachineModel model = probed(source);
+  ProbeReport report = probed(source);
+  MachineModel model = std::move(report.model);
+  if (!report.complete) {
+    // Kept for this process only: the next process on the host measures again.
+    model.origin = "probe, not cached: incomplete (the host was busy)";
+    return model;
+  }
   const Status written = writeModelFile(path, model, {TUTTI_VERSION_STRING, source.hostId});
   if (!written.ok()) {
     TUTTI_WARN(kTune, "machine model cache: %s; the probe's result is used uncached",
@@ -140,12 +147,27 @@ Result<MachineModel> loadHostModel(const ModelSource& source) {
   return model;
 }
 
-Result<std::shared_ptr<const MachineModel>> processHostModel(const Config& config,
-                                                             const std::string& hostId) {
+Result<std::optional<MachineModel>> storedHostModel(const ModelSource& source) {
+  if (!source.tuningFile.empty()) {
+    auto model = loadModelFile(source.tuningFile);
+    if (!model.ok()) return model.status().withContext("TUTTI_TUNING_FILE");
+    return std::optional<MachineModel>(std::move(model).value());
+  }
+  if (source.cacheDir.empty()) return std::optional<MachineModel>();
+  return readCache(cacheFilePath(source.cacheDir, source.hostId), source.hostId, true);
+}
+
+ModelSource sourceFor(const Config& config, const std::string& hostId) {
   ModelSource source;
   source.tuningFile = config.tuningFile;
   source.cacheDir = cacheDirectory(config);
   source.hostId = hostId;
+  return source;
+}
+
+Result<std::shared_ptr<const MachineModel>> processHostModel(const Config& config,
+                                                             const std::string& hostId) {
+  const ModelSource source = sourceFor(config, hostId);
   // One load per source for the process; the mutex also keeps its ranks (threads) from
   // probing at once.
   static std::mutex mutex;

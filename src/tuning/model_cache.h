@@ -9,12 +9,15 @@
 // file written by another library version or for another host (a copied home directory,
 // another boot: the identity holds the boot id) is measured anew and replaced. Processes
 // starting together on a host probe once: the writer holds a lock file while it probes, and
-// the others wait for it (bounded) and read its result. Writes go through a temporary file
+// the others wait for it (bounded) and read its result. A probe the host was too busy to
+// complete (a phase kept a default) is used by its process but not cached. Writes go through a temporary file
 // renamed into place. An unwritable cache directory is a warning (the probe's result is
 // used all the same), never an error; an unreadable or malformed TUTTI_TUNING_FILE is an
 // error naming the file, the line and the key.
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "base/config.h"
@@ -27,8 +30,10 @@ namespace tutti::tuning {
 struct ModelSource {
   std::string tuningFile;  // TUTTI_TUNING_FILE; empty: the cache
   std::string cacheDir;    // the cache's directory; empty: none (probe, write nothing)
-  std::string hostId;      // topo::hostIdentity() (or TUTTI_SHM_HOST)
+  std::string hostId;      // topo::hostIdentity(): the machine, whatever TUTTI_SHM_HOST says
   ProbeOptions probe;
+  /// What measures the host: probeHost, or a stand-in (tests).
+  std::function<ProbeReport(const ProbeOptions&)> prober = probeHost;
   /// How long to wait for another process's probe (the lock file) before probing anyway.
   double lockWaitSeconds = 2;
 };
@@ -42,6 +47,14 @@ std::string cacheFilePath(const std::string& dir, const std::string& hostId);
 /// The host's model as the header describes; origin "file PATH", "cache PATH" or "probe"
 /// ("probe, not cached: why" where it could not be written). Errors only from tuningFile.
 Result<MachineModel> loadHostModel(const ModelSource& source);
+
+/// What loadHostModel would use without probing: the file where given (its errors are
+/// errors), else the cache where it holds this host's model, else nullopt.
+Result<std::optional<MachineModel>> storedHostModel(const ModelSource& source);
+
+/// The source this process's configuration names: TUTTI_TUNING_FILE, cacheDirectory(),
+/// `hostId`.
+ModelSource sourceFor(const Config& config, const std::string& hostId);
 
 /// loadHostModel for this process's configuration (TUTTI_TUNING_FILE, the cache directory,
 /// `hostId`), remembered for the process: the ranks of one process (threads) and its later

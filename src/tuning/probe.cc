@@ -3,12 +3,14 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <thread>
 
@@ -27,21 +29,36 @@ double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// A buffer whose pages are all touched, so that no measurement pays their first faults.
-struct Buffer {
-  explicit Buffer(std::size_t n) : bytes(n), data(new char[n]) { std::memset(data.get(), 1, n); }
-  char* get() { return data.get(); }
-  std::size_t bytes;
-  std::unique_ptr<char[]> data;
+// A buffer whose pages are all present (MAP_POPULATE: the kernel faults them in at once,
+// far faster than touching them one by one), so that no measurement pays first faults.
+class Buffer {
+ public:
+  explicit Buffer(std::size_t n) : bytes_(n) {
+    void* p = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+                     -1, 0);
+    data_ = p == MAP_FAILED ? nullptr : static_cast<char*>(p);
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() {
+    if (data_ != nullptr) ::munmap(data_, bytes_);
+  }
+  bool ok() const { return data_ != nullptr; }
+  char* get() { return data_; }
+
+ private:
+  std::size_t bytes_;
+  char* data_ = nullptr;
 };
 
-// The smallest time `body` takes over at most `reps` runs, stopping at `until`; 0 where
-// not one run finished in time. The smallest, not the mean: other work on the host only
-// ever adds time.
+// The smallest time `body` takes over at most `reps` runs, stopping at `until` after the
+// first: one run always happens, so that a host too busy to finish a phase in its share
+// still gives a (pessimistic) figure, at the cost of one run. The smallest, not the mean:
+// other work on the host only ever adds time.
 template <typename Body>
 double bestTime(int reps, Clock::time_point until, Body&& body) {
   double best = 0;
-  for (int i = 0; i < reps && Clock::now() < until; ++i) {
+  for (int i = 0; i < reps && (i == 0 || Clock::now() < until); ++i) {
     const Clock::time_point start = Clock::now();
     body();
     const double t = secondsSince(start);
@@ -49,6 +66,32 @@ double bestTime(int reps, Clock::time_point until, Body&& body) {
   }
   return best;
 }
+
+// The calling thread's CPU time, in seconds: what a single-threaded measurement uses, so
+// that time the thread spends preempted on a busy host is not counted.
+double threadCpuSeconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// bestTime in the thread's CPU time, at least `minReps` runs: for work of one thread alone
+// (copies, reductions), whose CPU time is its cost whatever else the host runs.
+template <typename Body>
+double bestCpuTime(int minReps, int reps, Clock::time_point until, Body&& body) {
+  double best = 0;
+  for (int i = 0; i < reps && (i < minReps || Clock::now() < until); ++i) {
+    const double start = threadCpuSeconds();
+    body();
+    const double t = threadCpuSeconds() - start;
+    if (t > 0 && (best == 0 || t < best)) best = t;
+  }
+  return best;
+}
+
+// How long a thread waits for its partner past the phase's end before giving up: on a busy
+// host the partner may need a time slice (a few ms) to run at all.
+constexpr auto kGrace = std::chrono::milliseconds(10);
 
 void pinTo(int cpu) {
   if (cpu < 0) return;
@@ -66,7 +109,8 @@ bool waitFor(const std::atomic<std::uint32_t>& word, std::uint32_t value, Clock:
       cpuRelax();
       continue;
     }
-    if ((spins & 63) == 0 && Clock::now() >= until) return false;
+    // Every time: one sched_yield may hand the CPU away for a whole time slice.
+    if (Clock::now() >= until + kGrace) return false;
     sched_yield();
   }
   return true;
@@ -85,6 +129,7 @@ class PairProbe {
   // Measures alpha, beta and overhead; nullopt where the threads could not finish a
   // measurement by `until`.
   std::optional<LinkCost> measure(Clock::time_point until) {
+    if (!shared_.ok() || !mineA_.ok() || !mineB_.ok()) return std::nullopt;
     until_ = until;
     std::optional<LinkCost> cost;
     std::thread other([this] { answer(); });
@@ -113,13 +158,15 @@ class PairProbe {
   }
 
   std::optional<LinkCost> lead() {
-    const int kRounds = 16;
+    // Short batches, many of them: on a busy host the best batch is one neither thread
+    // was preempted in.
+    const int kRounds = 4;
     bool ok = true;
     auto pings = [&] {
       for (int i = 0; i < kRounds && ok; ++i) ok = roundTrip(kPing, 0);
     };
     const Clock::time_point half = Clock::now() + (until_ - Clock::now()) / 2;
-    const double rtt = bestTime(24, half, pings) / kRounds;
+    const double rtt = bestTime(64, half, pings) / kRounds;
     if (!ok || rtt <= 0) return std::nullopt;
     // The sender's own time per small message: the copy in and the signal, without the
     // wait for the answer.
@@ -178,13 +225,15 @@ class PairProbe {
 class FlatProbe {
  public:
   static constexpr std::size_t kLargeBytes = 64 << 10;
-  static constexpr int kRounds = 16;
+  static constexpr int kRounds = 4;
 
   FlatProbe(int cpuA, int cpuB) : cpus_{cpuA, cpuB}, shared_(4 * kLargeBytes),
                                   mine_{Buffer(2 * kLargeBytes), Buffer(2 * kLargeBytes)} {}
 
   // {flatAlpha, flatBeta}, or nullopt where the rounds did not finish by `until`.
-  std::optional<std::pair<double, double>> measure(Clock::time_point until) {
+  std::optional<std::pair<double, double>> measure(Clock::duration share) {
+    if (!shared_.ok() || !mine_[0].ok() || !mine_[1].ok()) return std::nullopt;
+    const Clock::time_point until = Clock::now() + share;
     until_ = until;
     double small = 0;
     double large = 0;
@@ -192,8 +241,8 @@ class FlatProbe {
     std::thread leader([&] {
       pinTo(cpus_[0]);
       const Clock::time_point half = Clock::now() + (until - Clock::now()) / 2;
-      small = bestTime(8, half, [&] { ok_ = ok_ && rounds(0, 8); }) / kRounds;
-      large = bestTime(8, until, [&] { ok_ = ok_ && rounds(0, kLargeBytes); }) / kRounds;
+      small = bestTime(32, half, [&] { ok_ = ok_ && rounds(0, 8); }) / kRounds;
+      large = bestTime(16, until, [&] { ok_ = ok_ && rounds(0, kLargeBytes); }) / kRounds;
       command_.store(kStop, std::memory_order_release);
       go_.fetch_add(1, std::memory_order_acq_rel);
     });
@@ -233,7 +282,7 @@ class FlatProbe {
         cpuRelax();
         continue;
       }
-      if ((spins & 63) == 0 && Clock::now() >= until_) return false;
+      if (Clock::now() >= until_ + kGrace) return false;
       sched_yield();
     }
     return true;
@@ -260,21 +309,30 @@ class FlatProbe {
   std::atomic<std::uint32_t> command_{0};
 };
 
-// Bytes copied per second by `threads` threads at once, each with its own 8 MiB buffers
-// (reduce::copy writes them past the caches); 0 where it did not finish in time.
-double memoryBandwidth(const std::vector<int>& cpus, Clock::time_point until) {
-  constexpr std::size_t kBytes = 8 << 20;
+// Bytes copied per second by `cpus.size()` threads at once, each copying its own 2 MiB
+// with the non-temporal stores reduce::copy uses for large outputs (they write to memory,
+// past the caches); 0 where a thread could not make its buffers.
+double memoryBandwidth(const std::vector<int>& cpus, Clock::duration share) {
+  constexpr std::size_t kBytes = 2 << 20;
   const std::size_t n = cpus.size();
   std::vector<double> best(n, 0);
-  std::atomic<std::uint32_t> ready{0};
+  std::atomic<std::size_t> ready{0};
+  std::atomic<std::int64_t> startNs{0};
   std::vector<std::thread> threads;
   for (std::size_t i = 0; i < n; ++i) {
     threads.emplace_back([&, i] {
       pinTo(cpus[i]);
       Buffer src(kBytes), dst(kBytes);
-      ready.fetch_add(1);
-      while (ready.load() < n && Clock::now() < until) sched_yield();
-      best[i] = bestTime(3, until, [&] { reduce::copy(dst.get(), src.get(), kBytes); });
+      // The clock starts when every thread has its buffers: they copy at once.
+      if (ready.fetch_add(1) + 1 == n)
+        startNs.store(Clock::now().time_since_epoch().count(), std::memory_order_release);
+      while (startNs.load(std::memory_order_acquire) == 0) sched_yield();
+      if (!src.ok() || !dst.ok()) return;
+      const Clock::time_point until =
+          Clock::time_point(Clock::duration(startNs.load(std::memory_order_acquire))) + share;
+      best[i] = bestCpuTime(2, 3, until, [&] {
+        reduce::copy(dst.get(), src.get(), kBytes, reduce::kCopyStreamingBytes);
+      });
     });
   }
   for (std::thread& t : threads) t.join();
@@ -286,25 +344,33 @@ double memoryBandwidth(const std::vector<int>& cpus, Clock::time_point until) {
   return total;
 }
 
-double copyBeta(Clock::time_point until) {
+double copyBeta(Clock::duration share) {
   constexpr std::size_t kBytes = 1 << 20;
   Buffer src(kBytes), dst(kBytes);
-  const double t = bestTime(8, until, [&] { reduce::copy(dst.get(), src.get(), kBytes); });
+  if (!src.ok() || !dst.ok()) return 0;
+  const double t = bestCpuTime(3, 8, Clock::now() + share,
+                               [&] { reduce::copy(dst.get(), src.get(), kBytes); });
   return t / kBytes;
 }
 
-// Seconds per byte of one operand, per dtype; 0 where it did not run in time.
-std::array<double, kNumDataTypes> gammas(Clock::time_point until) {
-  constexpr std::size_t kBytes = 128 << 10;
-  // Zeros: every dtype's sum of zeros stays normal (no denormal or NaN slow paths).
-  std::vector<char> a(kBytes, 0), b(kBytes, 0);
+// Seconds per byte of one operand, per dtype; 0 where the buffers could not be made. 1 MiB
+// operands: past a core's L2, as the messages of a large call are.
+std::array<double, kNumDataTypes> gammas(Clock::duration share) {
+  constexpr std::size_t kBytes = 1 << 20;
+  // Zeros (as mapped): every dtype's sum of zeros stays normal (no denormal or NaN slow paths).
+  Buffer a(kBytes), b(kBytes);
   std::array<double, kNumDataTypes> out{};
+  if (!a.ok() || !b.ok()) return out;
+  // Once unmeasured: the first call pays for the kernel's choice and the operands' first
+  // trip into the caches.
+  reduce::combine(a.get(), a.get(), b.get(), kBytes, DataType::kUint8, ReduceOp::kSum);
+  const Clock::time_point until = Clock::now() + share;
   for (int t = 0; t < kNumDataTypes; ++t) {
     const auto dtype = static_cast<DataType>(t);
     const std::size_t count = kBytes / dataTypeSize(dtype);
-    const Clock::time_point share = Clock::now() + (until - Clock::now()) / (kNumDataTypes - t);
+    const Clock::time_point end = Clock::now() + (until - Clock::now()) / (kNumDataTypes - t);
     out[static_cast<std::size_t>(t)] =
-        bestTime(6, share, [&] { reduce::combine(a.data(), a.data(), b.data(), count, dtype, ReduceOp::kSum); }) /
+        bestCpuTime(2, 4, end, [&] { reduce::combine(a.get(), a.get(), b.get(), count, dtype, ReduceOp::kSum); }) /
         kBytes;
   }
   return out;
@@ -321,6 +387,31 @@ int groupOf(const std::vector<std::vector<int>>& groups, int cpu) {
   for (std::size_t g = 0; g < groups.size(); ++g)
     if (std::find(groups[g].begin(), groups[g].end(), cpu) != groups[g].end()) return static_cast<int>(g);
   return -1;
+}
+
+// The CPUs this host gives its ranks, as far as a thread of this process may run on them:
+// the machine's CPUs (hwloc) within this process's cpuset, whatever its affinity mask says
+// (tutti-run binds each rank to one CPU, and the probe is about the host, not the rank).
+// Found by asking a new thread's affinity for them all and reading what it got; the
+// process's mask where that fails.
+std::vector<int> hostCpus(const topo::Machine& machine) {
+  std::vector<int> cpus;
+  for (const auto& package : machine.packages) cpus.insert(cpus.end(), package.begin(), package.end());
+  std::sort(cpus.begin(), cpus.end());
+  std::vector<int> reachable;
+  if (!cpus.empty() && cpus.back() < CPU_SETSIZE) {
+    std::thread([&] {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      for (const int cpu : cpus) CPU_SET(cpu, &set);
+      if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0) return;
+      CPU_ZERO(&set);
+      if (pthread_getaffinity_np(pthread_self(), sizeof(set), &set) != 0) return;
+      for (const int cpu : cpus)
+        if (CPU_ISSET(cpu, &set)) reachable.push_back(cpu);
+    }).join();
+  }
+  return reachable.empty() ? allowedCpuList() : reachable;
 }
 
 // The fastest NIC other than loopback that reports a speed, bytes/s; 0 where none does.
@@ -381,13 +472,15 @@ std::vector<std::string> fillMissingClasses(const std::array<std::optional<LinkC
 
 namespace {
 
-// The budget's shares, in order of the phases (they add up to 1).
+// The budget's shares, in order of the phases: they add up to less than 1, leaving room
+// for what no phase's clock counts (buffers, threads starting).
 struct Shares {
-  double copy = 0.03, gamma = 0.12, memory = 0.25, paths = 0.45, flat = 0.15;
+  double copy = 0.03, gamma = 0.1, paths = 0.35, flat = 0.12, memory = 0.15;
 };
 
-void probePaths(const std::vector<int>& allowed, Clock::time_point until, ProbeReport& report) {
-  const auto pairs = cpuPairsByClass(topo::localMachine(), allowed);
+void probePaths(const topo::Machine& machine, const std::vector<int>& allowed,
+                Clock::duration share, ProbeReport& report) {
+  const auto pairs = cpuPairsByClass(machine, allowed);
   int present = 0;
   for (const auto& p : pairs) present += p ? 1 : 0;
   std::array<std::optional<LinkCost>, 3> measured;
@@ -395,9 +488,9 @@ void probePaths(const std::vector<int>& allowed, Clock::time_point until, ProbeR
     const auto& pair = pairs[static_cast<std::size_t>(c)];
     const char* name = pathClassName(static_cast<PathClass>(c));
     if (!pair) continue;
-    const Clock::time_point share = Clock::now() + (until - Clock::now()) / std::max(1, present--);
     PairProbe probe(pair->first, pair->second);
-    measured[static_cast<std::size_t>(c)] = probe.measure(share);
+    measured[static_cast<std::size_t>(c)] = probe.measure(Clock::now() + share / present);
+    if (!measured[static_cast<std::size_t>(c)]) report.complete = false;
     report.notes.push_back(measured[static_cast<std::size_t>(c)]
                                ? strFormat("%s: CPUs %d and %d", name, pair->first, pair->second)
                                : strFormat("%s: CPUs %d and %d did not answer in time (default)",
@@ -429,59 +522,76 @@ ProbeReport probeHost(const ProbeOptions& options) {
   const Clock::time_point start = Clock::now();
   const auto budget = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(std::max(0.0, options.budgetSeconds)));
+  // Each phase gets its share from when its buffers and threads are ready, so that a slow
+  // set-up on a busy host does not starve the phases after it, and takes at least one
+  // sample. Past twice the budget (a host too busy to run anything), the phases left keep
+  // their defaults.
+  const Clock::time_point hardEnd = start + 2 * budget;
   const Shares shares;
-  Clock::time_point until = start;
-  auto phase = [&](double share) {
-    until += std::chrono::duration_cast<Clock::duration>(budget * share);
-    return until;
-  };
+  auto share = [&](double part) { return std::chrono::duration_cast<Clock::duration>(budget * part); };
+  auto ms = [](Clock::time_point from) { return secondsSince(from) * 1e3; };
   ProbeReport report;
   MachineModel& m = report.model;
   m = defaults();
   m.origin = "probe";
-  std::vector<int> allowed = allowedCpuList();
-  m.coresPerHost = std::max(1, usableCores());
-  report.notes.push_back(strFormat("cores_per_host: %d usable CPUs (affinity mask and CPU quota)",
+  auto late = [&](const char* what) {
+    if (Clock::now() < hardEnd) return false;
+    report.notes.push_back(strFormat("%s: the probe's time ran out (defaults)", what));
+    report.complete = false;
+    return true;
+  };
+  const topo::Machine& machine = topo::localMachine();
+  const std::vector<int> allowed = hostCpus(machine);
+  m.coresPerHost = std::max(1, std::min(static_cast<int>(allowed.size()), quotaCores()));
+  report.notes.push_back(strFormat("cores_per_host: %d CPUs of the host this process may run on "
+                                   "(its cpuset and CPU quota, not its affinity mask)",
                                    m.coresPerHost));
 
-  // A phase whose time is up before it starts is skipped whole (its buffers included).
-  auto open = [](Clock::time_point end) { return Clock::now() < end; };
-  if (const double beta = copyBeta(phase(shares.copy)); beta > 0) m.copyBeta = beta;
-  const auto gamma = gammas(phase(shares.gamma));
-  for (int t = 0; t < kNumDataTypes; ++t)
-    if (gamma[static_cast<std::size_t>(t)] > 0) m.gamma[static_cast<std::size_t>(t)] = gamma[static_cast<std::size_t>(t)];
+  Clock::time_point t0 = Clock::now();
+  if (const double beta = copyBeta(share(shares.copy)); beta > 0) {
+    m.copyBeta = beta;
+    report.notes.push_back(strFormat("copy_beta: 1 MiB copies (%.1f ms)", ms(t0)));
+  }
+  t0 = Clock::now();
+  if (!late("gamma")) {
+    const auto gamma = gammas(share(shares.gamma));
+    for (int t = 0; t < kNumDataTypes; ++t)
+      if (gamma[static_cast<std::size_t>(t)] > 0) m.gamma[static_cast<std::size_t>(t)] = gamma[static_cast<std::size_t>(t)];
+    report.notes.push_back(strFormat("gamma: sums of 1 MiB operands (%.1f ms)", ms(t0)));
+  }
+
+  t0 = Clock::now();
+  if (!late("paths")) {
+    probePaths(machine, allowed, share(shares.paths), report);
+    report.notes.push_back(strFormat("paths: %.1f ms", ms(t0)));
+  }
+  probeNetwork(report);
+
+  const auto pairs = cpuPairsByClass(machine, allowed);
+  const auto& flatPair = pairs[0] ? pairs[0] : pairs[1] ? pairs[1] : pairs[2];
+  t0 = Clock::now();
+  if (flatPair && !late("flat")) {
+    if (const auto flat = FlatProbe(flatPair->first, flatPair->second).measure(share(shares.flat))) {
+      m.flatAlpha = flat->first;
+      m.flatBeta = flat->second;
+      report.notes.push_back(strFormat("flat: two threads on CPUs %d and %d (%.1f ms)",
+                                       flatPair->first, flatPair->second, ms(t0)));
+    } else {
+      report.notes.push_back("flat: the threads did not answer in time (defaults)");
+      report.complete = false;
+    }
+  }
 
   std::vector<int> memoryCpus(allowed.begin(),
                               allowed.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(
                                                     allowed.size(), std::min(4, m.coresPerHost))));
   if (memoryCpus.empty()) memoryCpus.push_back(-1);
-  const Clock::time_point memoryEnd = phase(shares.memory);
-  if (const double bw = open(memoryEnd) ? memoryBandwidth(memoryCpus, memoryEnd) : 0; bw > 0) {
-    m.hostMemoryBandwidth = bw;
-    report.notes.push_back(strFormat("host_memory_bandwidth: %zu threads copying at once",
-                                     memoryCpus.size()));
-  } else {
-    report.notes.push_back("host_memory_bandwidth: not measured in time (default)");
-  }
-
-  if (const Clock::time_point end = phase(shares.paths); open(end)) {
-    probePaths(allowed, end, report);
-  } else {
-    report.notes.push_back("paths: not measured in time (defaults)");
-  }
-  probeNetwork(report);
-
-  const auto pairs = cpuPairsByClass(topo::localMachine(), allowed);
-  const auto& flatPair = pairs[0] ? pairs[0] : pairs[1] ? pairs[1] : pairs[2];
-  if (const Clock::time_point end = phase(shares.flat); flatPair && open(end)) {
-    FlatProbe flat(flatPair->first, flatPair->second);
-    if (const auto cost = flat.measure(end)) {
-      m.flatAlpha = cost->first;
-      m.flatBeta = cost->second;
-      report.notes.push_back(strFormat("flat: two threads on CPUs %d and %d", flatPair->first,
-                                       flatPair->second));
-    } else {
-      report.notes.push_back("flat: not measured in time (defaults)");
+  t0 = Clock::now();
+  if (!late("host_memory_bandwidth")) {
+    if (const double bw = memoryBandwidth(memoryCpus, share(shares.memory)); bw > 0) {
+      m.hostMemoryBandwidth = bw;
+      report.notes.push_back(strFormat("host_memory_bandwidth: %zu threads copying at once (%.1f ms)",
+                                       memoryCpus.size(), ms(t0)));
     }
   }
   report.seconds = secondsSince(start);

@@ -5,13 +5,16 @@
 //
 // Each parameter comes from a short repeated measurement of which the best (smallest) time
 // is kept, so that a busy or oversubscribed host (a 2-vCPU VM running other work) gives the
-// machine's cost rather than its neighbours'. Every phase stops at its share of the budget
-// with what it has; a phase that got nothing keeps the default and says so in the notes.
+// machine's cost rather than its neighbours'. Work of one thread alone is timed in that
+// thread's CPU time, which preemption does not inflate; exchanges between two threads are
+// timed in short batches, the best of many. Each phase has its share of the budget from when
+// its buffers and threads are ready and takes at least one sample; past twice the budget the
+// phases left keep their defaults (a host too busy to run anything). The notes say which.
 //
 //   copy_beta              reduce::copy of 1 MiB within one thread
-//   gamma[dtype]           reduce::combine (sum) of 128 KiB operands, per dtype
-//   host_memory_bandwidth  bytes copied per second by up to 4 threads at once, each with
-//                          8 MiB buffers (written past the caches)
+//   gamma[dtype]           reduce::combine (sum) of 1 MiB operands, per dtype
+//   host_memory_bandwidth  bytes copied per second by up to 4 threads at once, each copying
+//                          2 MiB with the non-temporal stores of large copies (to memory)
 //   paths[class]           two threads pinned to a pair of CPUs of the class: alpha is
 //                          half a ping-pong's round trip through one cache line, beta what
 //                          a 256 KiB message through a shared buffer (written in by one,
@@ -22,12 +25,16 @@
 //   paths[network],        the fastest NIC's speed (/sys/class/net/NAME/speed); latency
 //   nic_bandwidth          and overhead are defaults (kDefaultNetworkAlpha): a probe on one
 //                          host cannot see the network
-//   cores_per_host         the CPUs this process may use (affinity mask, cgroup quota)
+//   cores_per_host         the host's CPUs a thread of this process may run on (the
+//                          cpuset, capped by the cgroup's CPU quota), not the process's
+//                          affinity mask: a launcher binding each rank to one CPU still
+//                          runs the ranks of a host on all of them
 //   flat_alpha, flat_beta  two threads in rounds of a flat exchange: each writes its
-//                          contribution, meets the other at a counter, reads both
+//                          contribution, meets the other at a counter, reads both (8 B and
+//                          64 KiB contributions)
 //
-// Threads are pinned for their measurement only; the calling thread's affinity is never
-// changed.
+// The pairs of CPUs come from the same set. Threads are pinned for their measurement only;
+// the calling thread's affinity is never changed.
 
 #include <optional>
 #include <string>
@@ -48,6 +55,9 @@ struct ProbeReport {
   MachineModel model;              // origin "probe"
   std::vector<std::string> notes;  // how each parameter was found, one line each
   double seconds = 0;              // the probe's own time
+  /// Every phase measured: none kept a default because the host was too busy. An
+  /// incomplete probe is not worth caching (model_cache.h).
+  bool complete = true;
 };
 
 /// Measures this host's parameters; never fails (what it cannot measure keeps defaults()).

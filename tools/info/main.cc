@@ -3,6 +3,7 @@
 //   tutti-info config                         every knob (as tutti-run --config)
 //   tutti-info algorithms [--ranks N] [--hosts H]
 //   tutti-info explain COLLECTIVE SIZE --ranks N [--hosts H] [--topo F] [--model F] ...
+//   tutti-info tune [--probe] [--json]        the machine model: stored, or measured now
 // This file is the command line only; info/reports.h and run/config_report.h do the work.
 
 #include <CLI/CLI.hpp>
@@ -10,12 +11,18 @@
 #include <cstdio>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "info/explain.h"
 #include "info/reports.h"
+#include "info/tune_report.h"
+#include "base/strings.h"
 #include "run/config_report.h"
 #include "topology/host_identity.h"
 #include "topology/view_json.h"
+#include "tuning/model_cache.h"
+#include "tuning/model_json.h"
+#include "tutti/build_config.h"
 
 extern char** environ;  // NOLINT: POSIX
 
@@ -36,6 +43,41 @@ std::map<std::string, std::string> environment() {
     if (eq != std::string::npos) env.emplace(text.substr(0, eq), text.substr(eq + 1));
   }
   return env;
+}
+
+// `tutti-info tune`: the model this host's communicators would use (TUTTI_TUNING_FILE, or
+// the cache), or one measured now (--probe, which writes nothing).
+int tune(bool probe, bool json, double budgetMs) {
+  const auto& config = tutti::Config::fromProcessEnvironment();
+  if (!config.ok()) return fail(config.status().message());
+  const std::string hostId = tutti::topo::hostIdentity();  // as communicators key the cache
+  tutti::tuning::MachineModel model;
+  std::vector<std::string> notes;
+  if (probe) {
+    tutti::tuning::ProbeReport report = tutti::tuning::probeHost({.budgetSeconds = budgetMs / 1e3});
+    model = std::move(report.model);
+    model.origin = tutti::strFormat("probe, %.0f ms; not cached", report.seconds * 1e3);
+    notes = std::move(report.notes);
+  } else {
+    const tutti::tuning::ModelSource source = tutti::tuning::sourceFor(*config, hostId);
+    auto stored = tutti::tuning::storedHostModel(source);
+    if (!stored.ok()) return fail(stored.status().message());
+    if (stored->has_value()) {
+      model = std::move(**stored);
+    } else {
+      model = tutti::tuning::defaults();
+      model.origin = source.cacheDir.empty()
+                         ? "defaults: no cache directory; a communicator would probe"
+                         : "defaults: nothing cached for this host in " + source.cacheDir +
+                               "; the first communicator here will probe";
+    }
+  }
+  if (json) {
+    std::fputs(tutti::tuning::toJson(model, {TUTTI_VERSION_STRING, hostId}).c_str(), stdout);
+  } else {
+    std::fputs(tutti::info::describeModel(model, notes).c_str(), stdout);
+  }
+  return 0;
 }
 
 }  // namespace
@@ -82,6 +124,16 @@ int main(int argc, char** argv) {
                       "shm, tcp or hybrid (shm on one host, hybrid across hosts)");
   explain->add_option("--dtype", request.dtype, "data type (float32)");
 
+  CLI::App* tuneCommand = app.add_subcommand(
+      "tune", "the machine model's parameters: those this host's communicators use, or measured now");
+  bool probe = false;
+  bool tuneJson = false;
+  double budgetMs = 100;
+  tuneCommand->add_flag("--probe", probe, "measure them now (~100 ms; the cache is left alone)");
+  tuneCommand->add_flag("--json", tuneJson, "print them as JSON, the format TUTTI_TUNING_FILE loads");
+  tuneCommand->add_option("--budget-ms", budgetMs, "the probe's time (100)")
+      ->check(CLI::Range(1.0, 10000.0));
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -107,6 +159,7 @@ int main(int argc, char** argv) {
     std::fputs(text->c_str(), stdout);
     return 0;
   }
+  if (tuneCommand->parsed()) return tune(probe, tuneJson, budgetMs);
   if (app.got_subcommand("config")) {
     std::fputs(tutti::run::describeConfig(environment()).c_str(), stdout);
     return 0;

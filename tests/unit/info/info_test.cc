@@ -1,11 +1,13 @@
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 
 #include "common/subprocess.h"
 #include "common/test_paths.h"
 #include "algorithms/algorithm.h"
 #include "info/reports.h"
+#include "info/tune_report.h"
 #include "topology/view_json.h"
 #include "tuning/model_json.h"
 
@@ -91,6 +93,39 @@ TEST(TuttiInfo, ExplainRanksEveryCandidate) {
                                   "--model", model});
   EXPECT_NE(bad.exitCode(), 0);
   EXPECT_NE(bad.err.find("--hosts 3 must divide --ranks 8"), std::string::npos) << bad.err;
+}
+
+TEST(TuttiInfo, TuneProbesPrintsAndLoadsTheFileItWrites) {
+  const ProcessResult probed = info({"tune", "--probe", "--json", "--budget-ms", "20"});
+  ASSERT_EQ(probed.exitCode(), 0) << probed.err;
+  auto model = tuning::fromJson(probed.out);
+  ASSERT_TRUE(model.ok()) << model.status().message() << "\n" << probed.out;
+  const std::string path = ::testing::TempDir() + "tutti_info_tune.json";
+  std::ofstream(path, std::ios::trunc) << probed.out;
+  ::setenv("TUTTI_TUNING_FILE", path.c_str(), 1);
+  const ProcessResult shown = info({"tune"});
+  const ProcessResult json = info({"tune", "--json"});
+  std::ofstream(path, std::ios::trunc) << "{\"format\": \"tutti-machine-model\"}";
+  const ProcessResult bad = info({"tune"});
+  ::unsetenv("TUTTI_TUNING_FILE");
+  ASSERT_EQ(shown.exitCode(), 0) << shown.err;
+  EXPECT_NE(shown.out.find("machine model (file " + path + ")"), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("same_l3"), std::string::npos);
+  ASSERT_EQ(json.exitCode(), 0) << json.err;
+  EXPECT_EQ(tuning::toJson(*tuning::fromJson(json.out)), tuning::toJson(*model));
+  EXPECT_EQ(bad.exitCode(), 1);
+  EXPECT_NE(bad.err.find("TUTTI_TUNING_FILE: model file " + path + ": line 1: version: missing"),
+            std::string::npos) << bad.err;
+}
+
+TEST(InfoReports, TheModelIsDescribedWithItsOrigin) {
+  tuning::MachineModel m = tuning::defaults();
+  m.origin = "cache /x";
+  const std::string text = info::describeModel(m, {"copy_beta: 1 MiB copies"});
+  EXPECT_EQ(text.rfind("machine model (cache /x)\n", 0), 0u) << text;
+  EXPECT_NE(text.find("  network         25.000 us      1.25 GB/s"), std::string::npos) << text;
+  EXPECT_NE(text.find("    float32   8.00 GB/s"), std::string::npos) << text;
+  EXPECT_NE(text.find("    copy_beta: 1 MiB copies\n"), std::string::npos) << text;
 }
 
 TEST(InfoReports, EveryAlgorithmIsListedUnderItsCollective) {

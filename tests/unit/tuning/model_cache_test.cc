@@ -32,11 +32,22 @@ MachineModel marked(double copyBeta) {
   return m;
 }
 
-ModelSource sourceIn(const std::string& dir) {
+// A stand-in for the probe, so that what is cached never depends on how busy the host is:
+// the defaults with a mark, complete unless `incomplete`.
+ProbeReport fakeProbe(bool incomplete) {
+  ProbeReport report;
+  report.model = defaults();
+  report.model.copyBeta = 7e-3;
+  report.model.origin = "probe";
+  report.complete = !incomplete;
+  return report;
+}
+
+ModelSource sourceIn(const std::string& dir, bool incomplete = false) {
   ModelSource s;
   s.cacheDir = dir;
   s.hostId = "test-host";
-  s.probe.budgetSeconds = 0.02;  // a quick probe: these tests check where models come from
+  s.prober = [incomplete](const ProbeOptions&) { return fakeProbe(incomplete); };
   return s;
 }
 
@@ -72,23 +83,32 @@ TEST(ModelCache, ACacheIsUsedAsWrittenAndAnotherHostsIsReplaced) {
   ASSERT_TRUE(writeModelFile(path, marked(1e-3), {TUTTI_VERSION_STRING, "test-host"}).ok());
   auto model = loadHostModel(source);
   ASSERT_TRUE(model.ok());
-  EXPECT_EQ(model->copyBeta, 1e-3);  // no probe measures that
+  EXPECT_EQ(model->copyBeta, 1e-3);  // the file's, not the probe's (7e-3)
   EXPECT_EQ(model->origin, "cache " + path);
   // Written by another library version, or for another host: measured anew, replaced.
   ASSERT_TRUE(writeModelFile(path, marked(1e-3), {"0.0.0-other", "test-host"}).ok());
   model = loadHostModel(source);
   ASSERT_TRUE(model.ok());
-  EXPECT_NE(model->copyBeta, 1e-3);
+  EXPECT_EQ(model->copyBeta, 7e-3);
   ModelFileInfo info;
   ASSERT_TRUE(loadModelFile(path, &info).ok());
   EXPECT_EQ(info.library, TUTTI_VERSION_STRING);
   ASSERT_TRUE(writeModelFile(path, marked(1e-3), {TUTTI_VERSION_STRING, "another-host"}).ok());
-  EXPECT_NE(loadHostModel(source)->copyBeta, 1e-3);
+  EXPECT_EQ(loadHostModel(source)->copyBeta, 7e-3);
   // A malformed cache is measured anew too.
   { std::ofstream(path, std::ios::trunc) << "{\"format\":"; }
   model = loadHostModel(source);
   ASSERT_TRUE(model.ok());
   EXPECT_EQ(model->origin, "probe, cached in " + path);
+}
+
+TEST(ModelCache, AnIncompleteProbeIsUsedButNotCached) {
+  const ModelSource source = sourceIn(freshDir("incomplete"), true);
+  auto model = loadHostModel(source);
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  EXPECT_EQ(model->copyBeta, 7e-3);
+  EXPECT_EQ(model->origin, "probe, not cached: incomplete (the host was busy)");
+  EXPECT_FALSE(std::filesystem::exists(cacheFilePath(source.cacheDir, source.hostId)));
 }
 
 TEST(ModelCache, AnUnwritableCacheIsAWarningNotAnError) {
