@@ -3,6 +3,7 @@
 #   lib/libtutti.so.0 (+ .so link)   the library, with its soname
 #   bin/tutti-run, bin/tutti-bench   the launcher and the benchmark
 #   bin/tutti-info                   the topology, knobs and algorithms
+#   bin/tutti-sim (+ its plot script) the simulator (docs/simulator.md)
 #   lib/cmake/tutti/                 find_package(tutti) -> the target tutti::tutti
 #   lib/pkgconfig/tutti.pc           pkg-config --cflags --libs tutti
 # tests/install/ builds a consumer against such a prefix both ways.
@@ -14,7 +15,9 @@ install(TARGETS tutti EXPORT tuttiTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT dev)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/tutti
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
-install(TARGETS tutti-run tutti-bench tutti-info RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
+install(TARGETS tutti-run tutti-bench tutti-info tutti-sim RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/tools/sim/tutti-sim-plot.py
+  DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
 
 install(EXPORT tuttiTargets NAMESPACE tutti:: DESTINATION ${TUTTI_CMAKE_DIR} COMPONENT dev)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/tuttiConfig.cmake.in

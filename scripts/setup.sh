@@ -17,6 +17,7 @@ PACKAGES=(
   iperf3                                             # bench/tcp_netns.sh (a benchmark only)
   python3-dev pybind11-dev python3-numpy python3-pytest  # import tutti, and its tests
   python3-torch libtorch-dev                         # the torch.distributed backend
+  python3-matplotlib                                 # tutti-sim --plot
 )
 
 missing=()

@@ -20,12 +20,14 @@ constexpr std::size_t kMaxCachedPlans = 64;
 struct ShapeView {
   const CallKey& call;
   const AlgorithmInfo* algorithm;
+  std::uint64_t segmentCount;
   std::array<std::span<const std::uint64_t>, 4> arrays;
 };
 
 bool viewLess(const ShapeView& a, const ShapeView& b) {
   if (a.call != b.call) return a.call < b.call;
   if (a.algorithm != b.algorithm) return std::less<>()(a.algorithm, b.algorithm);
+  if (a.segmentCount != b.segmentCount) return a.segmentCount < b.segmentCount;
   for (std::size_t i = 0; i < a.arrays.size(); ++i) {
     const auto& x = a.arrays[i];
     const auto& y = b.arrays[i];
@@ -38,18 +40,21 @@ bool viewLess(const ShapeView& a, const ShapeView& b) {
 }  // namespace
 
 bool CallPlanner::PlanLess::operator()(const PlanKey& a, const PlanKey& b) const {
-  return viewLess({a.call, a.algorithm, {a.counts, a.displs, a.recvCounts, a.recvDispls}},
-                  {b.call, b.algorithm, {b.counts, b.displs, b.recvCounts, b.recvDispls}});
+  return viewLess(
+      {a.call, a.algorithm, a.segmentCount, {a.counts, a.displs, a.recvCounts, a.recvDispls}},
+      {b.call, b.algorithm, b.segmentCount, {b.counts, b.displs, b.recvCounts, b.recvDispls}});
 }
 bool CallPlanner::PlanLess::operator()(const PlanKey& a, const PlanProbe& b) const {
   const CollectiveSpec& s = *b.spec;
-  return viewLess({a.call, a.algorithm, {a.counts, a.displs, a.recvCounts, a.recvDispls}},
-                  {s, b.algorithm, {s.counts, s.displs, s.recvCounts, s.recvDispls}});
+  return viewLess(
+      {a.call, a.algorithm, a.segmentCount, {a.counts, a.displs, a.recvCounts, a.recvDispls}},
+      {s, b.algorithm, s.segmentCount, {s.counts, s.displs, s.recvCounts, s.recvDispls}});
 }
 bool CallPlanner::PlanLess::operator()(const PlanProbe& a, const PlanKey& b) const {
   const CollectiveSpec& s = *a.spec;
-  return viewLess({s, a.algorithm, {s.counts, s.displs, s.recvCounts, s.recvDispls}},
-                  {b.call, b.algorithm, {b.counts, b.displs, b.recvCounts, b.recvDispls}});
+  return viewLess(
+      {s, a.algorithm, s.segmentCount, {s.counts, s.displs, s.recvCounts, s.recvDispls}},
+      {b.call, b.algorithm, b.segmentCount, {b.counts, b.displs, b.recvCounts, b.recvDispls}});
 }
 
 CallPlanner::CallPlanner(Setup setup) : setup_(std::move(setup)) {
@@ -97,14 +102,22 @@ const CallPlan* CallPlanner::plan(const OpRequest& r, std::string_view requested
     if (requested != last_.requested) last_.requested.assign(requested.data(), requested.size());
     return &last_.plan;
   }
-  auto algorithm = selectAlgorithm(spec, forced);
-  if (!algorithm.ok()) {
-    *error = algorithm.status();
+  auto choice = choose(spec, forced);
+  if (!choice.ok()) {
+    *error = choice.status();
     return nullptr;
   }
-  last_.plan.algorithm = *algorithm;
-  last_.plan.plan = &planFor(spec, **algorithm);
-  last_.plan.flatBytes = flatBytesFor(spec, **algorithm);
+  const AlgorithmInfo& algorithm = *choice->algorithm;
+  last_.plan.algorithm = &algorithm;
+  if (choice->segmentCount == spec.segmentCount) {
+    last_.plan.plan = &planFor(spec, algorithm);
+  } else {
+    // The tuner's segment for this shape: a copy of the spec (a new shape only).
+    CollectiveSpec tuned = spec;
+    tuned.segmentCount = choice->segmentCount;
+    last_.plan.plan = &planFor(tuned, algorithm);
+  }
+  last_.plan.flatBytes = flatBytesFor(spec, algorithm);
   // Kept for the next call, unless the v-collectives' arrays would need comparing.
   last_.valid = r.withoutArrays();
   last_.memo = last_.valid ? r.memo : 0;
@@ -113,6 +126,31 @@ const CallPlan* CallPlanner::plan(const OpRequest& r, std::string_view requested
   last_.forced.assign(forced.data(), forced.size());
   last_.requested.assign(requested.data(), requested.size());
   return &last_.plan;
+}
+
+Result<CallPlanner::Chosen> CallPlanner::choose(const CollectiveSpec& spec,
+                                                std::string_view forced) const {
+  const std::uint64_t elem = dataTypeSize(spec.dtype);
+  Chosen choice{nullptr, spec.segmentCount};
+  // Shapes the model does not price (send/recv, all-to-allv, one rank) skip the tuner.
+  const bool tuned = setup_.tuner != nullptr && tuning::rankable(spec);
+  if (!tuned || !forced.empty()) {
+    auto algorithm = selectAlgorithm(spec, forced);
+    if (!algorithm.ok()) return algorithm.status();
+    choice.algorithm = *algorithm;
+    // A forced choice runs with the segment the model finds best for it, and is logged
+    // where the model predicts it slow.
+    if (tuned)
+      choice.segmentCount =
+          std::max<std::uint64_t>(1, setup_.tuner->checkForced(spec, **algorithm) / elem);
+    return choice;
+  }
+  Status error;
+  const tuning::Choice model = setup_.tuner->choose(spec, &error);
+  if (model.algorithm == nullptr) return error;
+  choice.algorithm = model.algorithm;
+  choice.segmentCount = std::max<std::uint64_t>(1, model.segmentBytes / elem);
+  return choice;
 }
 
 const Plan& CallPlanner::planFor(const CollectiveSpec& spec, const AlgorithmInfo& algorithm) {
@@ -125,7 +163,8 @@ const Plan& CallPlanner::planFor(const CollectiveSpec& spec, const AlgorithmInfo
     last_.valid = false;
     last_.memo = 0;
   }
-  PlanKey key{spec, &algorithm, spec.counts, spec.displs, spec.recvCounts, spec.recvDispls};
+  PlanKey key{spec,        &algorithm,      spec.segmentCount, spec.counts,
+              spec.displs, spec.recvCounts, spec.recvDispls};
   return plans_.emplace(std::move(key), Plan{algorithm.build(spec), stampFor(spec, algorithm)})
       .first->second;
 }
@@ -180,9 +219,9 @@ Result<std::string> CallPlanner::algorithmFor(Collective kind, std::size_t count
   call.sharedBuffers = sharedBuffers;
   const CollectiveSpec spec = representativeSpec(call, setup_.rank);
   TUTTI_RETURN_IF_ERROR(validateSpec(spec));
-  auto algorithm = selectAlgorithm(spec, forcedAlgorithm(forced, kind));
-  if (!algorithm.ok()) return algorithm.status();
-  return std::string((*algorithm)->name);
+  auto choice = choose(spec, forcedAlgorithm(forced, kind));
+  if (!choice.ok()) return choice.status();
+  return std::string(choice->algorithm->name);
 }
 
 Status CallPlanner::verifyCall(const CallShape& call, const std::string& forced) const {
@@ -217,16 +256,18 @@ Status CallPlanner::verifyCall(const CallShape& call, const std::string& forced)
         continue;
       }
     }
-    auto algorithm = selectAlgorithm(spec, forcedAlgorithm(forced, spec.kind));
-    if (!algorithm.ok()) return algorithm.status();
+    auto choice = choose(spec, forcedAlgorithm(forced, spec.kind));
+    if (!choice.ok()) return choice.status();
+    const AlgorithmInfo* algorithm = choice->algorithm;
     // Every rank must pick the same algorithm for the same call, or they would not meet.
-    if (name != nullptr && !p2p && std::string_view(name) != (*algorithm)->name) {
+    if (name != nullptr && !p2p && std::string_view(name) != algorithm->name) {
       return Status(ErrorCode::kInternal,
                     strFormat("%s: rank %d would run %s but rank 0 %s", collectiveName(call.kind),
-                              q, (*algorithm)->name, name));
+                              q, algorithm->name, name));
     }
-    name = (*algorithm)->name;
-    schedules.push_back((*algorithm)->build(spec));
+    name = algorithm->name;
+    spec.segmentCount = choice->segmentCount;
+    schedules.push_back(algorithm->build(spec));
     specs.push_back(std::move(spec));
   }
   VerifyOptions options;

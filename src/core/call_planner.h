@@ -23,6 +23,7 @@
 #include "core/op_request.h"
 #include "schedule/schedule.h"
 #include "transport/link.h"
+#include "tuning/tuner.h"
 #include "tutti/types.h"
 
 namespace tutti::detail {
@@ -72,6 +73,9 @@ class CallPlanner {
     std::size_t maxInflight = 16;
     /// TUTTI_ALGO: the algorithm forced per collective (empty: choose).
     std::array<std::string, kNumCollectives> forced;
+    /// The model's tuner (TUTTI_TUNER=model), shared by the communicator's threads; null:
+    /// the old table chooses (defaults.cc) with the segment above.
+    std::shared_ptr<tuning::Tuner> tuner;
   };
 
   explicit CallPlanner(Setup setup);
@@ -135,6 +139,7 @@ class CallPlanner {
   struct PlanKey {
     CallKey call;
     const AlgorithmInfo* algorithm = nullptr;
+    std::uint64_t segmentCount = 0;  // the tuner's segment may differ per shape
     std::vector<std::uint64_t> counts, displs, recvCounts, recvDispls;
   };
   // A call's shape, looked up without copying its arrays into a key.
@@ -172,6 +177,14 @@ class CallPlanner {
 
   /// The algorithm a call of `kind` must run: `requested`, else TUTTI_ALGO's, else empty.
   std::string_view forcedAlgorithm(std::string_view requested, Collective kind) const;
+  /// What a call runs: the algorithm and the segment, in elements.
+  struct Chosen {
+    const AlgorithmInfo* algorithm = nullptr;
+    std::uint64_t segmentCount = 1;
+  };
+  /// The algorithm `spec` runs (`forced`, else the tuner's or the table's choice) and its
+  /// segment.
+  Result<Chosen> choose(const CollectiveSpec& spec, std::string_view forced) const;
   /// The plan of `spec` with `algorithm`: cached, or built now (and cached).
   const Plan& planFor(const CollectiveSpec& spec, const AlgorithmInfo& algorithm);
   std::size_t flatBytesFor(const CollectiveSpec& spec, const AlgorithmInfo& algorithm) const;

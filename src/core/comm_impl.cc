@@ -15,6 +15,7 @@
 #include "core/call_describer.h"
 #include "core/call_stamp.h"
 #include "core/model_setup.h"
+#include "core/tuner_setup.h"
 #include "reduce/reduce.h"
 #include "topology/host_identity.h"
 
@@ -23,6 +24,7 @@ namespace tutti::detail {
 // What create() decides for the parts besides the transport.
 struct CommImpl::Parts {
   CallPlanner::Setup planner;
+  TunerInputs tuner;
   FailureReporter::Setup failures;
   CallRunner::Setup runner;
   CallQueue::Setup queue;
@@ -69,6 +71,7 @@ struct Choices {
   std::string progress;  // TUTTI_ASYNC_PROGRESS or CommOptions::asyncProgress
   MessagePath path = MessagePath::kLearn;
   std::array<std::string, kNumCollectives> forced;  // TUTTI_ALGO
+  std::string transport;  // TUTTI_TRANSPORT or CommOptions::transport (the tuner's model)
 };
 
 Result<Choices> choicesFor(const Config& config, const CommOptions& options) {
@@ -76,6 +79,7 @@ Result<Choices> choicesFor(const Config& config, const CommOptions& options) {
   TUTTI_RETURN_IF_ERROR(validateConfigValue("TUTTI_ASYNC_PROGRESS", options.asyncProgress,
                                             "CommOptions::asyncProgress"));
   c.progress = options.asyncProgress.empty() ? config.asyncProgress : options.asyncProgress;
+  c.transport = options.transport.empty() ? config.transport : options.transport;
   // The registry allows only the values parseMessagePath() knows.
   c.path = parseMessagePath(config.messagePath).value_or(MessagePath::kLearn);
   auto overrides = parseAlgorithmOverrides(config.algorithms);
@@ -99,6 +103,19 @@ CommImpl::Parts partsFor(const Config& config, const Choices& choices,
   if (transport.sharedMemory && !config.isSet("TUTTI_SEGMENT_BYTES"))
     parts.planner.segmentBytes = std::min(config.segmentBytes, transport.ringSegmentBytes);
   parts.planner.maxInflight = static_cast<std::size_t>(config.maxInflight);  // 1 or more
+  parts.tuner.mode = config.tuner;
+  parts.tuner.pluginPath = config.tunerPlugin;
+  parts.tuner.hosts = transport.hosts;
+  // Shared memory on every path; TCP on every path; or each host's ranks through shared
+  // memory and TCP between hosts (auto across hosts).
+  parts.tuner.transport = transport.sharedMemory ? tuning::TransportKind::kShm
+                          : transport.hosts != nullptr && transport.hosts->hostCount() > 1 &&
+                                  choices.transport == "auto"
+                              ? tuning::TransportKind::kHybrid
+                              : tuning::TransportKind::kTcp;
+  parts.tuner.segmentBytes = parts.planner.segmentBytes;
+  parts.tuner.fixedSegment = config.isSet("TUTTI_SEGMENT_BYTES");
+  parts.tuner.maxInflight = parts.planner.maxInflight;
   parts.runner.spinNs = spinBudgetNs(config.spinUs, transport.coreEach);
   parts.runner.maxInflight = parts.planner.maxInflight;
   parts.runner.messagePath = choices.path;
@@ -211,6 +228,11 @@ CommImpl::CommImpl(Identity identity, TransportSetup transport, const Parts& par
       planner_([&] {
         CallPlanner::Setup setup = withRank(parts.planner, id_.rank, id_.size);
         setup.flatRoom = flat_ ? flat_->room() : 0;
+        TunerInputs tuner = parts.tuner;
+        tuner.size = id_.size;
+        tuner.model = id_.model;
+        tuner.view = id_.view;
+        setup.tuner = makeTuner(tuner, setup.flatRoom);
         return setup;
       }()),
       failures_(

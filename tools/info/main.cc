@@ -2,6 +2,7 @@
 //   tutti-info topology [--file F] [--json]   the view of this host, or of a dump file
 //   tutti-info config                         every knob (as tutti-run --config)
 //   tutti-info algorithms [--ranks N] [--hosts H]
+//   tutti-info explain COLLECTIVE SIZE --ranks N [--hosts H] [--topo F] [--model F] ...
 //   tutti-info tune [--probe] [--json]        the machine model: stored, or measured now
 // This file is the command line only; info/reports.h and run/config_report.h do the work.
 
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "info/explain.h"
 #include "info/reports.h"
 #include "info/tune_report.h"
 #include "base/strings.h"
@@ -103,6 +105,25 @@ int main(int argc, char** argv) {
   algorithms->add_option("--hosts", hosts, "spread the ranks over this many hosts (1)")
       ->check(CLI::Range(1, 1 << 20));
 
+  CLI::App* explain = app.add_subcommand(
+      "explain", "the tuner's ranking of every algorithm (and segment) for one call, with "
+                 "predicted times, without running anything");
+  tutti::info::ExplainRequest request;
+  explain->add_option("collective", request.collective, "allreduce, broadcast, ...")->required();
+  explain->add_option("size", request.size, "bytes per rank (K/M/G suffixes)")->required();
+  explain->add_option("--ranks", request.ranks, "ranks of the communicator")
+      ->check(CLI::Range(1, 1 << 24));
+  explain->add_option("--hosts", request.hosts, "hosts the ranks are split over (1)")
+      ->check(CLI::Range(1, 1 << 24));
+  explain->add_option("--topo", request.topoFile,
+                      "a topology file (TUTTI_TOPO_DUMP_FILE): its hosts, repeated --hosts times");
+  explain->add_option("--model", request.modelFile,
+                      "a machine model file (default: this host's, cached or probed)");
+  explain->add_option("--net", request.network, "flat, fat-tree:..., rail:... or a file (flat)");
+  explain->add_option("--transport", request.transport,
+                      "shm, tcp or hybrid (shm on one host, hybrid across hosts)");
+  explain->add_option("--dtype", request.dtype, "data type (float32)");
+
   CLI::App* tuneCommand = app.add_subcommand(
       "tune", "the machine model's parameters: those this host's communicators use, or measured now");
   bool probe = false;
@@ -130,6 +151,12 @@ int main(int argc, char** argv) {
       view = tutti::topo::describeThisRank(tutti::topo::hostIdentity(), "");
     }
     std::fputs((json ? tutti::topo::toJson(view) : tutti::info::describeView(view)).c_str(), stdout);
+    return 0;
+  }
+  if (explain->parsed()) {
+    auto text = tutti::info::explainCall(request);
+    if (!text.ok()) return fail(text.status().message());
+    std::fputs(text->c_str(), stdout);
     return 0;
   }
   if (tuneCommand->parsed()) return tune(probe, tuneJson, budgetMs);

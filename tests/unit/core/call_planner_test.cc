@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/call_planner.h"
+#include "tuning/model.h"
 
 namespace tutti::detail {
 namespace {
@@ -215,6 +216,40 @@ TEST(CallPlanner, HeldPlansStayWhereTheyAre) {
   }
   planner.hold(false);
   EXPECT_EQ(std::set<const Plan*>(plans.begin(), plans.end()).size(), plans.size());
+}
+
+// With a tuner (TUTTI_TUNER=model), the planner runs the tuner's algorithm with the tuner's
+// segment, and a forced algorithm with its best segment by the model.
+TEST(CallPlanner, TheTunersChoiceAndSegmentArePlanned) {
+  tuning::TunerSetup tuning;
+  tuning.model = tuning::defaults();
+  tuning.placement = *tuning::Placement::synthetic(kSize, kSize, 4);
+  CallPlanner::Setup s = setup();
+  s.sharedMemory = true;
+  s.tuner = std::make_shared<tuning::Tuner>(tuning);
+  CallPlanner planner(s);
+  std::vector<float> a(1 << 20), b(1 << 20);
+  OpRequest r = allreduce(a.data(), b.data(), a.size());
+  ASSERT_TRUE(planner.check(r).status.ok());
+  auto decision = s.tuner->explain(r.spec);
+  ASSERT_TRUE(decision.ok());
+  Status error;
+  const CallPlan* plan = planner.plan(r, "", &error);
+  ASSERT_NE(plan, nullptr) << error.toString();
+  EXPECT_EQ(plan->algorithm, decision->chosen.algorithm);
+  CollectiveSpec tuned = r.spec;
+  tuned.segmentCount = decision->chosen.segmentBytes / 4;
+  EXPECT_EQ(plan->plan->schedule.steps.size(), plan->algorithm->build(tuned).steps.size());
+
+  const CallPlan* ring = planner.plan(r, "ring", &error);
+  ASSERT_NE(ring, nullptr) << error.toString();
+  EXPECT_STREQ(ring->algorithm->name, "ring");
+  for (const tuning::Candidate& c : decision->ranking) {
+    if (c.algorithm != ring->algorithm) continue;
+    tuned.segmentCount = c.segmentBytes / 4;  // the ring's best segment comes first
+    EXPECT_EQ(ring->plan->schedule.steps.size(), ring->algorithm->build(tuned).steps.size());
+    break;
+  }
 }
 
 }  // namespace

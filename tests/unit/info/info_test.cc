@@ -77,6 +77,24 @@ TEST(TuttiInfo, Algorithms) {
   EXPECT_EQ(info({"nonsense"}).exitCode(), 2);
 }
 
+TEST(TuttiInfo, ExplainRanksEveryCandidate) {
+  // The model's defaults from a file, so that nothing is probed or read from the cache.
+  const std::string model = testing::TempDir() + "explain_model.json";
+  ASSERT_TRUE(tuning::writeModelFile(model, tuning::defaults()).ok());
+  const ProcessResult r =
+      info({"explain", "allreduce", "64M", "--ranks", "8", "--hosts", "2", "--model", model});
+  ASSERT_EQ(r.exitCode(), 0) << r.err;
+  EXPECT_NE(r.out.find("on 8 ranks on 2 hosts"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n   1  "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" 1.00\n"), std::string::npos) << r.out;  // the best, over itself
+  EXPECT_NE(r.out.find("hier_rs_ag"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\nchosen: "), std::string::npos) << r.out;
+  const ProcessResult bad = info({"explain", "allreduce", "64M", "--ranks", "8", "--hosts", "3",
+                                  "--model", model});
+  EXPECT_NE(bad.exitCode(), 0);
+  EXPECT_NE(bad.err.find("--hosts 3 must divide --ranks 8"), std::string::npos) << bad.err;
+}
+
 TEST(TuttiInfo, TuneProbesPrintsAndLoadsTheFileItWrites) {
   const ProcessResult probed = info({"tune", "--probe", "--json", "--budget-ms", "20"});
   ASSERT_EQ(probed.exitCode(), 0) << probed.err;

@@ -1,0 +1,181 @@
+// Placement: each rank's host, package, L3 group and core, from a view or a synthetic shape.
+#include "tuning/placement.h"
+
+#include <algorithm>
+
+#include "base/macros.h"
+#include "base/strings.h"
+#include "topology/view.h"
+
+namespace tutti::tuning {
+
+namespace {
+
+Status badShape(const std::string& what) {
+  return Status(ErrorCode::kInvalidArgument, "placement: " + what);
+}
+
+// The places of one host of `view` (its ranks in local order).
+std::vector<RankPlace> hostPlaces(const topo::View& view, int host) {
+  std::vector<RankPlace> out;
+  for (const topo::RankInfo& r : view.ranks) {
+    if (r.host != host) continue;
+    RankPlace p;
+    p.host = host;
+    p.localIndex = r.localIndex;
+    p.package = r.package;
+    p.l3Group = r.l3Group;
+    out.push_back(p);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const RankPlace& a, const RankPlace& b) { return a.localIndex < b.localIndex; });
+  const int cores = view.hosts[static_cast<std::size_t>(host)].cores;
+  for (RankPlace& p : out) p.core = cores > 0 ? p.localIndex % cores : p.localIndex;
+  return out;
+}
+
+}  // namespace
+
+void Placement::finish() {
+  std::vector<int> labels(places_.size());
+  for (std::size_t r = 0; r < places_.size(); ++r) labels[r] = places_[r].host;
+  hosts_ = std::make_shared<const HostMap>(HostMap::fromLabels(labels));
+  // Hosts renumbered in order of their lowest rank, as the map does.
+  for (std::size_t r = 0; r < places_.size(); ++r) {
+    places_[r].host = hosts_->hostOf[r];
+    places_[r].localIndex = hosts_->localIndex[r];
+  }
+  uniform_ = true;
+  const auto& first = hosts_->ranksOf[0];
+  for (int h = 1; h < hosts_->hostCount() && uniform_; ++h) {
+    const auto& ranks = hosts_->ranksOf[static_cast<std::size_t>(h)];
+    if (ranks.size() != first.size() || cores(h) != cores(0)) {
+      uniform_ = false;
+      break;
+    }
+    for (std::size_t i = 0; i < ranks.size(); ++i) {
+      const RankPlace& a = place(first[i]);
+      const RankPlace& b = place(ranks[i]);
+      if (a.package != b.package || a.l3Group != b.l3Group || a.core != b.core) {
+        uniform_ = false;
+        break;
+      }
+    }
+  }
+}
+
+Result<Placement> Placement::fromView(const topo::View& view) {
+  TUTTI_RETURN_IF_ERROR(topo::check(view));
+  if (view.ranks.empty()) return badShape("the view holds no rank");
+  Placement out;
+  out.places_.reserve(view.ranks.size());
+  for (const topo::RankInfo& r : view.ranks) {
+    const int cores = view.hosts[static_cast<std::size_t>(r.host)].cores;
+    RankPlace p;
+    p.host = r.host;
+    p.localIndex = r.localIndex;
+    p.package = r.package;
+    p.l3Group = r.l3Group;
+    p.core = cores > 0 ? r.localIndex % cores : r.localIndex;
+    out.places_.push_back(p);
+  }
+  // finish() renumbers the hosts in order of their lowest rank; their cores follow.
+  std::vector<int> viewHost(view.ranks.size());
+  for (std::size_t r = 0; r < view.ranks.size(); ++r) viewHost[r] = view.ranks[r].host;
+  out.finish();
+  out.cores_.assign(static_cast<std::size_t>(out.hostCount()), 0);
+  for (std::size_t r = 0; r < view.ranks.size(); ++r)
+    out.cores_[static_cast<std::size_t>(out.places_[r].host)] =
+        std::max(0, view.hosts[static_cast<std::size_t>(viewHost[r])].cores);
+  out.finish();
+  return out;
+}
+
+Result<Placement> Placement::replicate(const topo::View& view, int hosts) {
+  TUTTI_RETURN_IF_ERROR(topo::check(view));
+  if (view.hosts.empty()) return badShape("the view holds no host");
+  if (hosts < 1) return badShape(strFormat("hosts must be >= 1, got %d", hosts));
+  const int viewHosts = static_cast<int>(view.hosts.size());
+  std::vector<std::vector<RankPlace>> shapes;
+  std::size_t total = 0;
+  for (int h = 0; h < viewHosts; ++h) shapes.push_back(hostPlaces(view, h));
+  for (int h = 0; h < hosts; ++h) total += shapes[static_cast<std::size_t>(h % viewHosts)].size();
+  if (total > static_cast<std::size_t>(1) << 30)
+    return badShape(strFormat("%zu ranks is more than the simulator takes", total));
+  Placement out;
+  out.places_.reserve(total);
+  for (int h = 0; h < hosts; ++h) {
+    for (RankPlace p : shapes[static_cast<std::size_t>(h % viewHosts)]) {
+      p.host = h;
+      out.places_.push_back(p);
+    }
+    out.cores_.push_back(std::max(0, view.hosts[static_cast<std::size_t>(h % viewHosts)].cores));
+  }
+  out.finish();
+  return out;
+}
+
+Result<Placement> Placement::synthetic(int ranks, int ranksPerHost, int coresPerHost) {
+  HostShape shape;
+  shape.cores = coresPerHost;
+  return synthetic(ranks, ranksPerHost, shape);
+}
+
+Result<Placement> Placement::synthetic(int ranks, int ranksPerHost, const HostShape& shape) {
+  if (ranks < 1) return badShape(strFormat("ranks must be >= 1, got %d", ranks));
+  if (ranksPerHost < 1)
+    return badShape(strFormat("ranks per host must be >= 1, got %d", ranksPerHost));
+  if (shape.cores < 0) return badShape(strFormat("cores per host must be >= 0, got %d", shape.cores));
+  if (shape.packages < 1 || shape.l3PerPackage < 1)
+    return badShape(strFormat("packages (%d) and L3 groups per package (%d) must be >= 1",
+                              shape.packages, shape.l3PerPackage));
+  Placement out;
+  out.places_.resize(static_cast<std::size_t>(ranks));
+  // Ranks take the cores in order; packages and L3 groups split the cores evenly (or the
+  // ranks, where the cores are not known).
+  const int slots = shape.cores > 0 ? shape.cores : ranksPerHost;
+  const int groups = shape.packages * shape.l3PerPackage;
+  for (int r = 0; r < ranks; ++r) {
+    RankPlace& p = out.places_[static_cast<std::size_t>(r)];
+    p.host = r / ranksPerHost;
+    p.localIndex = r % ranksPerHost;
+    p.core = p.localIndex % slots;
+    const int group = static_cast<int>(static_cast<long long>(p.core) * groups / slots);
+    p.package = group / shape.l3PerPackage;
+    p.l3Group = group;
+  }
+  out.cores_.assign(static_cast<std::size_t>((ranks + ranksPerHost - 1) / ranksPerHost),
+                    shape.cores);
+  out.finish();
+  return out;
+}
+
+PathClass Placement::pathClass(int a, int b) const {
+  if (a == b) return PathClass::kSameL3;
+  const RankPlace& x = place(a);
+  const RankPlace& y = place(b);
+  if (x.host != y.host) return PathClass::kNetwork;
+  if (x.package < 0 || x.package != y.package) return PathClass::kSameHost;
+  if (x.l3Group < 0 || x.l3Group != y.l3Group) return PathClass::kSameSocket;
+  return PathClass::kSameL3;
+}
+
+int Placement::cores(int host) const {
+  return host >= 0 && static_cast<std::size_t>(host) < cores_.size()
+             ? cores_[static_cast<std::size_t>(host)]
+             : 0;
+}
+
+std::string Placement::describe() const {
+  const int hosts = hostCount();
+  std::string out = strFormat("%d rank%s on %d host%s", size(), size() == 1 ? "" : "s", hosts,
+                              hosts == 1 ? "" : "s");
+  if (uniform_) {
+    out += strFormat(" (%zu per host", hosts_->ranksOf[0].size());
+    if (cores(0) > 0) out += strFormat(", %d cores each", cores(0));
+    out += ")";
+  }
+  return out;
+}
+
+}  // namespace tutti::tuning

@@ -1,0 +1,708 @@
+// The simulator: a discrete-event run of the real schedules over the machine model
+// (simulate.h says what is modelled). One Run simulates the ranks [0, P) of a communicator
+// whose schedules are invariant under a group of relabellings of the ranks that moves
+// whole blocks of P: translations by multiples of P (rings), or XOR with multiples of P
+// (butterflies; P and n powers of two). P = n is the full run. A message a simulated rank
+// sends to rank q stands for the message its image under the relabelling that brings q
+// into [0, P) sends to q's image: so every simulated receive meets exactly the send it
+// would in the full run, at the same time.
+#include "tuning/simulate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <queue>
+#include <vector>
+
+#include "base/macros.h"
+#include "base/strings.h"
+
+namespace tutti::tuning {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+enum StepState : std::uint8_t { kWaiting = 0, kRunning = 1, kComplete = 2 };
+
+// One step as the simulator needs it: a Step without its regions' places, in 24 bytes
+// (a 65,536-rank tree keeps tens of millions of them). Its dependencies follow those of
+// the steps before it in the rank's list (steps are issued in order, so a cursor finds them).
+struct SimStep {
+  std::uint32_t elements = 0;  // the message's (or the copy's, the reduction's) elements
+  std::int32_t recvPeer = -1;
+  std::int32_t sendPeer = -1;
+  std::uint32_t recvIndex = 0;
+  std::uint32_t sendIndex = 0;
+  std::uint16_t depCount = 0;
+  OpCode op = OpCode::kCopy;
+  std::uint8_t state = kWaiting;
+};
+static_assert(sizeof(SimStep) == 24);
+
+// What happens to a step at an event's time.
+enum class EventKind : std::uint8_t {
+  kIssue,       // the rank issues what it can
+  kSendPosted,  // the CPU work before a send is done: the message leaves its host
+  kArrive,      // the message reaches its receiver's host (the receiver's side of the network)
+  kRecvData,    // the message is in: reduce, forward, or done
+  kDone,        // the step is complete
+};
+
+// Events at one time are taken in an order of their own content (rank, kind, step, ...),
+// never of their creation: a rank's images in the fast path then see the same order as
+// the rank itself does in the full run.
+struct Event {
+  double time;
+  std::uint32_t slot;  // the rank whose state the event changes (kArrive: the receiver)
+  std::uint32_t step;  // its step (kArrive: the sender's)
+  EventKind kind;
+  // kArrive only: the sender (a simulated rank), its relation to the receiver (the same
+  // for a message and its images: Symmetry::relation), the message index, and when its
+  // bytes cleared the sender's side.
+  std::uint32_t sender = 0;
+  std::uint32_t offset = 0;
+  std::uint32_t index = 0;
+  double cleared = 0;
+};
+
+struct Later {
+  bool operator()(const Event& a, const Event& b) const {
+    if (a.time != b.time) return a.time > b.time;
+    if (a.slot != b.slot) return a.slot > b.slot;
+    if (a.kind != b.kind) return a.kind > b.kind;
+    if (a.step != b.step) return a.step > b.step;
+    if (a.offset != b.offset) return a.offset > b.offset;
+    return a.index > b.index;
+  }
+};
+
+// A receive waiting for its message, or a message waiting for its receive.
+struct MessageKey {
+  std::uint32_t receiver;  // slot
+  std::uint32_t sender;    // rank
+  std::uint32_t index;
+  friend bool operator==(const MessageKey&, const MessageKey&) = default;
+};
+struct MessageKeyHash {
+  std::size_t operator()(const MessageKey& k) const {
+    std::uint64_t h = (static_cast<std::uint64_t>(k.receiver) << 32) ^ k.sender;
+    h ^= static_cast<std::uint64_t>(k.index) * 0x9E3779B97F4A7C15ull;
+    h ^= h >> 29;
+    h *= 0xBF58476D1CE4E5B9ull;
+    return static_cast<std::size_t>(h ^ (h >> 32));
+  }
+};
+struct Pending {
+  double arrival = -1;         // the message's arrival, once sent
+  double posted = 0;           // when the receive is posted (its CPU work done)
+  std::int32_t step = -1;      // the receive's step, once posted
+  std::uint32_t elements = 0;  // what was sent, or what the receive expects
+};
+
+// The messages and receives waiting for each other: open addressing with linear probing
+// (a node per entry, as std::unordered_map has, costs an allocation per message).
+class PendingTable {
+ public:
+  PendingTable() { slots_.resize(1024); }
+  // The place of `key`'s entry, created empty if there is none (valid until the next call).
+  std::size_t find(const MessageKey& key) {
+    if ((used_ + 1) * 2 > slots_.size()) grow();
+    std::size_t i = MessageKeyHash{}(key) & (slots_.size() - 1);
+    while (slots_[i].used) {
+      if (slots_[i].key == key) return i;
+      i = (i + 1) & (slots_.size() - 1);
+    }
+    slots_[i].used = true;
+    slots_[i].key = key;
+    slots_[i].value = Pending{};
+    ++used_;
+    return i;
+  }
+  Pending& operator[](std::size_t place) { return slots_[place].value; }
+  // Removes the entry at `place`, moving later ones of its run back.
+  void erase(std::size_t place) {
+    const std::size_t mask = slots_.size() - 1;
+    std::size_t hole = place;
+    slots_[hole].used = false;
+    --used_;
+    for (std::size_t i = (hole + 1) & mask; slots_[i].used; i = (i + 1) & mask) {
+      const std::size_t home = MessageKeyHash{}(slots_[i].key) & mask;
+      // Move the entry into the hole unless its home lies cyclically in (hole, i].
+      const bool stays = hole <= i ? (home > hole && home <= i) : (home > hole || home <= i);
+      if (stays) continue;
+      slots_[hole] = slots_[i];
+      slots_[i].used = false;
+      hole = i;
+    }
+  }
+
+ private:
+  struct Slot {
+    MessageKey key{};
+    bool used = false;
+    Pending value;
+  };
+  void grow() {
+    std::vector<Slot> old(slots_.size() * 2);
+    old.swap(slots_);
+    used_ = 0;
+    for (const Slot& slot : old)
+      if (slot.used) slots_[find(slot.key)].value = slot.value;
+  }
+  std::vector<Slot> slots_;
+  std::size_t used_ = 0;
+};
+
+// A link, port or bus that carries one message's bytes at a time at its bandwidth.
+struct Fifo {
+  double bandwidth = kInf;  // bytes/s
+  double free = 0;
+};
+
+// The relabelling group of a run: ranks [0, period) stand for all.
+struct Symmetry {
+  int period = 0;
+  bool byXor = false;  // r -> r ^ kP; else r -> r + kP (mod n)
+  // The image of rank p under the element that maps q to q % period.
+  int image(int p, int q, int n) const {
+    const int move = q - q % period;
+    return byXor ? p ^ move : (p - move + n) % n;
+  }
+  // What a message's two ends keep under the group: p - q (mod n) or p ^ q ...
+  std::uint32_t relation(int p, int q, int n) const {
+    return static_cast<std::uint32_t>(byXor ? p ^ q : (p - q + n) % n);
+  }
+  // ... and the sender from the receiver and that relation.
+  int sender(int receiver, std::uint32_t relation, int n) const {
+    return byXor ? receiver ^ static_cast<int>(relation)
+                 : static_cast<int>((static_cast<std::uint32_t>(receiver) + relation) %
+                                    static_cast<std::uint32_t>(n));
+  }
+};
+
+class Run {
+ public:
+  Run(const AlgorithmInfo& algorithm, const CollectiveSpec& spec, const MachineModel& model,
+      const Placement& placement, const Network& network, const SimOptions& options, Symmetry symmetry)
+      : algorithm_(algorithm),
+        spec_(spec),
+        model_(model),
+        placement_(placement),
+        network_(network),
+        options_(options),
+        n_(placement.size()),
+        symmetry_(symmetry),
+        period_(symmetry.period),
+        elemSize_(dataTypeSize(spec.dtype)) {}
+
+  Status build();
+  Status run();
+  double finish() const { return finish_; }
+  std::uint64_t messages() const { return messages_; }
+
+ private:
+  // Per simulated rank.
+  struct Rank {
+    std::vector<SimStep> steps;
+    std::vector<std::uint32_t> deps;  // each step's, in step order
+    std::uint32_t depCursor = 0;      // where the next step's are
+    std::uint32_t count = 0;
+    std::uint32_t next = 0;   // the next step to issue
+    std::uint32_t active = 0;
+    std::uint32_t completed = 0;
+    double threadFree = 0;    // the rank's one thread: its CPU work runs one at a time
+  };
+
+  void push(double time, std::uint32_t slot, std::uint32_t step, EventKind kind) {
+    events_.push(Event{time, slot, step, kind});
+  }
+  SimStep& step(std::uint32_t slot, std::uint32_t id) { return ranks_[slot].steps[id]; }
+  double bytes(const SimStep& s) const { return static_cast<double>(s.elements) * static_cast<double>(elemSize_); }
+  bool depsComplete(std::uint32_t slot, std::uint32_t id);
+  // Runs `work` seconds of CPU on the rank's thread and one of its host's cores, from
+  // `time` or when both are free; returns its end.
+  double cpu(std::uint32_t slot, double time, double work);
+  void issue(std::uint32_t slot, double time);
+  void startStep(std::uint32_t slot, std::uint32_t id, double time);
+  // The message of send step `id` leaves at `time` through its sender's side of the path.
+  void transmit(std::uint32_t slot, std::uint32_t id, double time);
+  // ... and through its receiver's side: its arrival, handed to the receive and the send.
+  void arrive(const Event& e);
+  void recvData(std::uint32_t slot, std::uint32_t id, double time);
+  // Receive step `id` is posted at `time` (now or later: posting touches nothing shared,
+  // so it is recorded at once): it meets its message, or waits for it.
+  void post(std::uint32_t slot, std::uint32_t id, double time);
+  void complete(std::uint32_t slot, std::uint32_t id, double time);
+  double overhead(int a, int b) const { return model_.path(placement_.pathClass(a, b)).overhead; }
+  int rail(int rank) const { return placement_.place(rank).localIndex % network_.rails; }
+  int leaf(int host) const {
+    return network_.kind == Network::Kind::kFatTree ? host / network_.hostsPerLeaf : 0;
+  }
+  Status stuck() const;
+
+  const AlgorithmInfo& algorithm_;
+  const CollectiveSpec& spec_;
+  const MachineModel& model_;
+  const Placement& placement_;
+  const Network& network_;
+  const SimOptions& options_;
+  const int n_;
+  const Symmetry symmetry_;
+  const int period_;
+  const std::size_t elemSize_;
+  double gamma_ = 0;
+
+  std::vector<Rank> ranks_;  // slot = rank, for ranks [0, period_)
+  std::priority_queue<Event, std::vector<Event>, Later> events_;
+  PendingTable pending_;
+  // Per simulated host: its cores' free times (a min-heap), its memory bus; per host and
+  // rail its NIC's two directions and (rail) its share of the spine; per leaf switch its
+  // uplinks and downlinks.
+  std::vector<std::vector<double>> cores_;
+  std::vector<Fifo> memory_;
+  std::vector<Fifo> nicOut_, nicIn_, spine_;
+  std::vector<Fifo> leafUp_, leafDown_;
+  double finish_ = 0;
+  std::uint64_t messages_ = 0;
+  bool mismatch_ = false;  // a message of another size than its receive
+};
+
+Status Run::build() {
+  gamma_ = model_.gamma[static_cast<std::size_t>(spec_.dtype)];
+  ranks_.resize(static_cast<std::size_t>(period_));
+  CollectiveSpec spec = spec_;
+  for (int r = 0; r < period_; ++r) {
+    spec.rank = r;
+    const Schedule schedule = algorithm_.build(spec);
+    Rank& rank = ranks_[static_cast<std::size_t>(r)];
+    rank.count = static_cast<std::uint32_t>(schedule.steps.size());
+    rank.steps.reserve(schedule.steps.size());
+    rank.deps.reserve(schedule.deps.size());
+    for (const Step& s : schedule.steps) {
+      SimStep c;
+      c.op = s.op;
+      c.recvPeer = s.recvPeer;
+      c.sendPeer = s.sendPeer;
+      c.recvIndex = s.recvIndex;
+      c.sendIndex = s.sendIndex;
+      const bool fromSrc = s.op == OpCode::kSend || s.op == OpCode::kRecvReduce ||
+                           s.op == OpCode::kRecvReduceSend;
+      const std::uint64_t elements = fromSrc ? s.src.count : s.dst.count;
+      if (elements > std::numeric_limits<std::uint32_t>::max() ||
+          s.depCount > std::numeric_limits<std::uint16_t>::max())
+        return Status(ErrorCode::kInvalidArgument,
+                      strFormat("%s: a step of rank %d is beyond the simulator (%llu elements, "
+                                "%u dependencies)",
+                                algorithm_.name, r, static_cast<unsigned long long>(elements),
+                                s.depCount));
+      c.elements = static_cast<std::uint32_t>(elements);
+      c.depCount = static_cast<std::uint16_t>(s.depCount);
+      rank.steps.push_back(c);
+      rank.deps.insert(rank.deps.end(), schedule.deps.begin() + s.depBegin,
+                       schedule.deps.begin() + s.depBegin + s.depCount);
+    }
+  }
+
+  // The resources of the simulated hosts.
+  const int hosts = placement_.place(period_ - 1).host + 1;
+  const int defaultCores = std::max(1, model_.coresPerHost);
+  cores_.resize(static_cast<std::size_t>(hosts));
+  for (int h = 0; h < hosts; ++h) {
+    const int c = placement_.cores(h) > 0 ? placement_.cores(h) : defaultCores;
+    cores_[static_cast<std::size_t>(h)].assign(static_cast<std::size_t>(c), 0.0);
+  }
+  Fifo memory;
+  if (model_.hostMemoryBandwidth > 0) memory.bandwidth = model_.hostMemoryBandwidth;
+  memory_.assign(static_cast<std::size_t>(hosts), memory);
+  // A NIC's bandwidth: the network's, the model's, or else the network path's own.
+  double nic = network_.nicBandwidth > 0 ? network_.nicBandwidth : model_.nicBandwidth;
+  const double beta = model_.path(PathClass::kNetwork).beta;
+  if (nic <= 0) nic = beta > 0 ? 1 / beta : kInf;
+  const std::size_t ports = static_cast<std::size_t>(hosts) * static_cast<std::size_t>(network_.rails);
+  nicOut_.assign(ports, Fifo{nic, 0});
+  nicIn_.assign(ports, Fifo{nic, 0});
+  if (network_.kind == Network::Kind::kRail && network_.oversub > 1)
+    spine_.assign(ports, Fifo{nic / network_.oversub, 0});
+  if (network_.kind == Network::Kind::kFatTree) {
+    const int leaves = leaf(hosts - 1) + 1;
+    const double up = network_.hostsPerLeaf * nic / network_.oversub;
+    leafUp_.assign(static_cast<std::size_t>(leaves), Fifo{up, 0});
+    leafDown_.assign(static_cast<std::size_t>(leaves), Fifo{up, 0});
+  }
+  return Status::Ok();
+}
+
+bool Run::depsComplete(std::uint32_t slot, std::uint32_t id) {
+  const Rank& rank = ranks_[slot];
+  const SimStep& s = rank.steps[id];
+  for (std::uint32_t d = 0; d < s.depCount; ++d) {
+    if (rank.steps[rank.deps[rank.depCursor + d]].state != kComplete) return false;
+  }
+  return true;
+}
+
+double Run::cpu(std::uint32_t slot, double time, double work) {
+  if (work <= 0) return time;
+  Rank& rank = ranks_[slot];
+  std::vector<double>& cores = cores_[static_cast<std::size_t>(placement_.place(static_cast<int>(slot)).host)];
+  std::pop_heap(cores.begin(), cores.end(), std::greater<>());
+  const double start = std::max({time, rank.threadFree, cores.back()});
+  const double end = start + work;
+  cores.back() = end;
+  std::push_heap(cores.begin(), cores.end(), std::greater<>());
+  rank.threadFree = end;
+  return end;
+}
+
+void Run::issue(std::uint32_t slot, double time) {
+  Rank& rank = ranks_[slot];
+  const std::uint32_t window =
+      static_cast<std::uint32_t>(std::max(1, std::min<int>(options_.maxInflight, static_cast<int>(rank.count))));
+  // In order, as the executor issues them: a step whose dependencies are not complete
+  // holds back the ones after it.
+  while (rank.next < rank.count && rank.active < window && depsComplete(slot, rank.next)) {
+    const std::uint32_t id = rank.next++;
+    rank.depCursor += rank.steps[id].depCount;
+    ++rank.active;
+    step(slot, id).state = kRunning;
+    startStep(slot, id, time);
+  }
+}
+
+void Run::startStep(std::uint32_t slot, std::uint32_t id, double time) {
+  const SimStep& s = step(slot, id);
+  const int self = static_cast<int>(slot);
+  switch (s.op) {
+    case OpCode::kSend:
+      push(cpu(slot, time, overhead(self, s.sendPeer)), slot, id, EventKind::kSendPosted);
+      return;
+    case OpCode::kRecv:
+    case OpCode::kRecvReduce:
+    case OpCode::kRecvReduceSend:
+    case OpCode::kRecvCopySend:
+      post(slot, id, cpu(slot, time, overhead(self, s.recvPeer)));
+      return;
+    case OpCode::kCopy:
+      push(cpu(slot, time, model_.copyBeta * bytes(s)), slot, id, EventKind::kDone);
+      return;
+    case OpCode::kReduce:
+      push(cpu(slot, time, gamma_ * bytes(s)), slot, id, EventKind::kDone);
+      return;
+  }
+}
+
+// A message through a sequence of resources, cut-through: it starts on each when that is
+// free (and not before it started on the one before) and ends on each no earlier than on
+// the one before; each is busy until the message's end on it.
+struct Passage {
+  double start;
+  double end;
+  double bytes;
+  void through(Fifo& f) {
+    start = std::max(start, f.free);
+    end = std::max(end, start + bytes / f.bandwidth);
+    f.free = end;
+  }
+};
+
+void Run::transmit(std::uint32_t slot, std::uint32_t id, double time) {
+  const SimStep& s = step(slot, id);
+  const int p = static_cast<int>(slot);
+  const int q = s.sendPeer;
+  // The image of this message that a simulated rank receives (itself, in the full run).
+  const int receiver = q % period_;
+  // No faster than the path's own bandwidth: each resource is held that long at least.
+  Passage m{time, time + bytes(s) * model_.path(placement_.pathClass(p, q)).beta, bytes(s)};
+  const int host = placement_.place(p).host;
+  if (placement_.pathClass(p, q) != PathClass::kNetwork) {
+    m.through(memory_[static_cast<std::size_t>(host)]);
+  } else {
+    const std::size_t out = static_cast<std::size_t>(host * network_.rails + rail(p));
+    m.through(nicOut_[out]);
+    if (network_.kind == Network::Kind::kRail && rail(p) != rail(q) && !spine_.empty())
+      m.through(spine_[out]);
+    const int fromLeaf = leaf(host);
+    if (network_.kind == Network::Kind::kFatTree && fromLeaf != leaf(placement_.place(q).host))
+      m.through(leafUp_[static_cast<std::size_t>(fromLeaf)]);
+  }
+  ++messages_;
+  Event e{m.start, static_cast<std::uint32_t>(receiver), id, EventKind::kArrive};
+  e.sender = slot;
+  e.offset = symmetry_.relation(p, q, n_);
+  e.index = s.sendIndex;
+  e.cleared = m.end;
+  events_.push(e);
+}
+
+void Run::arrive(const Event& e) {
+  const SimStep& s = step(e.sender, e.step);
+  const int r = static_cast<int>(e.slot);
+  const int p = symmetry_.sender(r, e.offset, n_);  // the image sender
+  const PathClass path = placement_.pathClass(p, r);
+  const LinkCost& link = model_.path(path);
+  Passage m{e.time, e.cleared, bytes(s)};
+  double latency = link.alpha;
+  if (path == PathClass::kNetwork) {
+    const int host = placement_.place(r).host;
+    if (network_.kind == Network::Kind::kRail && rail(p) != rail(r)) latency += 2 * network_.hopLatency;
+    if (network_.kind == Network::Kind::kFatTree && leaf(placement_.place(p).host) != leaf(host)) {
+      m.through(leafDown_[static_cast<std::size_t>(leaf(host))]);
+      latency += 2 * network_.hopLatency;
+    }
+    m.through(nicIn_[static_cast<std::size_t>(host * network_.rails + rail(r))]);
+  }
+  const double arrival = m.end + latency;
+  // The send is complete once its message is delivered.
+  push(arrival, e.sender, e.step, EventKind::kDone);
+  const std::size_t place = pending_.find(MessageKey{e.slot, static_cast<std::uint32_t>(p), e.index});
+  Pending& entry = pending_[place];
+  if (entry.step < 0) {
+    entry.arrival = arrival;
+    entry.elements = s.elements;
+    return;
+  }
+  const std::uint32_t recvStep = static_cast<std::uint32_t>(entry.step);
+  const std::uint32_t expected = entry.elements;
+  const double posted = entry.posted;
+  pending_.erase(place);
+  if (expected != s.elements) {
+    mismatch_ = true;
+    return;
+  }
+  push(std::max(arrival, posted), e.slot, recvStep, EventKind::kRecvData);
+}
+
+void Run::post(std::uint32_t slot, std::uint32_t id, double time) {
+  const SimStep& s = step(slot, id);
+  const std::size_t place =
+      pending_.find(MessageKey{slot, static_cast<std::uint32_t>(s.recvPeer), s.recvIndex});
+  Pending& entry = pending_[place];
+  if (entry.arrival < 0) {
+    entry.step = static_cast<std::int32_t>(id);
+    entry.elements = s.elements;
+    entry.posted = time;
+    return;
+  }
+  const double arrival = entry.arrival;
+  const std::uint32_t sent = entry.elements;
+  pending_.erase(place);
+  if (sent != s.elements) {
+    mismatch_ = true;
+    return;
+  }
+  push(std::max(arrival, time), slot, id, EventKind::kRecvData);
+}
+
+void Run::recvData(std::uint32_t slot, std::uint32_t id, double time) {
+  const SimStep& s = step(slot, id);
+  const int self = static_cast<int>(slot);
+  const double reduce = gamma_ * bytes(s);
+  switch (s.op) {
+    case OpCode::kRecv:
+      complete(slot, id, time);
+      return;
+    case OpCode::kRecvReduce:
+      push(cpu(slot, time, reduce), slot, id, EventKind::kDone);
+      return;
+    case OpCode::kRecvReduceSend:
+      push(cpu(slot, time, reduce + overhead(self, s.sendPeer)), slot, id, EventKind::kSendPosted);
+      return;
+    case OpCode::kRecvCopySend:
+      push(cpu(slot, time, overhead(self, s.sendPeer)), slot, id, EventKind::kSendPosted);
+      return;
+    default:
+      return;
+  }
+}
+
+void Run::complete(std::uint32_t slot, std::uint32_t id, double time) {
+  Rank& rank = ranks_[slot];
+  step(slot, id).state = kComplete;
+  --rank.active;
+  ++rank.completed;
+  finish_ = std::max(finish_, time);
+  issue(slot, time);
+}
+
+Status Run::stuck() const {
+  for (std::size_t r = 0; r < ranks_.size(); ++r) {
+    const Rank& rank = ranks_[r];
+    if (rank.completed == rank.count) continue;
+    std::string waiting;
+    for (std::uint32_t i = 0; i < rank.count; ++i) {
+      const SimStep& s = rank.steps[i];
+      if (s.state != kRunning) continue;
+      waiting = opReceives(s.op)
+                    ? strFormat("step %u, a receive of message %u from rank %d", i, s.recvIndex, s.recvPeer)
+                    : strFormat("step %u", i);
+      break;
+    }
+    return Status(ErrorCode::kInternal,
+                  strFormat("%s: the schedules do not match: rank %zu stopped after %u of %u "
+                            "steps%s%s",
+                            algorithm_.name, r, rank.completed, rank.count,
+                            waiting.empty() ? "" : ", waiting on ", waiting.c_str()));
+  }
+  return Status::Ok();
+}
+
+Status Run::run() {
+  for (std::uint32_t slot = 0; slot < ranks_.size(); ++slot) push(0, slot, 0, EventKind::kIssue);
+  while (!events_.empty()) {
+    const Event e = events_.top();
+    events_.pop();
+    switch (e.kind) {
+      case EventKind::kIssue:
+        issue(e.slot, e.time);
+        break;
+      case EventKind::kSendPosted:
+        transmit(e.slot, e.step, e.time);
+        break;
+      case EventKind::kArrive:
+        arrive(e);
+        break;
+      case EventKind::kRecvData:
+        recvData(e.slot, e.step, e.time);
+        break;
+      case EventKind::kDone:
+        complete(e.slot, e.step, e.time);
+        break;
+    }
+  }
+  if (mismatch_)
+    return Status(ErrorCode::kInternal,
+                  strFormat("%s: the schedules do not match: a message and its receive differ "
+                            "in size",
+                            algorithm_.name));
+  return stuck();
+}
+
+// --- the symmetry of the fast path ---------------------------------------------------------
+
+// Whether rank b's schedule is rank a's with every peer relabelled by `map`: the same
+// steps, sizes, message indices and dependencies (regions' places may differ).
+template <typename Map>
+bool sameUpTo(const Schedule& a, const Schedule& b, Map map) {
+  if (a.steps.size() != b.steps.size() || a.deps != b.deps) return false;
+  auto moved = [&](int peer) { return peer < 0 ? peer : map(peer); };
+  for (std::size_t i = 0; i < a.steps.size(); ++i) {
+    const Step& x = a.steps[i];
+    const Step& y = b.steps[i];
+    if (x.op != y.op || moved(x.recvPeer) != y.recvPeer || moved(x.sendPeer) != y.sendPeer ||
+        x.recvIndex != y.recvIndex || x.sendIndex != y.sendIndex ||
+        x.src.count != y.src.count || x.dst.count != y.dst.count || x.depBegin != y.depBegin ||
+        x.depCount != y.depCount)
+      return false;
+  }
+  return true;
+}
+
+bool powerOfTwo(int x) { return x > 0 && (x & (x - 1)) == 0; }
+
+// The smallest block of ranks (whole hosts, and whole leaf switches on a fat tree) whose
+// translations, or XORs, map the schedules onto each other, among the divisors of n and
+// checked on a few ranks against their images; n (every rank) where none is found.
+Symmetry findSymmetry(const AlgorithmInfo& algorithm, const CollectiveSpec& base,
+                      const Placement& placement, const Network& network) {
+  const int n = placement.size();
+  const Symmetry all{n, false};
+  if (!placement.uniform() || placement.hostCount() < 2) return all;
+  const int perHost = static_cast<int>(placement.hosts().ranksOf[0].size());
+  int unit = perHost;
+  if (network.kind == Network::Kind::kFatTree) {
+    if (placement.hostCount() % network.hostsPerLeaf != 0) return all;
+    unit = perHost * network.hostsPerLeaf;
+  }
+  if (n % unit != 0) return all;
+  CollectiveSpec spec = base;
+  auto schedule = [&](int rank) {
+    spec.rank = rank;
+    return algorithm.build(spec);
+  };
+  for (int period = unit; period <= n / 2; period += unit) {
+    if (n % period != 0) continue;
+    for (bool byXor : {false, true}) {
+      if (byXor && !(powerOfTwo(period) && powerOfTwo(n))) continue;
+      // Ranks at both ends and the middle of the first block, against their images in the
+      // next block and the last.
+      bool ok = true;
+      for (int r : {0, period - 1, period / 2}) {
+        const Schedule first = schedule(r);
+        for (int move : {period, n - period}) {
+          const int image = byXor ? r ^ move : r + move;
+          const bool same =
+              byXor ? sameUpTo(first, schedule(image), [&](int p) { return p ^ move; })
+                    : sameUpTo(first, schedule(image), [&](int p) { return (p + move) % n; });
+          if (!same) {
+            ok = false;
+            break;
+          }
+        }
+        if (!ok) break;
+      }
+      if (ok) return Symmetry{period, byXor};
+    }
+  }
+  return all;
+}
+
+// The flat exchange's time: one round in which every rank writes its contribution and
+// reads every rank's; the reading shares the host's cores.
+double flatExchangeTime(const AlgorithmInfo& algorithm, const CollectiveSpec& spec,
+                        const MachineModel& model, const Placement& placement) {
+  double read = 0;
+  for (int r = 0; r < spec.size; ++r)
+    read += static_cast<double>(algorithm.flatRankBytes != nullptr ? algorithm.flatRankBytes(spec, r)
+                                                                   : algorithm.flatBytes(spec));
+  const int cores = placement.cores(0) > 0 ? placement.cores(0) : std::max(1, model.coresPerHost);
+  const double share = std::max(1.0, static_cast<double>(spec.size) / cores);
+  return model.flatAlpha + model.flatBeta * read * share;
+}
+
+}  // namespace
+
+Result<Prediction> predict(const AlgorithmInfo& algorithm, const CollectiveSpec& callSpec,
+                           const MachineModel& model, const Placement& placement,
+                           const Network& network, const SimOptions& options) {
+  if (placement.size() < 1)
+    return Status(ErrorCode::kInvalidArgument, "simulate: the placement holds no rank");
+  if (options.maxInflight < 1)
+    return Status(ErrorCode::kInvalidArgument,
+                  strFormat("simulate: maxInflight must be >= 1, got %d", options.maxInflight));
+  CollectiveSpec spec = callSpec;
+  spec.rank = 0;
+  spec.size = placement.size();
+  spec.hosts = &placement.hosts();
+  spec.sharedMemory = placement.hostCount() == 1;
+  if (spec.segmentCount < 1) spec.segmentCount = 1;
+  if (algorithm.kind != spec.kind)
+    return Status(ErrorCode::kInvalidArgument,
+                  strFormat("simulate: %s is an algorithm of %s, not %s", algorithm.name,
+                            collectiveName(algorithm.kind), collectiveName(spec.kind)));
+  if (std::string why = algorithm.unsupportedReason(spec); !why.empty())
+    return Status(ErrorCode::kInvalidArgument,
+                  strFormat("simulate: %s does not apply: %s", algorithm.name, why.c_str()));
+
+  Prediction out;
+  if (algorithm.flatBytes != nullptr && options.flatRoom > 0 && spec.sharedMemory &&
+      algorithm.flatBytes(spec) <= options.flatRoom) {
+    out.seconds = flatExchangeTime(algorithm, spec, model, placement);
+    return out;
+  }
+  const Symmetry symmetry = options.allowFastPath
+                               ? findSymmetry(algorithm, spec, placement, network)
+                               : Symmetry{placement.size(), false};
+  const int period = symmetry.period;
+  Run run(algorithm, spec, model, placement, network, options, symmetry);
+  TUTTI_RETURN_IF_ERROR(run.build());
+  TUTTI_RETURN_IF_ERROR(run.run());
+  out.seconds = run.finish();
+  out.fastPath = period < placement.size();
+  out.messages = run.messages();
+  out.ranksRun = period;
+  return out;
+}
+
+}  // namespace tutti::tuning

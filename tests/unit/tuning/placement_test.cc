@@ -1,0 +1,94 @@
+// Placement (each rank's place and the path class of a pair) and Network (its syntax).
+#include <gtest/gtest.h>
+
+#include "topology/view.h"
+#include "tuning/network.h"
+#include "tuning/placement.h"
+
+namespace tutti::tuning {
+namespace {
+
+TEST(Placement, SyntheticBlocksAndPathClasses) {
+  // 2 hosts of 8 ranks; 8 cores in 2 packages of 2 L3 groups each (2 cores per group).
+  auto p = Placement::synthetic(16, 8, HostShape{8, 2, 2});
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->hostCount(), 2);
+  EXPECT_TRUE(p->uniform());
+  EXPECT_EQ(p->hosts().hostOf[9], 1);
+  EXPECT_EQ(p->place(9).localIndex, 1);
+  EXPECT_EQ(p->pathClass(0, 0), PathClass::kSameL3);
+  EXPECT_EQ(p->pathClass(0, 1), PathClass::kSameL3);
+  EXPECT_EQ(p->pathClass(0, 2), PathClass::kSameSocket);
+  EXPECT_EQ(p->pathClass(0, 4), PathClass::kSameHost);
+  EXPECT_EQ(p->pathClass(0, 8), PathClass::kNetwork);
+  EXPECT_EQ(p->cores(1), 8);
+  EXPECT_EQ(p->describe(), "16 ranks on 2 hosts (8 per host, 8 cores each)");
+}
+
+TEST(Placement, UnevenHostsAreNotUniform) {
+  auto p = Placement::synthetic(10, 4, 4);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->hostCount(), 3);
+  EXPECT_FALSE(p->uniform());
+  EXPECT_FALSE(Placement::synthetic(0, 4, 4).ok());
+  EXPECT_FALSE(Placement::synthetic(4, 0, 4).ok());
+}
+
+TEST(Placement, ReplicatedView) {
+  topo::View view;
+  topo::HostInfo host;
+  host.name = "a";
+  host.id = "a";
+  host.cores = 4;
+  host.packages = 2;
+  view.hosts = {host};
+  for (int r = 0; r < 2; ++r) {
+    topo::RankInfo rank;
+    rank.host = 0;
+    rank.localIndex = r;
+    rank.package = r;
+    rank.l3Group = r;
+    view.ranks.push_back(rank);
+  }
+  auto p = Placement::replicate(view, 3);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->size(), 6);
+  EXPECT_EQ(p->hostCount(), 3);
+  EXPECT_EQ(p->cores(2), 4);
+  EXPECT_EQ(p->pathClass(0, 1), PathClass::kSameHost);
+  EXPECT_EQ(p->pathClass(1, 3), PathClass::kNetwork);
+  EXPECT_TRUE(p->uniform());
+  auto same = Placement::fromView(view);
+  ASSERT_TRUE(same.ok()) << same.status().message();
+  EXPECT_EQ(same->size(), 2);
+}
+
+TEST(Network, Syntax) {
+  auto flat = Network::parse("flat");
+  ASSERT_TRUE(flat.ok());
+  EXPECT_EQ(flat->kind, Network::Kind::kFlat);
+  auto tree = Network::parse("fat-tree:hosts-per-leaf=4,oversub=2,nic-gbps=100,hop-us=1");
+  ASSERT_TRUE(tree.ok()) << tree.status().message();
+  EXPECT_EQ(tree->hostsPerLeaf, 4);
+  EXPECT_DOUBLE_EQ(tree->oversub, 2);
+  EXPECT_DOUBLE_EQ(tree->nicBandwidth, 12.5e9);
+  EXPECT_DOUBLE_EQ(tree->hopLatency, 1e-6);
+  EXPECT_EQ(Network::parse(tree->describe())->hostsPerLeaf, 4);
+  auto rail = Network::parse("rail:rails=8,spine-oversub=4");
+  ASSERT_TRUE(rail.ok()) << rail.status().message();
+  EXPECT_EQ(rail->rails, 8);
+  for (const char* bad : {"torus", "fat-tree", "fat-tree:hosts-per-leaf=0",
+                          "fat-tree:hosts-per-leaf=4,oversub=0.5", "rail:rails=x",
+                          "fat-tree:hosts-per-leaf=4,rails=2", "flat:oversub"}) {
+    auto r = Network::parse(bad);
+    EXPECT_FALSE(r.ok()) << bad;
+    if (!r.ok()) {
+      EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(r.status().message().find("network: "), std::string::npos) << r.status().message();
+    }
+  }
+  EXPECT_FALSE(Network::fromArgument("/nonexistent/net.json").ok());
+}
+
+}  // namespace
+}  // namespace tutti::tuning

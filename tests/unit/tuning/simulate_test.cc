@@ -1,0 +1,250 @@
+// The simulator: exact predicted times of hand-built schedules on a hand-set model (each
+// number below is worked out in its comment), and the symmetric fast path against the full
+// run of real algorithms.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "tuning/simulate.h"
+
+namespace tutti::tuning {
+namespace {
+
+constexpr double kUs = 1e-6;
+constexpr std::uint64_t kElems = 1000;  // float32: 4000 bytes
+
+// The schedules the next prediction runs, one per rank (the builder takes no closure).
+std::vector<Schedule>& handBuilt() {
+  static std::vector<Schedule> schedules;
+  return schedules;
+}
+std::string applies(const CollectiveSpec&) { return ""; }
+Schedule buildHandBuilt(const CollectiveSpec& spec) {
+  return handBuilt().at(static_cast<std::size_t>(spec.rank));
+}
+const AlgorithmInfo kHandBuilt{"hand_built", Collective::kAllReduce, "a test's schedules",
+                               applies, buildHandBuilt};
+
+Region in(std::uint64_t count = kElems) { return Region{BufferKind::kInput, 0, count}; }
+Region out(std::uint64_t count = kElems) { return Region{BufferKind::kOutput, 0, count}; }
+
+// Network: alpha 1 us, 1 GB/s (4 us per 4000 bytes), 0.5 us of CPU per message end.
+// Shared memory the same but for alpha 0.2 us. Reductions and copies 1 GB/s.
+MachineModel handModel() {
+  MachineModel m;
+  for (LinkCost& path : m.paths) path = LinkCost{0.2 * kUs, 1e-9, 0.5 * kUs};
+  m.paths[static_cast<int>(PathClass::kNetwork)] = LinkCost{1 * kUs, 1e-9, 0.5 * kUs};
+  m.gamma.fill(1e-9);
+  m.copyBeta = 1e-9;
+  m.nicBandwidth = 1e9;
+  m.coresPerHost = 8;
+  return m;
+}
+
+CollectiveSpec call(int n) {
+  CollectiveSpec spec;
+  spec.kind = Collective::kAllReduce;
+  spec.count = kElems;
+  spec.size = n;
+  return spec;
+}
+
+double predictHandBuilt(std::vector<Schedule> schedules, const MachineModel& model,
+                        const Placement& placement, const SimOptions& options = {}) {
+  handBuilt() = std::move(schedules);
+  auto p = predict(kHandBuilt, call(placement.size()), model, placement, Network::flat(), options);
+  EXPECT_TRUE(p.ok()) << p.status().message();
+  return p.ok() ? p->seconds : -1;
+}
+
+TEST(Simulate, SendReceivePair) {
+  // Rank 0's send is posted after 0.5 us of CPU; its 4000 bytes take 4 us and 1 us of
+  // latency: the receive (posted at 0.5 us) completes at 5.5 us.
+  ScheduleBuilder a(0, 2), b(1, 2);
+  a.send(1, in());
+  b.recv(0, out());
+  auto placement = Placement::synthetic(2, 1, 1);
+  ASSERT_TRUE(placement.ok());
+  EXPECT_NEAR(predictHandBuilt({std::move(a).build(), std::move(b).build()}, handModel(), *placement),
+              5.5 * kUs, 1e-12);
+}
+
+TEST(Simulate, RingStepWithReduction) {
+  // Each of 3 ranks (one per host) sends to the next and reduces what the previous sends:
+  // its thread posts the send (0 - 0.5 us) and the receive (0.5 - 1 us); the message lands
+  // at 0.5 + 4 + 1 = 5.5 us and its reduction takes 4 us: 9.5 us.
+  std::vector<Schedule> ring;
+  for (int r = 0; r < 3; ++r) {
+    ScheduleBuilder b(r, 3);
+    b.send((r + 1) % 3, in());
+    b.recvReduce((r + 2) % 3, in(), out());
+    ring.push_back(std::move(b).build());
+  }
+  auto placement = Placement::synthetic(3, 1, 1);
+  ASSERT_TRUE(placement.ok());
+  EXPECT_NEAR(predictHandBuilt(std::move(ring), handModel(), *placement), 9.5 * kUs, 1e-12);
+}
+
+TEST(Simulate, CopyThenReduction) {
+  // One rank: a copy (4 us) and a reduction that depends on it (4 us).
+  ScheduleBuilder b(0, 1);
+  const StepId copy = b.copy(in(), out());
+  b.reduce(in(), out(), {copy});
+  auto placement = Placement::synthetic(1, 1, 1);
+  ASSERT_TRUE(placement.ok());
+  EXPECT_NEAR(predictHandBuilt({std::move(b).build()}, handModel(), *placement), 8 * kUs, 1e-12);
+}
+
+std::vector<Schedule> fanOut() {
+  // Rank 0 sends to ranks 1 and 2, each on its own host.
+  ScheduleBuilder a(0, 3), b(1, 3), c(2, 3);
+  a.send(1, in());
+  a.send(2, in());
+  b.recv(0, out());
+  c.recv(0, out());
+  return {std::move(a).build(), std::move(b).build(), std::move(c).build()};
+}
+
+TEST(Simulate, TwoMessagesShareANic) {
+  // Both sends are posted by 1 us (0.5 us of CPU each); the first holds rank 0's NIC from
+  // 0.5 to 4.5 us, the second takes it then, until 8.5 us, and lands at 9.5 us.
+  auto placement = Placement::synthetic(3, 1, 1);
+  ASSERT_TRUE(placement.ok());
+  EXPECT_NEAR(predictHandBuilt(fanOut(), handModel(), *placement), 9.5 * kUs, 1e-12);
+  // With one step in flight, the second send waits for the first to be delivered (5.5 us),
+  // then takes 0.5 + 4 + 1 us more.
+  SimOptions one;
+  one.maxInflight = 1;
+  EXPECT_NEAR(predictHandBuilt(fanOut(), handModel(), *placement, one), 11 * kUs, 1e-12);
+}
+
+TEST(Simulate, RanksShareTheHostsCores) {
+  // Four ranks on one host each copy 4000 bytes (4 us of CPU): on 4 cores at once, on 2
+  // cores two after two.
+  std::vector<Schedule> copies;
+  for (int r = 0; r < 4; ++r) {
+    ScheduleBuilder b(r, 4);
+    b.copy(in(), out());
+    copies.push_back(std::move(b).build());
+  }
+  auto four = Placement::synthetic(4, 4, 4);
+  auto two = Placement::synthetic(4, 4, 2);
+  ASSERT_TRUE(four.ok() && two.ok());
+  EXPECT_NEAR(predictHandBuilt(copies, handModel(), *four), 4 * kUs, 1e-12);
+  EXPECT_NEAR(predictHandBuilt(copies, handModel(), *two), 8 * kUs, 1e-12);
+  // Unknown cores: the model's coresPerHost (1 here) applies.
+  MachineModel oneCore = handModel();
+  oneCore.coresPerHost = 1;
+  auto unknown = Placement::synthetic(4, 4, 0);
+  ASSERT_TRUE(unknown.ok());
+  EXPECT_NEAR(predictHandBuilt(copies, oneCore, *unknown), 16 * kUs, 1e-12);
+}
+
+TEST(Simulate, MismatchedSchedulesAreAnError) {
+  // Rank 1 waits for a message rank 0 never sends.
+  ScheduleBuilder a(0, 2), b(1, 2);
+  b.recv(0, out());
+  handBuilt() = {std::move(a).build(), std::move(b).build()};
+  auto placement = Placement::synthetic(2, 1, 1);
+  ASSERT_TRUE(placement.ok());
+  auto p = predict(kHandBuilt, call(2), handModel(), *placement, Network::flat());
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), ErrorCode::kInternal);
+  EXPECT_NE(p.status().message().find("hand_built: the schedules do not match"), std::string::npos)
+      << p.status().message();
+}
+
+TEST(Simulate, FlatExchangeIsPricedAsOne) {
+  // direct's all-reduce fits a flat exchange of 64 KiB: flatAlpha + flatBeta x what each
+  // rank reads (4 ranks x 4000 bytes), the ranks sharing 4 cores.
+  MachineModel m = handModel();
+  m.flatAlpha = 3 * kUs;
+  m.flatBeta = 1e-10;
+  const AlgorithmInfo* direct = nullptr;
+  for (const AlgorithmInfo& a : algorithmRegistry())
+    if (a.kind == Collective::kAllReduce && std::string(a.name) == "direct") direct = &a;
+  ASSERT_NE(direct, nullptr);
+  auto placement = Placement::synthetic(4, 4, 4);
+  ASSERT_TRUE(placement.ok());
+  SimOptions options;
+  options.flatRoom = 64 * 1024;
+  auto p = predict(*direct, call(4), m, *placement, Network::flat(), options);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_NEAR(p->seconds, 3 * kUs + 16000 * 1e-10, 1e-12);
+  EXPECT_EQ(p->messages, 0u);
+}
+
+// --- the fast path against the full run ----------------------------------------------------
+
+const AlgorithmInfo& allreduce(const std::string& name) {
+  for (const AlgorithmInfo& a : algorithmRegistry())
+    if (a.kind == Collective::kAllReduce && name == a.name) return a;
+  ADD_FAILURE() << "no all-reduce algorithm " << name;
+  return algorithmRegistry().front();
+}
+
+struct Case {
+  const char* algorithm;
+  int ranks;
+  int perHost;
+  const char* network;
+  std::uint64_t bytes;
+  bool expectFast;
+};
+
+TEST(Simulate, FastPathEqualsFullRun) {
+  MachineModel m = handModel();
+  m.paths[static_cast<int>(PathClass::kNetwork)] = LinkCost{5 * kUs, 1 / 12.5e9, 1 * kUs};
+  m.nicBandwidth = 12.5e9;
+  m.coresPerHost = 2;  // fewer than the ranks of a host: the cores are contended
+  const Case cases[] = {
+      {"ring", 32, 4, "flat", 1 << 20, true},
+      {"ring", 48, 6, "fat-tree:hosts-per-leaf=2,oversub=2", 3 << 20, true},
+      {"recursive_doubling", 32, 4, "flat", 64 << 10, false},
+      {"rabenseifner", 64, 8, "flat", 1 << 20, true},
+      {"double_binary_tree", 32, 4, "flat", 1 << 20, false},
+      {"hier_rs_ag", 64, 4, "fat-tree:hosts-per-leaf=2,oversub=4", 16 << 20, true},
+      {"hier_rs_ag", 32, 2, "rail:rails=2,spine-oversub=2", 8 << 20, true},
+      // Its columns' all-reduce is recursive doubling here: not symmetric step by step.
+      {"hier_rs_ag", 64, 8, "fat-tree:hosts-per-leaf=2,oversub=4", 4 << 20, false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.algorithm) + " on " + std::to_string(c.ranks) + " ranks, " + c.network);
+    auto placement = Placement::synthetic(c.ranks, c.perHost, 0);
+    auto network = Network::parse(c.network);
+    ASSERT_TRUE(placement.ok() && network.ok());
+    CollectiveSpec spec = call(c.ranks);
+    spec.count = c.bytes / 4;
+    spec.segmentCount = 16 * 1024;
+    SimOptions full;
+    full.allowFastPath = false;
+    auto fast = predict(allreduce(c.algorithm), spec, m, *placement, *network);
+    auto slow = predict(allreduce(c.algorithm), spec, m, *placement, *network, full);
+    ASSERT_TRUE(fast.ok()) << fast.status().message();
+    ASSERT_TRUE(slow.ok()) << slow.status().message();
+    EXPECT_FALSE(slow->fastPath);
+    EXPECT_EQ(slow->ranksRun, c.ranks);
+    if (c.expectFast) {
+      EXPECT_TRUE(fast->fastPath);
+      EXPECT_LT(fast->ranksRun, c.ranks);
+    }
+    EXPECT_GT(slow->seconds, 0);
+    EXPECT_NEAR(fast->seconds, slow->seconds, 1e-9 * slow->seconds);
+  }
+}
+
+TEST(Simulate, RefusesWhatDoesNotApply) {
+  auto placement = Placement::synthetic(6, 3, 0);
+  ASSERT_TRUE(placement.ok());
+  // Broadcast's algorithm for an all-reduce call.
+  const AlgorithmInfo* bcast = nullptr;
+  for (const AlgorithmInfo& a : algorithmRegistry())
+    if (a.kind == Collective::kBroadcast) bcast = &a;
+  ASSERT_NE(bcast, nullptr);
+  auto p = predict(*bcast, call(6), handModel(), *placement, Network::flat());
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), ErrorCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace tutti::tuning

@@ -1,0 +1,207 @@
+// The tuner (src/tuning/tuner.h): its ranking on clear-cut shapes with wide margins, ties
+// and segments, its cache, the shapes it leaves to the table, and forced choices. No
+// timing: every number is a prediction over the models of tuning_models.h.
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tuning/tuner.h"
+#include "unit/tuning/tuning_models.h"
+
+namespace tutti::tuning {
+namespace {
+
+using test::fastModel;
+using test::setupFor;
+using test::slowNetworkModel;
+using test::specFor;
+
+std::string name(const Candidate& c) { return c.algorithm->name; }
+
+bool hierarchical(const Candidate& c) { return name(c).rfind("hier", 0) == 0; }
+
+// The best candidate that `pick` accepts.
+const Candidate* bestOf(const std::vector<Candidate>& ranking, bool (*pick)(const Candidate&)) {
+  for (const Candidate& c : ranking)
+    if (pick(c)) return &c;
+  return nullptr;
+}
+
+TEST(Tuner, HierarchicalBeatsFlatAcrossHostsOnASlowNetwork) {
+  const TunerSetup setup = setupFor(slowNetworkModel(), 8, 4, TransportKind::kHybrid);
+  auto ranking = rankCandidates(specFor(setup, 64 << 20), setup);
+  ASSERT_TRUE(ranking.ok()) << ranking.status().toString();
+  EXPECT_TRUE(hierarchical(ranking->front())) << describe(ranking->front());
+  const Candidate* flat = bestOf(*ranking, [](const Candidate& c) { return !hierarchical(c); });
+  ASSERT_NE(flat, nullptr);
+  EXPECT_GT(flat->seconds, 1.3 * ranking->front().seconds)
+      << describe(*flat) << " against " << describe(ranking->front());
+}
+
+TEST(Tuner, FewRoundsBeatTheRingForEightBytes) {
+  const TunerSetup setup = setupFor(fastModel(), 8, 8, TransportKind::kShm);
+  auto ranking = rankCandidates(specFor(setup, 8), setup);
+  ASSERT_TRUE(ranking.ok()) << ranking.status().toString();
+  EXPECT_NE(name(ranking->front()), "ring");
+  const Candidate* ring = bestOf(*ranking, [](const Candidate& c) { return name(c) == "ring"; });
+  ASSERT_NE(ring, nullptr);
+  EXPECT_GT(ring->seconds, 2 * ranking->front().seconds)
+      << describe(*ring) << " against " << describe(ranking->front());
+}
+
+TEST(Tuner, EveryRankRanksAlike) {
+  const TunerSetup setup = setupFor(fastModel(), 8, 4, TransportKind::kHybrid);
+  for (std::uint64_t bytes : {8ull, 64ull << 10, 4ull << 20}) {
+    auto first = rankCandidates(specFor(setup, bytes, Collective::kAllReduce, 0), setup);
+    auto other = rankCandidates(specFor(setup, bytes, Collective::kAllReduce, 5), setup);
+    ASSERT_TRUE(first.ok() && other.ok());
+    ASSERT_EQ(first->size(), other->size());
+    for (std::size_t i = 0; i < first->size(); ++i) {
+      EXPECT_EQ((*first)[i].algorithm, (*other)[i].algorithm) << bytes << " #" << i;
+      EXPECT_EQ((*first)[i].segmentBytes, (*other)[i].segmentBytes);
+      EXPECT_EQ((*first)[i].seconds, (*other)[i].seconds);
+    }
+  }
+}
+
+TEST(Tuner, InPlaceOnOneRankDoesNotChangeTheChoice) {
+  // A broadcast's root may call in place where the others do not: all must choose alike.
+  Tuner tuner(setupFor(fastModel(), 4, 2, TransportKind::kHybrid));
+  CollectiveSpec root = specFor(tuner.setup(), 8 << 20, Collective::kBroadcast, 0);
+  root.inPlace = true;
+  const CollectiveSpec other = specFor(tuner.setup(), 8 << 20, Collective::kBroadcast, 3);
+  auto a = rankCandidates(root, tuner.setup());
+  auto b = rankCandidates(other, tuner.setup());
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->size(), b->size());
+  for (std::size_t i = 0; i < a->size(); ++i) {
+    EXPECT_EQ((*a)[i].algorithm, (*b)[i].algorithm) << i;
+    EXPECT_EQ((*a)[i].seconds, (*b)[i].seconds) << i;
+  }
+  Status error;
+  EXPECT_EQ(tuner.choose(root, &error).algorithm, tuner.choose(other, &error).algorithm);
+}
+
+TEST(Tuner, TiesGoToTheRegistryOrderThenTheSmallerSegment) {
+  // Nothing costs anything: every prediction is 0, so the order is the order built.
+  const TunerSetup setup = setupFor(MachineModel{}, 4, 4, TransportKind::kShm);
+  const CollectiveSpec spec = specFor(setup, 4 << 20);
+  auto ranking = rankCandidates(spec, setup);
+  ASSERT_TRUE(ranking.ok()) << ranking.status().toString();
+  std::vector<const AlgorithmInfo*> expected;
+  for (const AlgorithmInfo& info : algorithmRegistry())
+    if (info.kind == spec.kind && info.unsupportedReason(spec).empty()) expected.push_back(&info);
+  std::vector<const AlgorithmInfo*> seen;
+  std::uint64_t lastSegment = 0;
+  for (const Candidate& c : *ranking) {
+    EXPECT_EQ(c.seconds, 0) << describe(c);
+    if (seen.empty() || seen.back() != c.algorithm) {
+      seen.push_back(c.algorithm);
+    } else {
+      EXPECT_GT(c.segmentBytes, lastSegment) << describe(c);
+    }
+    lastSegment = c.segmentBytes;
+  }
+  EXPECT_EQ(seen, expected);
+}
+
+TEST(Tuner, SegmentsAreTriedWhereTheScheduleDependsOnThem) {
+  TunerSetup setup = setupFor(fastModel(), 4, 4, TransportKind::kShm);
+  auto ranking = rankCandidates(specFor(setup, 64 << 20), setup);
+  ASSERT_TRUE(ranking.ok());
+  int ring = 0;
+  int doubling = 0;
+  for (const Candidate& c : *ranking) {
+    if (name(c) == "ring") {
+      ++ring;
+      EXPECT_TRUE(c.segmentMatters);
+    }
+    if (name(c) == "recursive_doubling") {
+      ++doubling;
+      EXPECT_FALSE(c.segmentMatters);
+      EXPECT_EQ(c.segmentBytes, setup.defaultSegmentBytes);
+    }
+  }
+  EXPECT_EQ(ring, static_cast<int>(setup.segmentCandidates.size()));
+  EXPECT_EQ(doubling, 1);
+  // TUTTI_SEGMENT_BYTES set: the communicator's segment only.
+  setup.fixedSegment = true;
+  setup.defaultSegmentBytes = 96 << 10;
+  ranking = rankCandidates(specFor(setup, 64 << 20), setup);
+  ASSERT_TRUE(ranking.ok());
+  ring = 0;
+  for (const Candidate& c : *ranking) {
+    if (name(c) != "ring") continue;
+    ++ring;
+    EXPECT_EQ(c.segmentBytes, 96u << 10);
+  }
+  EXPECT_EQ(ring, 1);
+}
+
+TEST(Tuner, ChoosesTheBestAndKeepsIt) {
+  Tuner tuner(setupFor(slowNetworkModel(), 8, 4, TransportKind::kHybrid));
+  const CollectiveSpec spec = specFor(tuner.setup(), 64 << 20);
+  auto explained = tuner.explain(spec);
+  ASSERT_TRUE(explained.ok());
+  EXPECT_EQ(explained->by, "model");
+  Status error;
+  const Choice first = tuner.choose(spec, &error);
+  ASSERT_NE(first.algorithm, nullptr) << error.toString();
+  EXPECT_EQ(first.algorithm, explained->ranking.front().algorithm);
+  EXPECT_EQ(first.segmentBytes, explained->ranking.front().segmentBytes);
+  const Choice again = tuner.choose(specFor(tuner.setup(), 64 << 20, Collective::kAllReduce, 3), &error);
+  EXPECT_EQ(again.algorithm, first.algorithm);
+  EXPECT_EQ(again.segmentBytes, first.segmentBytes);
+}
+
+TEST(Tuner, ShapesTheModelDoesNotPriceKeepTheTable) {
+  Tuner tuner(setupFor(fastModel(), 4, 4, TransportKind::kShm));
+  CollectiveSpec spec = specFor(tuner.setup(), 1024, Collective::kAllToAllV);
+  spec.counts.assign(4, 256);
+  spec.displs = {0, 256, 512, 768};
+  spec.recvCounts = spec.counts;
+  spec.recvDispls = spec.displs;
+  EXPECT_FALSE(rankable(spec));
+  EXPECT_EQ(rankCandidates(spec, tuner.setup()).status().code(), ErrorCode::kNotSupported);
+  Status error;
+  const Choice choice = tuner.choose(spec, &error);
+  ASSERT_NE(choice.algorithm, nullptr) << error.toString();
+  EXPECT_EQ(choice.algorithm, defaultAlgorithm(spec));
+  auto explained = tuner.explain(spec);
+  ASSERT_TRUE(explained.ok());
+  EXPECT_EQ(explained->by, "table");
+}
+
+TEST(Tuner, ForcedChoiceGetsItsBestSegment) {
+  Tuner tuner(setupFor(slowNetworkModel(), 8, 4, TransportKind::kHybrid));
+  const CollectiveSpec spec = specFor(tuner.setup(), 64 << 20);
+  const AlgorithmInfo* ring = nullptr;
+  for (const AlgorithmInfo& info : algorithmRegistry())
+    if (info.kind == Collective::kAllReduce && std::string(info.name) == "ring") ring = &info;
+  ASSERT_NE(ring, nullptr);
+  auto explained = tuner.explain(spec);
+  ASSERT_TRUE(explained.ok());
+  std::uint64_t best = 0;
+  for (const Candidate& c : explained->ranking) {
+    if (c.algorithm == ring) {
+      best = c.segmentBytes;
+      break;
+    }
+  }
+  EXPECT_EQ(tuner.checkForced(spec, *ring), best);
+  EXPECT_EQ(tuner.checkForced(spec, *ring), best);  // from the cache, logged once
+}
+
+TEST(Tuner, TcpOnOneHostPricesTheHostLikeTheNetwork) {
+  TunerSetup setup = setupFor(fastModel(), 4, 4, TransportKind::kTcp);
+  const MachineModel m = effectiveModel(setup);
+  EXPECT_EQ(m.path(PathClass::kSameL3).alpha, fastModel().path(PathClass::kNetwork).alpha);
+  setup.transport = TransportKind::kShm;
+  EXPECT_EQ(effectiveModel(setup).path(PathClass::kSameL3).alpha,
+            fastModel().path(PathClass::kSameL3).alpha);
+}
+
+}  // namespace
+}  // namespace tutti::tuning
