@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -43,10 +44,27 @@ Status makeDirectories(const std::string& dir) {
   return Status::Ok();
 }
 
-// The cache file's model where it belongs to this host and library; nullopt where it is
-// missing, another's (why at DEBUG) or malformed (why in a warning where `warn`).
+std::int64_t nowSeconds() { return static_cast<std::int64_t>(std::time(nullptr)); }
+
+// Why a cache of this host and library, measured at `info.measured`, is not to be used any
+// more; empty where it is. A cache from the future (a clock set back) by more than an hour
+// is as stale as an old one.
+std::string staleness(const ModelFileInfo& info, double maxAgeSeconds) {
+  if (!info.complete) return "it records an incomplete probe";
+  if (info.measured <= 0) return "it does not record when it was measured (an older build wrote it)";
+  const double age = static_cast<double>(nowSeconds() - info.measured);
+  if (age > maxAgeSeconds)
+    return strFormat("it was measured %.1f days ago (they expire after %.1f)", age / 86400,
+                     maxAgeSeconds / 86400);
+  if (age < -3600) return "it was measured after now (the clock was set back)";
+  return "";
+}
+
+// The cache file's model where it belongs to this host and library and has not expired;
+// nullopt where it is missing, another's (why at DEBUG), expired (why at INFO) or malformed
+// (why in a warning where `warn`).
 std::optional<MachineModel> readCache(const std::string& path, const std::string& hostId,
-                                      bool warn) {
+                                      double maxAgeSeconds, bool warn) {
   if (::access(path.c_str(), F_OK) != 0) return std::nullopt;
   ModelFileInfo info;
   auto model = loadModelFile(path, &info);
@@ -59,6 +77,10 @@ std::optional<MachineModel> readCache(const std::string& path, const std::string
   if (info.library != TUTTI_VERSION_STRING || info.host != hostId) {
     TUTTI_DEBUG(kTune, "the machine model cache %s belongs to library %s on host %s: measuring anew",
                 path.c_str(), info.library.c_str(), info.host.c_str());
+    return std::nullopt;
+  }
+  if (const std::string why = staleness(info, maxAgeSeconds); !why.empty()) {
+    if (warn) TUTTI_INFO(kTune, "the machine model cache %s is measured anew: %s", path.c_str(), why.c_str());
     return std::nullopt;
   }
   model->origin = "cache " + path;
@@ -115,7 +137,8 @@ Result<MachineModel> loadHostModel(const ModelSource& source) {
     return model;
   }
   const std::string path = cacheFilePath(source.cacheDir, source.hostId);
-  if (auto cached = readCache(path, source.hostId, true)) return std::move(*cached);
+  if (auto cached = readCache(path, source.hostId, source.maxAgeSeconds, true))
+    return std::move(*cached);
   const Status made = makeDirectories(source.cacheDir);
   if (!made.ok()) {
     TUTTI_WARN(kTune, "machine model cache: %s; the probe's result is used uncached",
@@ -127,7 +150,8 @@ Result<MachineModel> loadHostModel(const ModelSource& source) {
   // The first process here probes; the others wait for its file (bounded).
   const UniqueFd lock = lockFile(path + ".lock", source.lockWaitSeconds);
   if (lock.valid()) {
-    if (auto cached = readCache(path, source.hostId, false)) return std::move(*cached);
+    if (auto cached = readCache(path, source.hostId, source.maxAgeSeconds, false))
+      return std::move(*cached);
   }
   ProbeReport report = probed(source);
   MachineModel model = std::move(report.model);
@@ -136,7 +160,8 @@ Result<MachineModel> loadHostModel(const ModelSource& source) {
     model.origin = "probe, not cached: incomplete (the host was busy)";
     return model;
   }
-  const Status written = writeModelFile(path, model, {TUTTI_VERSION_STRING, source.hostId});
+  const Status written =
+      writeModelFile(path, model, {TUTTI_VERSION_STRING, source.hostId, nowSeconds(), true});
   if (!written.ok()) {
     TUTTI_WARN(kTune, "machine model cache: %s; the probe's result is used uncached",
                written.message().c_str());
@@ -154,7 +179,25 @@ Result<std::optional<MachineModel>> storedHostModel(const ModelSource& source) {
     return std::optional<MachineModel>(std::move(model).value());
   }
   if (source.cacheDir.empty()) return std::optional<MachineModel>();
-  return readCache(cacheFilePath(source.cacheDir, source.hostId), source.hostId, true);
+  return readCache(cacheFilePath(source.cacheDir, source.hostId), source.hostId,
+                   source.maxAgeSeconds, true);
+}
+
+Result<std::string> saveHostModel(const ModelSource& source, const ProbeReport& report) {
+  if (source.cacheDir.empty())
+    return Status(ErrorCode::kInvalidUsage,
+                  "no cache directory to save the machine model in ($XDG_CACHE_HOME and $HOME unset)");
+  if (!report.complete)
+    return Status(ErrorCode::kInvalidUsage,
+                  "the probe was incomplete (the host was too busy for some phases: see the notes); "
+                  "nothing saved, the cache is as it was");
+  TUTTI_RETURN_IF_ERROR(makeDirectories(source.cacheDir));
+  const std::string path = cacheFilePath(source.cacheDir, source.hostId);
+  // Not while a communicator's probe writes it; past the wait, renaming over it is safe.
+  const UniqueFd lock = lockFile(path + ".lock", source.lockWaitSeconds);
+  TUTTI_RETURN_IF_ERROR(writeModelFile(path, report.model,
+                                       {TUTTI_VERSION_STRING, source.hostId, nowSeconds(), true}));
+  return path;
 }
 
 ModelSource sourceFor(const Config& config, const std::string& hostId) {

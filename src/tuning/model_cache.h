@@ -7,10 +7,14 @@
 // The cache file is DIR/model-<library version>-<hash of the host identity>.json, DIR being
 // $XDG_CACHE_HOME/tutti or ~/.cache/tutti, and records the library and host it belongs to: a
 // file written by another library version or for another host (a copied home directory,
-// another boot: the identity holds the boot id) is measured anew and replaced. Processes
+// another boot: the identity holds the boot id) is measured anew and replaced, and so is one
+// measured more than kCacheMaxAgeSeconds (7 days) ago, one that does not record when it was
+// measured (an older build's) and one that records an incomplete probe. Processes
 // starting together on a host probe once: the writer holds a lock file while it probes, and
 // the others wait for it (bounded) and read its result. A probe the host was too busy to
-// complete (a phase kept a default) is used by its process but not cached. Writes go through a temporary file
+// complete (a phase kept a default, or its figure failed the probe's checks: probe.h) is used
+// by its process but not cached. `tutti-info tune --probe --save` measures and replaces the
+// cache (saveHostModel). Writes go through a temporary file
 // renamed into place. An unwritable cache directory is a warning (the probe's result is
 // used all the same), never an error; an unreadable or malformed TUTTI_TUNING_FILE is an
 // error naming the file, the line and the key.
@@ -27,6 +31,11 @@
 
 namespace tutti::tuning {
 
+/// How long a cached model is used before it is measured anew: a week, so that a host
+/// whose load or hardware changed, or a measurement that passed the checks but was poor,
+/// is not stuck with it.
+inline constexpr double kCacheMaxAgeSeconds = 7 * 24 * 3600;
+
 struct ModelSource {
   std::string tuningFile;  // TUTTI_TUNING_FILE; empty: the cache
   std::string cacheDir;    // the cache's directory; empty: none (probe, write nothing)
@@ -36,6 +45,8 @@ struct ModelSource {
   std::function<ProbeReport(const ProbeOptions&)> prober = probeHost;
   /// How long to wait for another process's probe (the lock file) before probing anyway.
   double lockWaitSeconds = 2;
+  /// A cache measured longer ago than this is measured anew and replaced.
+  double maxAgeSeconds = kCacheMaxAgeSeconds;
 };
 
 /// $XDG_CACHE_HOME/tutti, else $HOME/.cache/tutti (from `config`), else empty.
@@ -51,6 +62,12 @@ Result<MachineModel> loadHostModel(const ModelSource& source);
 /// What loadHostModel would use without probing: the file where given (its errors are
 /// errors), else the cache where it holds this host's model, else nullopt.
 Result<std::optional<MachineModel>> storedHostModel(const ModelSource& source);
+
+/// Writes a probe's result as the cache of `source` (its directory made where missing),
+/// replacing what was there, with the time of now: what `tutti-info tune --probe --save`
+/// does. Returns the file's path. Errors: no cache directory, an incomplete probe (nothing
+/// is written: the cache keeps only trusted figures), the file cannot be written.
+Result<std::string> saveHostModel(const ModelSource& source, const ProbeReport& report);
 
 /// The source this process's configuration names: TUTTI_TUNING_FILE, cacheDirectory(),
 /// `hostId`.

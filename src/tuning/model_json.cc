@@ -74,6 +74,22 @@ Status readString(const Value& object, std::string_view name, std::string& out) 
   return Status::Ok();
 }
 
+// "measured" (whole seconds since the epoch) and "complete" (a boolean).
+Status readFileInfo(const Value& doc, ModelFileInfo& info) {
+  if (const Value* v = doc.find("measured")) {
+    TUTTI_RETURN_IF_ERROR(expectType(*v, "measured", Value::Type::kNumber));
+    if (v->number != std::floor(v->number) || v->number < 0 || v->number > 1e15)
+      return errorAt(*v, "measured",
+                     strFormat("whole seconds since the epoch expected, found %g", v->number));
+    info.measured = static_cast<std::int64_t>(v->number);
+  }
+  if (const Value* v = doc.find("complete")) {
+    TUTTI_RETURN_IF_ERROR(expectType(*v, "complete", Value::Type::kBool));
+    info.complete = v->boolean;
+  }
+  return Status::Ok();
+}
+
 Status readPaths(const Value& paths, MachineModel& m) {
   TUTTI_RETURN_IF_ERROR(expectType(paths, "paths", Value::Type::kObject));
   for (const auto& [name, link] : paths.members) {
@@ -149,6 +165,9 @@ std::string toJson(const MachineModel& m, const ModelFileInfo& info) {
                               json::quote(kModelFormat).c_str(), kModelVersion);
   if (!info.library.empty()) out += "  \"library\": " + json::quote(info.library) + ",\n";
   if (!info.host.empty()) out += "  \"host\": " + json::quote(info.host) + ",\n";
+  if (info.measured > 0)
+    out += strFormat("  \"measured\": %lld,\n", static_cast<long long>(info.measured));
+  if (!info.complete) out += "  \"complete\": false,\n";
   out += "  \"paths\": {\n";
   for (int c = 0; c < kNumPathClasses; ++c) {
     const LinkCost& l = m.paths[static_cast<std::size_t>(c)];
@@ -177,7 +196,8 @@ Result<MachineModel> fromJson(std::string_view text, ModelFileInfo* info) {
     return errorAt(doc, "the document",
                    strFormat("an object expected, found %s", json::typeName(doc.type)));
   TUTTI_RETURN_IF_ERROR(checkFormat(doc));
-  TUTTI_RETURN_IF_ERROR(onlyKnown(doc, "", {"format", "version", "library", "host", "paths",
+  TUTTI_RETURN_IF_ERROR(onlyKnown(doc, "", {"format", "version", "library", "host", "measured",
+                                            "complete", "paths",
                                             "gamma", "copy_beta", "host_memory_bandwidth",
                                             "nic_bandwidth", "cores_per_host", "flat_alpha",
                                             "flat_beta"}));
@@ -185,6 +205,7 @@ Result<MachineModel> fromJson(std::string_view text, ModelFileInfo* info) {
   ModelFileInfo read;
   TUTTI_RETURN_IF_ERROR(readString(doc, "library", read.library));
   TUTTI_RETURN_IF_ERROR(readString(doc, "host", read.host));
+  TUTTI_RETURN_IF_ERROR(readFileInfo(doc, read));
   if (const Value* paths = doc.find("paths")) TUTTI_RETURN_IF_ERROR(readPaths(*paths, m));
   if (const Value* gamma = doc.find("gamma")) TUTTI_RETURN_IF_ERROR(readGamma(*gamma, m));
   TUTTI_RETURN_IF_ERROR(readNumber(doc, "", "copy_beta", m.copyBeta));

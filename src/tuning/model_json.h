@@ -4,6 +4,7 @@
 // at creation. The format is docs/tuning.md's:
 //
 //   {"format": "tutti-machine-model", "version": 1, "library": "0.9.0", "host": "...",
+//    "measured": 1796000000, "complete": true,
 //    "paths": {"same_l3": {"alpha": 4e-07, "beta": 1e-10, "overhead": 2e-07}, ...},
 //    "gamma": {"float32": 1.2e-10, ...}, "copy_beta": ..., "host_memory_bandwidth": ...,
 //    "nic_bandwidth": ..., "cores_per_host": 2, "flat_alpha": ..., "flat_beta": ...}
@@ -15,6 +16,7 @@
 // files written before a parameter existed stay valid. Errors name the line and the key:
 // "line 5: paths.same_l3.beta: a number from 0 expected, found -1".
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -28,11 +30,14 @@ inline constexpr std::string_view kModelFormat = "tutti-machine-model";
 /// Raised when a parameter changes meaning; new parameters with defaults keep it.
 inline constexpr int kModelVersion = 1;
 
-/// What a model file says besides the parameters: which library wrote it, for which host.
-/// Empty where the file does not say (a hand-written file needs neither).
+/// What a model file says besides the parameters: which library wrote it, for which host,
+/// when it was measured and whether every phase of that probe was trusted. Empty, 0 and
+/// true where the file does not say (a hand-written file needs none of them).
 struct ModelFileInfo {
-  std::string library;  // TUTTI_VERSION_STRING of the writer
-  std::string host;     // topo::hostIdentity() of the host measured
+  std::string library;      // TUTTI_VERSION_STRING of the writer
+  std::string host;         // topo::hostIdentity() of the host measured
+  std::int64_t measured = 0;  // when, in seconds since the epoch (the cache's age); 0: unknown
+  bool complete = true;     // the probe kept no phase's default (probe.h)
 };
 
 /// `model` as a JSON document (numbers written exactly: fromJson gives the same doubles).

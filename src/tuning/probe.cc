@@ -3,7 +3,10 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -15,6 +18,7 @@
 #include <thread>
 
 #include "base/cpus.h"
+#include "base/fd.h"
 #include "base/strings.h"
 #include "base/wait.h"
 #include "reduce/reduce.h"
@@ -65,6 +69,75 @@ double bestTime(int reps, Clock::time_point until, Body&& body) {
     if (best == 0 || t < best) best = t;
   }
   return best;
+}
+
+// How long a thread has waited for a CPU while runnable (schedstat's run_delay, ns), or
+// where the kernel keeps no such account its involuntary context switches: a counter that
+// moves when the thread was kept off a CPU it wanted. A batch of an exchange between two
+// threads is clean where neither's moved: neither was preempted, nor waited behind other
+// work after giving its CPU away. Opened once, read with pread per batch (~1 us, outside
+// the timed part).
+class WaitCounter {
+ public:
+  explicit WaitCounter(int tid) {
+    const std::string dir = strFormat("/proc/self/task/%d/", tid);
+    fd_ = UniqueFd(::open((dir + "schedstat").c_str(), O_RDONLY | O_CLOEXEC));
+    if (fd_.valid() && read() != kUnknown) return;
+    fd_ = UniqueFd(::open((dir + "status").c_str(), O_RDONLY | O_CLOEXEC));
+    status_ = true;
+  }
+  static constexpr std::uint64_t kUnknown = ~0ull;
+  // The counter now; kUnknown where it cannot be read (every batch then counts as clean,
+  // and the consistency rules alone judge the result).
+  std::uint64_t read() const {
+    if (!fd_.valid()) return kUnknown;
+    char text[2048];
+    const ssize_t n = ::pread(fd_.get(), text, sizeof(text) - 1, 0);
+    if (n <= 0) return kUnknown;
+    text[n] = '\0';
+    unsigned long long a = 0, b = 0;
+    if (!status_) return std::sscanf(text, "%llu %llu", &a, &b) == 2 ? b : kUnknown;
+    const char* line = std::strstr(text, "nonvoluntary_ctxt_switches:");
+    return line != nullptr && std::sscanf(line, "nonvoluntary_ctxt_switches: %llu", &a) == 1 ? a
+                                                                                              : kUnknown;
+  }
+
+ private:
+  UniqueFd fd_;
+  bool status_ = false;
+};
+
+int currentTid() { return static_cast<int>(::syscall(SYS_gettid)); }
+
+// The batches of an exchange between two threads: the best time of those neither thread
+// waited for a CPU in, and how many there were of each.
+struct Batches {
+  double best = 0;     // 0: no clean batch
+  double bestAny = 0;  // of every batch: what a contended phase reports
+  int clean = 0;
+  int runs = 0;
+};
+
+// bestTime over clean batches: runs `body` until `reps` clean batches or `until` (at least
+// once), reading both threads' WaitCounters around each. `watch` false (the two threads
+// share one CPU: each waits for the other by design) counts every batch as clean.
+template <typename Body>
+Batches bestCleanTime(int reps, Clock::time_point until, const WaitCounter& self,
+                      const WaitCounter& partner, bool watch, Body&& body) {
+  Batches out;
+  while (out.clean < reps && (out.runs == 0 || Clock::now() < until)) {
+    const std::uint64_t a0 = self.read(), b0 = partner.read();
+    const Clock::time_point start = Clock::now();
+    body();
+    const double t = secondsSince(start);
+    const bool clean = !watch || (self.read() == a0 && partner.read() == b0);
+    ++out.runs;
+    if (out.bestAny == 0 || t < out.bestAny) out.bestAny = t;
+    if (!clean) continue;
+    ++out.clean;
+    if (out.best == 0 || t < out.best) out.best = t;
+  }
+  return out;
 }
 
 // The calling thread's CPU time, in seconds: what a single-threaded measurement uses, so
@@ -126,16 +199,17 @@ class PairProbe {
   PairProbe(int cpuA, int cpuB) : cpuA_(cpuA), cpuB_(cpuB), shared_(kMessageBytes),
                                   mineA_(kMessageBytes), mineB_(kMessageBytes) {}
 
-  // Measures alpha, beta and overhead; nullopt where the threads could not finish a
-  // measurement by `until`.
-  std::optional<LinkCost> measure(Clock::time_point until) {
+  // Measures alpha, beta and overhead: nullopt where the threads could not finish a
+  // measurement by `until`; `contended` says why where no batch of a measurement was free
+  // of waiting for a CPU (the figure is then the preempted one's, not the machine's).
+  std::optional<LinkCost> measure(Clock::time_point until, std::string& contended) {
     if (!shared_.ok() || !mineA_.ok() || !mineB_.ok()) return std::nullopt;
     until_ = until;
     std::optional<LinkCost> cost;
     std::thread other([this] { answer(); });
     std::thread leader([&] {
       pinTo(cpuA_);
-      cost = lead();
+      cost = lead(contended);
       stop_.store(true, std::memory_order_release);
       seq_.store(~0u, std::memory_order_release);
     });
@@ -157,16 +231,28 @@ class PairProbe {
     return waitFor(ack_, s, until_);
   }
 
-  std::optional<LinkCost> lead() {
-    // Short batches, many of them: on a busy host the best batch is one neither thread
-    // was preempted in.
+  std::optional<LinkCost> lead(std::string& contended) {
+    // Short batches, many of them, of which only those neither thread waited for a CPU in
+    // count: on a busy host the best batch is one neither thread was preempted in.
     const int kRounds = 4;
     bool ok = true;
+    // The answerer's first answer: it is running, and its thread id is published.
+    if (!roundTrip(kPing, 0)) return std::nullopt;
+    const WaitCounter self(currentTid());
+    const WaitCounter partner(partnerTid_.load(std::memory_order_acquire));
+    const bool watch = cpuA_ != cpuB_;
+    auto note = [&](const char* what, const Batches& b) {
+      if (b.clean == 0 && contended.empty())
+        contended = strFormat("%s: none of %d batches ran without waiting for a CPU", what, b.runs);
+    };
     auto pings = [&] {
       for (int i = 0; i < kRounds && ok; ++i) ok = roundTrip(kPing, 0);
     };
     const Clock::time_point half = Clock::now() + (until_ - Clock::now()) / 2;
-    const double rtt = bestTime(64, half, pings) / kRounds;
+    const Batches pingBatches = bestCleanTime(64, half, self, partner, watch, pings);
+    if (!ok) return std::nullopt;
+    note("latency", pingBatches);
+    const double rtt = (pingBatches.best > 0 ? pingBatches.best : pingBatches.bestAny) / kRounds;
     if (!ok || rtt <= 0) return std::nullopt;
     // The sender's own time per small message: the copy in and the signal, without the
     // wait for the answer.
@@ -178,7 +264,10 @@ class PairProbe {
     };
     const double overhead = bestTime(8, until_, post) / kRounds;
     auto copies = [&] { ok = ok && roundTrip(kCopy, kMessageBytes); };
-    const double copyTrip = bestTime(16, until_, copies);
+    const Batches copyBatches = bestCleanTime(16, until_, self, partner, watch, copies);
+    if (!ok) return std::nullopt;
+    note("bandwidth", copyBatches);
+    const double copyTrip = copyBatches.best > 0 ? copyBatches.best : copyBatches.bestAny;
     if (!ok || copyTrip <= 0) return std::nullopt;
     LinkCost cost;
     cost.alpha = rtt / 2;
@@ -189,6 +278,7 @@ class PairProbe {
 
   void answer() {
     pinTo(cpuB_);
+    partnerTid_.store(currentTid(), std::memory_order_release);
     std::uint32_t seen = 0;
     while (!stop_.load(std::memory_order_acquire)) {
       std::uint32_t s;
@@ -217,6 +307,7 @@ class PairProbe {
   alignas(64) std::atomic<std::uint32_t> ack_{0};
   std::atomic<std::uint32_t> kind_{kPing};
   std::atomic<bool> stop_{false};
+  std::atomic<int> partnerTid_{0};
 };
 
 // Rounds of a two-rank flat exchange: each thread writes its contribution into its slot of
@@ -230,8 +321,9 @@ class FlatProbe {
   FlatProbe(int cpuA, int cpuB) : cpus_{cpuA, cpuB}, shared_(4 * kLargeBytes),
                                   mine_{Buffer(2 * kLargeBytes), Buffer(2 * kLargeBytes)} {}
 
-  // {flatAlpha, flatBeta}, or nullopt where the rounds did not finish by `until`.
-  std::optional<std::pair<double, double>> measure(Clock::duration share) {
+  // {flatAlpha, flatBeta}, or nullopt where the rounds did not finish by `until`;
+  // `contended` says why where no batch ran without either thread waiting for a CPU.
+  std::optional<std::pair<double, double>> measure(Clock::duration share, std::string& contended) {
     if (!shared_.ok() || !mine_[0].ok() || !mine_[1].ok()) return std::nullopt;
     const Clock::time_point until = Clock::now() + share;
     until_ = until;
@@ -240,9 +332,23 @@ class FlatProbe {
     std::thread other([this] { follow(); });
     std::thread leader([&] {
       pinTo(cpus_[0]);
+      const WaitCounter self(currentTid());
+      while (followerTid_.load(std::memory_order_acquire) == 0 && Clock::now() < until + kGrace)
+        sched_yield();  // past that, the rounds' own waits judge the follower
+      const WaitCounter partner(followerTid_.load(std::memory_order_acquire));
+      const bool watch = cpus_[0] != cpus_[1];
       const Clock::time_point half = Clock::now() + (until - Clock::now()) / 2;
-      small = bestTime(32, half, [&] { ok_ = ok_ && rounds(0, 8); }) / kRounds;
-      large = bestTime(16, until, [&] { ok_ = ok_ && rounds(0, kLargeBytes); }) / kRounds;
+      const Batches smallBatches = bestCleanTime(32, half, self, partner, watch,
+                                                 [&] { ok_ = ok_ && rounds(0, 8); });
+      const Batches largeBatches = bestCleanTime(16, until, self, partner, watch,
+                                                 [&] { ok_ = ok_ && rounds(0, kLargeBytes); });
+      for (const auto& [what, b] : {std::pair{"8 B rounds", smallBatches},
+                                    std::pair{"64 KiB rounds", largeBatches}}) {
+        if (b.clean == 0 && contended.empty())
+          contended = strFormat("%s: none of %d batches ran without waiting for a CPU", what, b.runs);
+      }
+      small = (smallBatches.best > 0 ? smallBatches.best : smallBatches.bestAny) / kRounds;
+      large = (largeBatches.best > 0 ? largeBatches.best : largeBatches.bestAny) / kRounds;
       command_.store(kStop, std::memory_order_release);
       go_.fetch_add(1, std::memory_order_acq_rel);
     });
@@ -290,6 +396,7 @@ class FlatProbe {
 
   void follow() {
     pinTo(cpus_[1]);
+    followerTid_.store(currentTid(), std::memory_order_release);
     for (std::uint32_t seen = 0;;) {
       if (!waitAtLeast(go_, seen + 1)) return;
       seen = go_.load(std::memory_order_acquire);
@@ -307,6 +414,7 @@ class FlatProbe {
   alignas(64) std::atomic<std::uint32_t> arrived_{0};
   alignas(64) std::atomic<std::uint32_t> go_{0};
   std::atomic<std::uint32_t> command_{0};
+  std::atomic<int> followerTid_{0};
 };
 
 // Bytes copied per second by `cpus.size()` threads at once, each copying its own 2 MiB
@@ -478,8 +586,39 @@ struct Shares {
   double copy = 0.03, gamma = 0.1, paths = 0.35, flat = 0.12, memory = 0.15;
 };
 
-void probePaths(const topo::Machine& machine, const std::vector<int>& allowed,
-                Clock::duration share, ProbeReport& report) {
+// The consistency rules (probe.h): a pair of threads spinning on one cache line answer each
+// other in well under a microsecond, and through a futex (a sleeping thread woken) in a few;
+// a one-way latency past kMaxPairAlpha means a thread was not running. And a message passed
+// through a shared buffer is two copies and the cache lines' trip between the cores: far
+// past kMaxCopyRatio local copies of the same bytes, a thread was waiting.
+constexpr double kMaxPairAlpha = 10e-6;
+constexpr double kMaxCopyRatio = 16;
+
+}  // namespace
+
+std::string implausiblePair(double alpha, double beta, double copyBeta) {
+  if (alpha > kMaxPairAlpha)
+    return strFormat("latency %.1f us is past %.0f us, longer than a futex wake-up: a thread "
+                     "was not running", alpha * 1e6, kMaxPairAlpha * 1e6);
+  if (copyBeta > 0 && beta > kMaxCopyRatio * copyBeta)
+    return strFormat("bandwidth %.2f GB/s is under 1/%.0f of the local copy's %.2f GB/s",
+                     1e-9 / beta, kMaxCopyRatio, 1e-9 / copyBeta);
+  return "";
+}
+
+namespace {
+
+// Why the phase `name` is untrusted: `contended` (the probe's own account), else the
+// options' stand-in, else the consistency rules; empty where it is trusted.
+std::string judge(const ProbeOptions& options, const char* name, std::string contended,
+                  double alpha, double beta, double copyBeta) {
+  if (!contended.empty()) return contended;
+  if (options.contended && options.contended(name)) return "contended (as the caller's stand-in says)";
+  return implausiblePair(alpha, beta, copyBeta);
+}
+
+void probePaths(const ProbeOptions& options, const topo::Machine& machine,
+                const std::vector<int>& allowed, Clock::duration share, ProbeReport& report) {
   const auto pairs = cpuPairsByClass(machine, allowed);
   int present = 0;
   for (const auto& p : pairs) present += p ? 1 : 0;
@@ -489,15 +628,29 @@ void probePaths(const topo::Machine& machine, const std::vector<int>& allowed,
     const char* name = pathClassName(static_cast<PathClass>(c));
     if (!pair) continue;
     PairProbe probe(pair->first, pair->second);
-    measured[static_cast<std::size_t>(c)] = probe.measure(Clock::now() + share / present);
-    if (!measured[static_cast<std::size_t>(c)]) report.complete = false;
-    report.notes.push_back(measured[static_cast<std::size_t>(c)]
-                               ? strFormat("%s: CPUs %d and %d", name, pair->first, pair->second)
-                               : strFormat("%s: CPUs %d and %d did not answer in time (default)",
-                                           name, pair->first, pair->second));
+    std::string contended;
+    auto& cost = measured[static_cast<std::size_t>(c)];
+    cost = probe.measure(Clock::now() + share / present, contended);
+    if (!cost) {
+      report.complete = false;
+      report.notes.push_back(strFormat("%s: CPUs %d and %d did not answer in time (not used)",
+                                       name, pair->first, pair->second));
+      continue;
+    }
+    const std::string why =
+        judge(options, name, contended, cost->alpha, cost->beta, report.model.copyBeta);
+    if (!why.empty()) {
+      report.complete = false;
+      report.notes.push_back(strFormat("%s: CPUs %d and %d untrusted (%.3f us, %.2f GB/s), not "
+                                       "used: %s", name, pair->first, pair->second,
+                                       cost->alpha * 1e6, 1e-9 / cost->beta, why.c_str()));
+      cost.reset();
+      continue;
+    }
+    report.notes.push_back(strFormat("%s: CPUs %d and %d", name, pair->first, pair->second));
   }
   for (std::string& line : fillMissingClasses(measured, report.model))
-    report.notes.push_back(line + " (no such pair of CPUs here)");
+    report.notes.push_back(line + " (no pair of CPUs here, or none trusted)");
 }
 
 void probeNetwork(ProbeReport& report) {
@@ -562,7 +715,7 @@ ProbeReport probeHost(const ProbeOptions& options) {
 
   t0 = Clock::now();
   if (!late("paths")) {
-    probePaths(machine, allowed, share(shares.paths), report);
+    probePaths(options, machine, allowed, share(shares.paths), report);
     report.notes.push_back(strFormat("paths: %.1f ms", ms(t0)));
   }
   probeNetwork(report);
@@ -571,11 +724,19 @@ ProbeReport probeHost(const ProbeOptions& options) {
   const auto& flatPair = pairs[0] ? pairs[0] : pairs[1] ? pairs[1] : pairs[2];
   t0 = Clock::now();
   if (flatPair && !late("flat")) {
-    if (const auto flat = FlatProbe(flatPair->first, flatPair->second).measure(share(shares.flat))) {
+    std::string contended;
+    const auto flat = FlatProbe(flatPair->first, flatPair->second).measure(share(shares.flat), contended);
+    const std::string why =
+        flat ? judge(options, "flat", contended, flat->first, flat->second, m.copyBeta) : "";
+    if (flat && why.empty()) {
       m.flatAlpha = flat->first;
       m.flatBeta = flat->second;
       report.notes.push_back(strFormat("flat: two threads on CPUs %d and %d (%.1f ms)",
                                        flatPair->first, flatPair->second, ms(t0)));
+    } else if (flat) {
+      report.notes.push_back(strFormat("flat: untrusted (%.3f us a round), defaults: %s",
+                                       flat->first * 1e6, why.c_str()));
+      report.complete = false;
     } else {
       report.notes.push_back("flat: the threads did not answer in time (defaults)");
       report.complete = false;

@@ -33,11 +33,25 @@
 //                          contribution, meets the other at a counter, reads both (8 B and
 //                          64 KiB contributions)
 //
+// A phase of two threads is trusted only where it passes two checks, else its figure is not
+// used (the class takes the nearest trusted class's, or defaults(); flat keeps defaults())
+// and the probe is incomplete, used by its process but never cached (model_cache.h):
+//   - preemption: each batch reads both threads' time spent waiting for a CPU
+//     (/proc/self/task/TID/schedstat, else their involuntary context switches) before and
+//     after; only batches in which neither waited count, and a measurement with none is
+//     contended;
+//   - consistency: a pair's one-way latency past 10 us (longer than a futex wake-up: a thread
+//     was not running), or a pair's copy bandwidth under 1/16 of the local copy's measured
+//     by the same probe, cannot be the machine's.
+//
 // The pairs of CPUs come from the same set. Threads are pinned for their measurement only;
 // the calling thread's affinity is never changed.
 
+#include <array>
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -49,14 +63,19 @@ namespace tutti::tuning {
 struct ProbeOptions {
   /// The whole probe's time, shared among its phases.
   double budgetSeconds = 0.1;
+  /// A test's stand-in for a busy host: where it returns true for a phase of two threads
+  /// ("same_l3", "same_socket", "same_host", "flat"), that phase counts as contended
+  /// whatever it measured. Unset: only the probe's own checks judge.
+  std::function<bool(std::string_view phase)> contended = nullptr;
 };
 
 struct ProbeReport {
   MachineModel model;              // origin "probe"
   std::vector<std::string> notes;  // how each parameter was found, one line each
   double seconds = 0;              // the probe's own time
-  /// Every phase measured: none kept a default because the host was too busy. An
-  /// incomplete probe is not worth caching (model_cache.h).
+  /// Every phase measured and trusted: none kept a default because the host was too busy
+  /// or its figure failed the checks above. An incomplete probe is not worth caching
+  /// (model_cache.h).
   bool complete = true;
 };
 
@@ -69,6 +88,11 @@ ProbeReport probeHost(const ProbeOptions& options = {});
 /// one CPU is what such a host runs). A machine hwloc could not describe counts as one L3.
 std::array<std::optional<std::pair<int, int>>, 3> cpuPairsByClass(const topo::Machine& machine,
                                                                   const std::vector<int>& allowed);
+
+/// Why a pair's one-way latency `alpha` and copy cost `beta` (seconds per byte) cannot be
+/// the machine's beside the local copy's `copyBeta` measured by the same probe (0: none),
+/// by the consistency rules above; empty where they can.
+std::string implausiblePair(double alpha, double beta, double copyBeta);
 
 /// Fills the host classes (not kNetwork) that `measured` lacks from the nearest one it has:
 /// a missing kSameSocket takes kSameL3's else kSameHost's, and so on outwards and inwards;

@@ -3,7 +3,7 @@
 //   tutti-info config                         every knob (as tutti-run --config)
 //   tutti-info algorithms [--ranks N] [--hosts H]
 //   tutti-info explain COLLECTIVE SIZE --ranks N [--hosts H] [--topo F] [--model F] ...
-//   tutti-info tune [--probe] [--json]        the machine model: stored, or measured now
+//   tutti-info tune [--probe [--save]] [--json]  the machine model: stored, or measured now
 // This file is the command line only; info/reports.h and run/config_report.h do the work.
 
 #include <CLI/CLI.hpp>
@@ -46,8 +46,9 @@ std::map<std::string, std::string> environment() {
 }
 
 // `tutti-info tune`: the model this host's communicators would use (TUTTI_TUNING_FILE, or
-// the cache), or one measured now (--probe, which writes nothing).
-int tune(bool probe, bool json, double budgetMs) {
+// the cache), or one measured now (--probe, which writes nothing unless --save: then it
+// replaces this host's cache, where the probe was complete).
+int tune(bool probe, bool save, bool json, double budgetMs) {
   const auto& config = tutti::Config::fromProcessEnvironment();
   if (!config.ok()) return fail(config.status().message());
   const std::string hostId = tutti::topo::hostIdentity();  // as communicators key the cache
@@ -55,8 +56,20 @@ int tune(bool probe, bool json, double budgetMs) {
   std::vector<std::string> notes;
   if (probe) {
     tutti::tuning::ProbeReport report = tutti::tuning::probeHost({.budgetSeconds = budgetMs / 1e3});
+    std::string cached = "not cached";
+    if (save) {
+      auto saved = tutti::tuning::saveHostModel(tutti::tuning::sourceFor(*config, hostId), report);
+      if (!saved.ok()) {
+        // The figures and why, then the failure: a busy host is told to try again.
+        std::fputs(tutti::info::describeModel(report.model, report.notes).c_str(), stderr);
+        return fail("--save: " + saved.status().message());
+      }
+      cached = "saved in " + *saved;
+    } else if (!report.complete) {
+      cached = "incomplete, not cacheable";
+    }
     model = std::move(report.model);
-    model.origin = tutti::strFormat("probe, %.0f ms; not cached", report.seconds * 1e3);
+    model.origin = tutti::strFormat("probe, %.0f ms; %s", report.seconds * 1e3, cached.c_str());
     notes = std::move(report.notes);
   } else {
     const tutti::tuning::ModelSource source = tutti::tuning::sourceFor(*config, hostId);
@@ -129,7 +142,12 @@ int main(int argc, char** argv) {
   bool probe = false;
   bool tuneJson = false;
   double budgetMs = 100;
+  bool save = false;
   tuneCommand->add_flag("--probe", probe, "measure them now (~100 ms; the cache is left alone)");
+  tuneCommand->add_flag("--save", save,
+                        "with --probe: replace this host's cache with what was measured "
+                        "(refused where the probe was incomplete)")
+      ->needs("--probe");
   tuneCommand->add_flag("--json", tuneJson, "print them as JSON, the format TUTTI_TUNING_FILE loads");
   tuneCommand->add_option("--budget-ms", budgetMs, "the probe's time (100)")
       ->check(CLI::Range(1.0, 10000.0));
@@ -159,7 +177,7 @@ int main(int argc, char** argv) {
     std::fputs(text->c_str(), stdout);
     return 0;
   }
-  if (tuneCommand->parsed()) return tune(probe, tuneJson, budgetMs);
+  if (tuneCommand->parsed()) return tune(probe, save, tuneJson, budgetMs);
   if (app.got_subcommand("config")) {
     std::fputs(tutti::run::describeConfig(environment()).c_str(), stdout);
     return 0;

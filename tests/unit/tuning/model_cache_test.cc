@@ -7,6 +7,7 @@
 
 #include <sys/stat.h>
 
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -41,6 +42,12 @@ ProbeReport fakeProbe(bool incomplete) {
   report.model.origin = "probe";
   report.complete = !incomplete;
   return report;
+}
+
+// A cache file's header for this library and the test host, measured `ageSeconds` ago.
+ModelFileInfo cacheInfo(double ageSeconds, bool complete = true, const std::string& library = TUTTI_VERSION_STRING,
+                        const std::string& host = "test-host") {
+  return {library, host, static_cast<std::int64_t>(std::time(nullptr) - ageSeconds), complete};
 }
 
 ModelSource sourceIn(const std::string& dir, bool incomplete = false) {
@@ -80,20 +87,20 @@ TEST(ModelCache, ACacheIsUsedAsWrittenAndAnotherHostsIsReplaced) {
   const ModelSource source = sourceIn(freshDir("used"));
   ASSERT_EQ(::mkdir(source.cacheDir.c_str(), 0700), 0);
   const std::string path = cacheFilePath(source.cacheDir, source.hostId);
-  ASSERT_TRUE(writeModelFile(path, marked(1e-3), {TUTTI_VERSION_STRING, "test-host"}).ok());
+  ASSERT_TRUE(writeModelFile(path, marked(1e-3), cacheInfo(60)).ok());
   auto model = loadHostModel(source);
   ASSERT_TRUE(model.ok());
   EXPECT_EQ(model->copyBeta, 1e-3);  // the file's, not the probe's (7e-3)
   EXPECT_EQ(model->origin, "cache " + path);
   // Written by another library version, or for another host: measured anew, replaced.
-  ASSERT_TRUE(writeModelFile(path, marked(1e-3), {"0.0.0-other", "test-host"}).ok());
+  ASSERT_TRUE(writeModelFile(path, marked(1e-3), cacheInfo(60, true, "0.0.0-other")).ok());
   model = loadHostModel(source);
   ASSERT_TRUE(model.ok());
   EXPECT_EQ(model->copyBeta, 7e-3);
   ModelFileInfo info;
   ASSERT_TRUE(loadModelFile(path, &info).ok());
   EXPECT_EQ(info.library, TUTTI_VERSION_STRING);
-  ASSERT_TRUE(writeModelFile(path, marked(1e-3), {TUTTI_VERSION_STRING, "another-host"}).ok());
+  ASSERT_TRUE(writeModelFile(path, marked(1e-3), cacheInfo(60, true, TUTTI_VERSION_STRING, "another-host")).ok());
   EXPECT_EQ(loadHostModel(source)->copyBeta, 7e-3);
   // A malformed cache is measured anew too.
   { std::ofstream(path, std::ios::trunc) << "{\"format\":"; }
@@ -109,6 +116,75 @@ TEST(ModelCache, AnIncompleteProbeIsUsedButNotCached) {
   EXPECT_EQ(model->copyBeta, 7e-3);
   EXPECT_EQ(model->origin, "probe, not cached: incomplete (the host was busy)");
   EXPECT_FALSE(std::filesystem::exists(cacheFilePath(source.cacheDir, source.hostId)));
+}
+
+TEST(ModelCache, APhaseReportedContendedIsNotCached) {
+  // The real probe, with its same_l3 phase reported contended through the test seam: used
+  // by this process (same_l3 from the nearest trusted class, or the defaults), not cached.
+  ModelSource source = sourceIn(freshDir("contended"));
+  source.prober = probeHost;
+  source.probe.budgetSeconds = 0.01;
+  source.probe.contended = [](std::string_view phase) { return phase == "same_l3"; };
+  auto model = loadHostModel(source);
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  EXPECT_EQ(model->origin, "probe, not cached: incomplete (the host was busy)");
+  EXPECT_FALSE(std::filesystem::exists(cacheFilePath(source.cacheDir, source.hostId)));
+}
+
+TEST(ModelCache, AnExpiredOrUndatedOrIncompleteCacheIsMeasuredAnew) {
+  const ModelSource source = sourceIn(freshDir("expired"));
+  ASSERT_EQ(::mkdir(source.cacheDir.c_str(), 0700), 0);
+  const std::string path = cacheFilePath(source.cacheDir, source.hostId);
+  const double day = 86400;
+  // Six days old: used.
+  ASSERT_TRUE(writeModelFile(path, marked(1e-3), cacheInfo(6 * day)).ok());
+  EXPECT_EQ(loadHostModel(source)->copyBeta, 1e-3);
+  // Eight days old, undated (an older build's), recorded incomplete, or from the future:
+  // each measured anew and replaced by a dated, complete one.
+  for (const ModelFileInfo& info :
+       {cacheInfo(8 * day), ModelFileInfo{TUTTI_VERSION_STRING, "test-host", 0, true},
+        cacheInfo(60, false), cacheInfo(-2 * day)}) {
+    ASSERT_TRUE(writeModelFile(path, marked(1e-3), info).ok());
+    auto model = loadHostModel(source);
+    ASSERT_TRUE(model.ok());
+    EXPECT_EQ(model->copyBeta, 7e-3) << info.measured << " " << info.complete;
+    EXPECT_EQ(model->origin, "probe, cached in " + path);
+    ModelFileInfo written;
+    ASSERT_TRUE(loadModelFile(path, &written).ok());
+    EXPECT_TRUE(written.complete);
+    EXPECT_LE(std::abs(static_cast<double>(written.measured - std::time(nullptr))), 60);
+  }
+  // The age is the source's to choose.
+  ModelSource strict = source;
+  strict.maxAgeSeconds = 0.5 * day;
+  ASSERT_TRUE(writeModelFile(path, marked(1e-3), cacheInfo(day)).ok());
+  EXPECT_EQ(loadHostModel(strict)->copyBeta, 7e-3);
+}
+
+TEST(ModelCache, SaveReplacesTheCacheWithACompleteProbeOnly) {
+  const ModelSource source = sourceIn(freshDir("save") + "/deeper");
+  const std::string path = cacheFilePath(source.cacheDir, source.hostId);
+  ProbeReport report = fakeProbe(false);
+  report.model.copyBeta = 3e-3;
+  auto saved = saveHostModel(source, report);
+  ASSERT_TRUE(saved.ok()) << saved.status().message();
+  EXPECT_EQ(*saved, path);
+  auto model = loadHostModel(source);
+  ASSERT_TRUE(model.ok());
+  EXPECT_EQ(model->copyBeta, 3e-3);  // the saved one, not a new probe's (7e-3)
+  EXPECT_EQ(model->origin, "cache " + path);
+  // Saving again replaces it.
+  report.model.copyBeta = 4e-3;
+  ASSERT_TRUE(saveHostModel(source, report).ok());
+  EXPECT_EQ(loadHostModel(source)->copyBeta, 4e-3);
+  // An incomplete probe is refused and the cache stays as it was.
+  saved = saveHostModel(source, fakeProbe(true));
+  ASSERT_FALSE(saved.ok());
+  EXPECT_NE(saved.status().message().find("the probe was incomplete"), std::string::npos);
+  EXPECT_EQ(loadHostModel(source)->copyBeta, 4e-3);
+  ModelSource none = source;
+  none.cacheDir.clear();
+  EXPECT_FALSE(saveHostModel(none, report).ok());
 }
 
 TEST(ModelCache, AnUnwritableCacheIsAWarningNotAnError) {

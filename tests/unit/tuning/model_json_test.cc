@@ -53,7 +53,12 @@ TEST(ModelJson, RoundTripsEveryParameterExactly) {
   expectSame(m, *back);
   EXPECT_EQ(info.library, "1.2.3");
   EXPECT_EQ(info.host, "boot/net:[1]");
+  EXPECT_EQ(info.measured, 0);  // not written: unknown
+  EXPECT_TRUE(info.complete);
   EXPECT_EQ(back->origin, "defaults");  // the reader's caller says where it came from
+  ASSERT_TRUE(fromJson(toJson(m, {"1.2.3", "h", 1796000000, false}), &info).ok());
+  EXPECT_EQ(info.measured, 1796000000);
+  EXPECT_FALSE(info.complete);
 }
 
 TEST(ModelJson, TheDefaultsAreCompleteAndPositive) {
@@ -110,6 +115,9 @@ TEST(ModelJson, BadFilesNameTheLineAndTheKey) {
   EXPECT_EQ(errorOf(head + "\"flat_alpha\": \"fast\"}"),
             "line 2: flat_alpha: a number expected, found a string");
   EXPECT_EQ(errorOf(head + "\"paths\": []}"), "line 2: paths: an object expected, found an array");
+  EXPECT_EQ(errorOf(head + "\"measured\": 1.5}"),
+            "line 2: measured: whole seconds since the epoch expected, found 1.5");
+  EXPECT_EQ(errorOf(head + "\"complete\": 1}"), "line 2: complete: a boolean expected, found a number");
   EXPECT_EQ(errorOf(R"({"format": "tutti-topology", "version": 1})"),
             "line 1: format: \"tutti-topology\", not a tutti machine model (\"tutti-machine-model\")");
   EXPECT_EQ(errorOf("{\"format\": \"tutti-machine-model\",\n \"version\": 2}"),

@@ -59,6 +59,37 @@ TEST(Probe, ATinyBudgetStillMeasuresEveryPhaseOnce) {
   EXPECT_EQ(m.origin, "probe");
 }
 
+TEST(Probe, AContendedPhaseIsNotUsedAndTheProbeIsIncomplete) {
+  // Every phase of two threads reported contended (the stand-in for a busy host): none of
+  // their figures is used, whatever they measured, so every host class and the flat
+  // exchange keep the defaults.
+  const ProbeReport report = probeHost(
+      {.budgetSeconds = 0.01, .contended = [](std::string_view) { return true; }});
+  EXPECT_FALSE(report.complete);
+  const MachineModel d = defaults();
+  for (const PathClass c : {PathClass::kSameL3, PathClass::kSameSocket, PathClass::kSameHost}) {
+    EXPECT_EQ(report.model.path(c).alpha, d.path(c).alpha) << pathClassName(c);
+    EXPECT_EQ(report.model.path(c).beta, d.path(c).beta) << pathClassName(c);
+  }
+  EXPECT_EQ(report.model.flatAlpha, d.flatAlpha);
+  EXPECT_EQ(report.model.flatBeta, d.flatBeta);
+  bool named = false;  // the notes say same_l3 was not used (untrusted, or did not answer)
+  for (const std::string& note : report.notes)
+    named = named || (note.rfind("same_l3: CPUs", 0) == 0 && note.find("not used") != std::string::npos) ||
+            note.rfind("paths: the probe's time ran out", 0) == 0;
+  EXPECT_TRUE(named);
+}
+
+TEST(Probe, ConsistencyRulesRefuseImpossibleFigures) {
+  const double copy = 1e-10;  // a 10 GB/s local copy
+  EXPECT_EQ(implausiblePair(0.3e-6, 2e-10, copy), "");
+  EXPECT_NE(implausiblePair(37.7e-6, 2e-10, copy).find("latency 37.7 us is past 10 us"),
+            std::string::npos);
+  EXPECT_NE(implausiblePair(0.3e-6, 1 / 0.04e9, copy).find("bandwidth 0.04 GB/s is under 1/16"),
+            std::string::npos);
+  EXPECT_EQ(implausiblePair(0.3e-6, 1 / 0.04e9, 0), "");  // no local copy to compare with
+}
+
 // Two packages, each of two L3 groups of two CPUs: CPUs 0-3 in package 0, 4-7 in 1.
 topo::Machine twoPackages() {
   topo::Machine m;
