@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 
 #include "common/subprocess.h"
@@ -116,6 +117,29 @@ TEST(TuttiInfo, TuneProbesPrintsAndLoadsTheFileItWrites) {
   EXPECT_EQ(bad.exitCode(), 1);
   EXPECT_NE(bad.err.find("TUTTI_TUNING_FILE: model file " + path + ": line 1: version: missing"),
             std::string::npos) << bad.err;
+}
+
+TEST(TuttiInfo, TuneProbeSaveReplacesTheCacheOrSaysWhyNot) {
+  const std::string dir = ::testing::TempDir() + "tutti_info_save";
+  std::filesystem::remove_all(dir);
+  ::setenv("XDG_CACHE_HOME", dir.c_str(), 1);
+  const ProcessResult saved = info({"tune", "--probe", "--save", "--budget-ms", "20"});
+  const ProcessResult shown = info({"tune"});
+  const ProcessResult alone = info({"tune", "--save"});
+  ::unsetenv("XDG_CACHE_HOME");
+  EXPECT_EQ(alone.exitCode(), 2);  // --save needs --probe
+  // Whether this host was quiet enough for a complete probe is not the test's to choose:
+  // either the cache holds it, or the tool says the probe was incomplete and wrote nothing.
+  if (saved.exitCode() == 0) {
+    EXPECT_NE(saved.out.find("; saved in " + dir + "/tutti/model-"), std::string::npos) << saved.out;
+    EXPECT_NE(shown.out.find("machine model (cache " + dir + "/tutti/model-"), std::string::npos)
+        << shown.out;
+  } else {
+    EXPECT_EQ(saved.exitCode(), 1) << saved.err;
+    EXPECT_NE(saved.err.find("--save: the probe was incomplete"), std::string::npos) << saved.err;
+    EXPECT_NE(shown.out.find("machine model (defaults: nothing cached"), std::string::npos)
+        << shown.out;
+  }
 }
 
 TEST(InfoReports, TheModelIsDescribedWithItsOrigin) {
