@@ -50,9 +50,10 @@ std::int64_t nowSeconds() { return static_cast<std::int64_t>(std::time(nullptr))
 // more; empty where it is. A cache from the future (a clock set back) by more than an hour
 // is as stale as an old one.
 std::string staleness(const ModelFileInfo& info, double maxAgeSeconds) {
-  if (!info.complete) return "it records an incomplete probe";
   if (info.measured <= 0) return "it does not record when it was measured (an older build wrote it)";
   const double age = static_cast<double>(nowSeconds() - info.measured);
+  if (!info.complete && age > kIncompleteRetrySeconds)
+    return strFormat("it records an incomplete probe, %.0f minutes old", age / 60);
   if (age > maxAgeSeconds)
     return strFormat("it was measured %.1f days ago (they expire after %.1f)", age / 86400,
                      maxAgeSeconds / 86400);
@@ -155,20 +156,20 @@ Result<MachineModel> loadHostModel(const ModelSource& source) {
   }
   ProbeReport report = probed(source);
   MachineModel model = std::move(report.model);
-  if (!report.complete) {
-    // Kept for this process only: the next process on the host measures again.
-    model.origin = "probe, not cached: incomplete (the host was busy)";
-    return model;
-  }
-  const Status written =
-      writeModelFile(path, model, {TUTTI_VERSION_STRING, source.hostId, nowSeconds(), true});
+  // An incomplete probe's untrusted figures are already replaced (probe.h); it is cached
+  // marked incomplete, so that the processes starting on a busy host in the next
+  // kIncompleteRetrySeconds use it rather than each probing again, and one after that
+  // measures anew.
+  const Status written = writeModelFile(
+      path, model, {TUTTI_VERSION_STRING, source.hostId, nowSeconds(), report.complete});
   if (!written.ok()) {
     TUTTI_WARN(kTune, "machine model cache: %s; the probe's result is used uncached",
                written.message().c_str());
     model.origin = "probe, not cached: " + written.message();
     return model;
   }
-  model.origin = "probe, cached in " + path;
+  model.origin = report.complete ? "probe, cached in " + path
+                                 : "probe, incomplete (the host was busy), cached in " + path;
   return model;
 }
 

@@ -9,11 +9,13 @@
 // file written by another library version or for another host (a copied home directory,
 // another boot: the identity holds the boot id) is measured anew and replaced, and so is one
 // measured more than kCacheMaxAgeSeconds (7 days) ago, one that does not record when it was
-// measured (an older build's) and one that records an incomplete probe. Processes
-// starting together on a host probe once: the writer holds a lock file while it probes, and
-// the others wait for it (bounded) and read its result. A probe the host was too busy to
-// complete (a phase kept a default, or its figure failed the probe's checks: probe.h) is used
-// by its process but not cached. `tutti-info tune --probe --save` measures and replaces the
+// measured (an older build's) and one that records an incomplete probe once it is
+// kIncompleteRetrySeconds old. Processes starting together on a host probe once: the writer
+// holds a lock file while it probes, and the others wait for it (bounded) and read its
+// result. A probe the host was too busy to complete (a phase failed the probe's checks and
+// took the nearest trusted class or the defaults: probe.h) is cached marked incomplete, so
+// that a busy host is measured again every few minutes rather than at every creation, and
+// its untrusted figures are never kept. `tutti-info tune --probe --save` measures and replaces the
 // cache (saveHostModel). Writes go through a temporary file
 // renamed into place. An unwritable cache directory is a warning (the probe's result is
 // used all the same), never an error; an unreadable or malformed TUTTI_TUNING_FILE is an
@@ -35,6 +37,10 @@ namespace tutti::tuning {
 /// whose load or hardware changed, or a measurement that passed the checks but was poor,
 /// is not stuck with it.
 inline constexpr double kCacheMaxAgeSeconds = 7 * 24 * 3600;
+/// How long a cache that records an incomplete probe is used before the next process
+/// measures again: the host may be quieter by then, and in the meantime the processes
+/// starting there (a test suite, a job's many communicators) do not each pay ~100 ms.
+inline constexpr double kIncompleteRetrySeconds = 10 * 60;
 
 struct ModelSource {
   std::string tuningFile;  // TUTTI_TUNING_FILE; empty: the cache

@@ -109,26 +109,43 @@ TEST(ModelCache, ACacheIsUsedAsWrittenAndAnotherHostsIsReplaced) {
   EXPECT_EQ(model->origin, "probe, cached in " + path);
 }
 
-TEST(ModelCache, AnIncompleteProbeIsUsedButNotCached) {
+TEST(ModelCache, AnIncompleteProbeIsCachedMarkedAndMeasuredAgainMinutesLater) {
   const ModelSource source = sourceIn(freshDir("incomplete"), true);
+  const std::string path = cacheFilePath(source.cacheDir, source.hostId);
   auto model = loadHostModel(source);
   ASSERT_TRUE(model.ok()) << model.status().message();
   EXPECT_EQ(model->copyBeta, 7e-3);
-  EXPECT_EQ(model->origin, "probe, not cached: incomplete (the host was busy)");
-  EXPECT_FALSE(std::filesystem::exists(cacheFilePath(source.cacheDir, source.hostId)));
+  EXPECT_EQ(model->origin, "probe, incomplete (the host was busy), cached in " + path);
+  ModelFileInfo written;
+  ASSERT_TRUE(loadModelFile(path, &written).ok());
+  EXPECT_FALSE(written.complete);
+  // The next process within kIncompleteRetrySeconds uses it rather than probing again...
+  ModelSource complete = sourceIn(source.cacheDir);
+  ASSERT_TRUE(writeModelFile(path, marked(1e-3), cacheInfo(60, false)).ok());
+  EXPECT_EQ(loadHostModel(complete)->origin, "cache " + path);
+  // ...and one after it measures anew.
+  ASSERT_TRUE(writeModelFile(path, marked(1e-3), cacheInfo(kIncompleteRetrySeconds + 60, false)).ok());
+  model = loadHostModel(complete);
+  ASSERT_TRUE(model.ok());
+  EXPECT_EQ(model->origin, "probe, cached in " + path);
+  ASSERT_TRUE(loadModelFile(path, &written).ok());
+  EXPECT_TRUE(written.complete);
 }
 
-TEST(ModelCache, APhaseReportedContendedIsNotCached) {
+TEST(ModelCache, APhaseReportedContendedMakesTheProbeIncomplete) {
   // The real probe, with its same_l3 phase reported contended through the test seam: used
-  // by this process (same_l3 from the nearest trusted class, or the defaults), not cached.
+  // (same_l3 from the nearest trusted class, or the defaults) and cached marked incomplete.
   ModelSource source = sourceIn(freshDir("contended"));
   source.prober = probeHost;
   source.probe.budgetSeconds = 0.01;
   source.probe.contended = [](std::string_view phase) { return phase == "same_l3"; };
   auto model = loadHostModel(source);
   ASSERT_TRUE(model.ok()) << model.status().message();
-  EXPECT_EQ(model->origin, "probe, not cached: incomplete (the host was busy)");
-  EXPECT_FALSE(std::filesystem::exists(cacheFilePath(source.cacheDir, source.hostId)));
+  const std::string path = cacheFilePath(source.cacheDir, source.hostId);
+  EXPECT_EQ(model->origin, "probe, incomplete (the host was busy), cached in " + path);
+  ModelFileInfo written;
+  ASSERT_TRUE(loadModelFile(path, &written).ok());
+  EXPECT_FALSE(written.complete);
 }
 
 TEST(ModelCache, AnExpiredOrUndatedOrIncompleteCacheIsMeasuredAnew) {
@@ -139,11 +156,11 @@ TEST(ModelCache, AnExpiredOrUndatedOrIncompleteCacheIsMeasuredAnew) {
   // Six days old: used.
   ASSERT_TRUE(writeModelFile(path, marked(1e-3), cacheInfo(6 * day)).ok());
   EXPECT_EQ(loadHostModel(source)->copyBeta, 1e-3);
-  // Eight days old, undated (an older build's), recorded incomplete, or from the future:
-  // each measured anew and replaced by a dated, complete one.
+  // Eight days old, undated (an older build's), recorded incomplete past the retry time, or
+  // from the future: each measured anew and replaced by a dated, complete one.
   for (const ModelFileInfo& info :
        {cacheInfo(8 * day), ModelFileInfo{TUTTI_VERSION_STRING, "test-host", 0, true},
-        cacheInfo(60, false), cacheInfo(-2 * day)}) {
+        cacheInfo(kIncompleteRetrySeconds + 60, false), cacheInfo(-2 * day)}) {
     ASSERT_TRUE(writeModelFile(path, marked(1e-3), info).ok());
     auto model = loadHostModel(source);
     ASSERT_TRUE(model.ok());
