@@ -48,12 +48,12 @@ bool CallPlanner::PlanLess::operator()(const PlanKey& a, const PlanProbe& b) con
   const CollectiveSpec& s = *b.spec;
   return viewLess(
       {a.call, a.algorithm, a.segmentCount, {a.counts, a.displs, a.recvCounts, a.recvDispls}},
-      {s, b.algorithm, s.segmentCount, {s.counts, s.displs, s.recvCounts, s.recvDispls}});
+      {s, b.algorithm, b.segmentCount, {s.counts, s.displs, s.recvCounts, s.recvDispls}});
 }
 bool CallPlanner::PlanLess::operator()(const PlanProbe& a, const PlanKey& b) const {
   const CollectiveSpec& s = *a.spec;
   return viewLess(
-      {s, a.algorithm, s.segmentCount, {s.counts, s.displs, s.recvCounts, s.recvDispls}},
+      {s, a.algorithm, a.segmentCount, {s.counts, s.displs, s.recvCounts, s.recvDispls}},
       {b.call, b.algorithm, b.segmentCount, {b.counts, b.displs, b.recvCounts, b.recvDispls}});
 }
 
@@ -109,14 +109,7 @@ const CallPlan* CallPlanner::plan(const OpRequest& r, std::string_view requested
   }
   const AlgorithmInfo& algorithm = *choice->algorithm;
   last_.plan.algorithm = &algorithm;
-  if (choice->segmentCount == spec.segmentCount) {
-    last_.plan.plan = &planFor(spec, algorithm);
-  } else {
-    // The tuner's segment for this shape: a copy of the spec (a new shape only).
-    CollectiveSpec tuned = spec;
-    tuned.segmentCount = choice->segmentCount;
-    last_.plan.plan = &planFor(tuned, algorithm);
-  }
+  last_.plan.plan = &planFor(spec, algorithm, choice->segmentCount);
   last_.plan.flatBytes = flatBytesFor(spec, algorithm);
   // Kept for the next call, unless the v-collectives' arrays would need comparing.
   last_.valid = r.withoutArrays();
@@ -153,10 +146,18 @@ Result<CallPlanner::Chosen> CallPlanner::choose(const CollectiveSpec& spec,
   return choice;
 }
 
-const Plan& CallPlanner::planFor(const CollectiveSpec& spec, const AlgorithmInfo& algorithm) {
+const Plan& CallPlanner::planFor(const CollectiveSpec& given, const AlgorithmInfo& algorithm,
+                                 std::uint64_t segmentCount) {
   // Found without building a key: a key copies the v-collectives' arrays.
-  auto it = plans_.find(PlanProbe{&spec, &algorithm});
+  auto it = plans_.find(PlanProbe{&given, &algorithm, segmentCount});
   if (it != plans_.end()) return it->second;
+  // A new shape: built with the segment chosen, from a copy where it is not the spec's.
+  CollectiveSpec copy;
+  if (segmentCount != given.segmentCount) {
+    copy = given;
+    copy.segmentCount = segmentCount;
+  }
+  const CollectiveSpec& spec = segmentCount != given.segmentCount ? copy : given;
   // Not while plans are held; a clear forgets the last call's plan with the rest.
   if (plans_.size() >= kMaxCachedPlans && !held_) {
     plans_.clear();

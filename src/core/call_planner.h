@@ -146,6 +146,7 @@ class CallPlanner {
   struct PlanProbe {
     const CollectiveSpec* spec;
     const AlgorithmInfo* algorithm;
+    std::uint64_t segmentCount;  // the one to plan with, which may not be spec's
   };
   struct PlanLess {
     using is_transparent = void;
@@ -186,7 +187,10 @@ class CallPlanner {
   /// segment.
   Result<Chosen> choose(const CollectiveSpec& spec, std::string_view forced) const;
   /// The plan of `spec` with `algorithm`: cached, or built now (and cached).
-  const Plan& planFor(const CollectiveSpec& spec, const AlgorithmInfo& algorithm);
+  /// (with `segmentCount`, the tuner's, in place of the spec's: a v-collective's calls are
+  /// planned every time, and a copy of the spec would copy its arrays each time)
+  const Plan& planFor(const CollectiveSpec& spec, const AlgorithmInfo& algorithm,
+                      std::uint64_t segmentCount);
   std::size_t flatBytesFor(const CollectiveSpec& spec, const AlgorithmInfo& algorithm) const;
   /// The spec of `call` on `rank`, as verifyCall and algorithmFor build one.
   CollectiveSpec representativeSpec(const CallShape& call, int rank) const;
