@@ -6,6 +6,7 @@
 
 #include "base/macros.h"
 #include "base/strings.h"
+#include "tuning/model.h"
 #include "bench/collectives.h"
 
 namespace tutti::sim {
@@ -34,22 +35,14 @@ Result<std::vector<std::uint64_t>> parseSizes(const std::string& text) {
 }
 
 tuning::MachineModel simDefaultModel() {
-  using tuning::PathClass;
-  tuning::MachineModel m;
-  // Shared memory: a copy through the L3 at ~10 GB/s, slower across L3 groups and sockets.
-  m.paths[static_cast<int>(PathClass::kSameL3)] = {0.5e-6, 1 / 10e9, 0.2e-6};
-  m.paths[static_cast<int>(PathClass::kSameSocket)] = {0.8e-6, 1 / 8e9, 0.2e-6};
-  m.paths[static_cast<int>(PathClass::kSameHost)] = {1.2e-6, 1 / 6e9, 0.2e-6};
-  // A 100 Gbit/s NIC through one switch, a few microseconds of software each end.
-  m.paths[static_cast<int>(PathClass::kNetwork)] = {10e-6, 1 / 12.5e9, 1e-6};
-  m.gamma.fill(1 / 5e9);  // a summation streaming two operands
-  m.copyBeta = 1 / 10e9;
-  m.hostMemoryBandwidth = 0;
+  // The library's round figures for one server (tuning::defaults()), on a cluster's
+  // network: 100 Gbit/s NICs through one switch, a few microseconds of software each end,
+  // and 8 cores a host.
+  tuning::MachineModel m = tuning::defaults();
+  m.paths[static_cast<int>(tuning::PathClass::kNetwork)] = {10e-6, 1 / 12.5e9, 1e-6};
   m.nicBandwidth = 12.5e9;
   m.coresPerHost = 8;
-  m.flatAlpha = 2e-6;
-  m.flatBeta = 1 / 10e9;
-  m.origin = "tutti-sim defaults";
+  m.origin = "tutti-sim defaults (tuning::defaults() with 100 Gbit/s NICs, 8 cores a host)";
   return m;
 }
 

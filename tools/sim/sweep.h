@@ -19,8 +19,8 @@ namespace tutti::sim {
 /// "64M" (one size) or "8:256M" (from 8 bytes to 256 MiB, doubling): bytes per row.
 Result<std::vector<std::uint64_t>> parseSizes(const std::string& text);
 
-/// The model tutti-sim uses without --model: round figures of a server with 100 Gbit/s
-/// NICs (sweep.cc gives each).
+/// The model tutti-sim uses without --model: tuning::defaults() on a network of 100 Gbit/s
+/// NICs, 8 cores a host.
 tuning::MachineModel simDefaultModel();
 
 struct Row {
