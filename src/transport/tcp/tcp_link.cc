@@ -209,8 +209,12 @@ void TcpLink::trySendLocked(DoneList& done) {
     if (front != nullptr) {
       // The DATA frame started: its other parts may go now (never before, wire.h).
       if (front->progress == 0 && written > 0 && front != orphan_.get() &&
-          stripedBytes(front->bytes))
+          stripedBytes(front->bytes)) {
         queuePartsLocked(front, done);
+        // An extra stream's write can fail the link (the peer died): failLocked() then
+        // completed `front` and emptied the queue, so nothing here is ours any more.
+        if (!failure_.ok()) return;
+      }
       front->progress += written;
       if (front->progress == total) {
         sendQueue_.pop_front();
@@ -225,7 +229,9 @@ void TcpLink::trySendLocked(DoneList& done) {
 }
 
 void TcpLink::queuePartsLocked(TransferRequest* request, DoneList& done) {
-  for (int i = 1; i < streams(); ++i) {
+  // Stops where a stream's write failed the link: failLocked() completed the request and
+  // emptied every stream's queue, and a part queued after that would outlive its request.
+  for (int i = 1; i < streams() && failure_.ok(); ++i) {
     Stream& s = *extra_[static_cast<std::size_t>(i - 1)];
     const PartRange range = stripePart(request->bytes, streams(), i);
     Part part;
