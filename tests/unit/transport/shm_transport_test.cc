@@ -497,10 +497,10 @@ TEST_P(ShmShareTest, LargeMessagesArriveWholeWhoeverCopiesThem) {
   setup.cmaShare = GetParam();
   auto ts = connectAll(2, setup);
   ASSERT_EQ(ts.size(), 2u);
-#if defined(__SANITIZE_THREAD__)
-  // Under TSan every byte copied and compared is instrumented: the 17 MiB message and the
-  // repeats took a minute per case there, for the same sharing and copying paths the
-  // smaller messages take (the release and ASan runs keep them).
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+  // Under the sanitizers every byte copied and compared is instrumented: the 17 MiB message
+  // and the repeats took a minute per case under TSan (20 s under ASan), for the same sharing
+  // and copying paths the smaller messages take (the release run keeps them).
   const std::vector<std::size_t> sizes = {(256u << 10) + 4093, (1u << 20) + 13, 3u << 20};
   const int rounds = 1;
 #else
@@ -542,13 +542,19 @@ TEST_P(ShmShareTest, ExchangedMessagesArriveWholeAndSmallOnesAreWrittenByTheirSe
                                           (3u << 20) + 1};
   std::vector<std::string> errors(2);
   BothOffersOut bothOut;
+  // Each order three times; under TSan (instrumented copies, 15 s per case) each order once.
+#if defined(__SANITIZE_THREAD__)
+  constexpr int kRounds = 2;
+#else
+  constexpr int kRounds = 6;
+#endif
   std::vector<std::thread> threads;
   for (int r = 0; r < 2; ++r) {
     threads.emplace_back([&, r] {
       ShmTransport& t = *ts[static_cast<std::size_t>(r)];
       const int peer = 1 - r;
       int seed = 0, exchanges = 0;
-      for (int round = 0; round < 6 && errors[r].empty(); ++round) {
+      for (int round = 0; round < kRounds && errors[r].empty(); ++round) {
         const bool sendsFirst = round % 2 == 1;
         for (std::size_t bytes : sizes) {
           const std::vector<std::uint8_t> out = pattern(bytes, ++seed * 2 + r);
