@@ -60,7 +60,8 @@ struct MachineModel {
   std::array<double, kNumDataTypes> gamma{};
   /// A local copy (copy steps, a receive copied out of a transport's buffer), s/byte.
   double copyBeta = 0;
-  /// Memory bandwidth a host's copies and reductions share, bytes/s (0: no limit).
+  /// Memory bandwidth a host's copies and reductions share, bytes/s (0: no limit), for
+  /// buffers larger than the last-level cache (from memory to memory).
   double hostMemoryBandwidth = 0;
   /// One NIC's bandwidth in each direction, bytes/s, shared by the messages crossing it
   /// (0: the network path's beta alone).
@@ -73,6 +74,24 @@ struct MachineModel {
   /// and seconds per byte read.
   double flatAlpha = 0;
   double flatBeta = 0;
+  /// The library's own CPU time per message at each end, beyond its path's overhead: the
+  /// executor's step (issue, dependencies, completion) and the transport's posting and
+  /// matching. Not measured by the probe (the executor runs above this layer): defaults()'s
+  /// figure, or a model file's.
+  double messageOverhead = 0;
+  /// What a rank that waits for a message pays to run again on a host with more ranks than
+  /// cores (it slept and another ran in its place): a context switch, in CPU time.
+  double switchCost = 0;
+  /// The host's last-level cache, bytes (0: not known). A call whose buffers on a host
+  /// together fit in it moves its bytes at cacheBandwidth, a larger one at
+  /// hostMemoryBandwidth.
+  std::uint64_t llcBytes = 0;
+  /// Bytes/s the host's cores copy at once between buffers that stay in the caches (0: the
+  /// same as hostMemoryBandwidth).
+  double cacheBandwidth = 0;
+  /// TCP between two ranks of one host, through the kernel's loopback (what the ranks of
+  /// one host pay over TUTTI_TRANSPORT=tcp), measured through the TCP transport.
+  LinkCost loopback{};
   /// Where the parameters came from: "probe", "cache PATH", "file PATH", "defaults".
   std::string origin = "defaults";
 

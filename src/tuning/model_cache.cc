@@ -23,6 +23,17 @@
 #include "tutti/build_config.h"
 
 namespace tutti::tuning {
+
+// What a cache file is keyed by besides the host: the library's version and the probe's
+// revision (TUTTI_PROBE_REVISION), so that a probe measuring more than the cached one did is run
+// again rather than its new parameters left at their defaults.
+#define TUTTI_STR2(x) #x
+#define TUTTI_STR(x) TUTTI_STR2(x)
+const char* const kCacheLibrary = TUTTI_VERSION_STRING "+probe" TUTTI_STR(TUTTI_PROBE_REVISION);
+#undef TUTTI_STR
+#undef TUTTI_STR2
+
+const char* cacheLibraryTag() { return kCacheLibrary; }
 namespace {
 
 // FNV-1a: a stable short name for a long identity (no security asked of it).
@@ -75,7 +86,7 @@ std::optional<MachineModel> readCache(const std::string& path, const std::string
                  model.status().message().c_str());
     return std::nullopt;
   }
-  if (info.library != TUTTI_VERSION_STRING || info.host != hostId) {
+  if (info.library != kCacheLibrary || info.host != hostId) {
     TUTTI_DEBUG(kTune, "the machine model cache %s belongs to library %s on host %s: measuring anew",
                 path.c_str(), info.library.c_str(), info.host.c_str());
     return std::nullopt;
@@ -122,7 +133,7 @@ std::string cacheDirectory(const Config& config) {
 }
 
 std::string cacheFilePath(const std::string& dir, const std::string& hostId) {
-  return strFormat("%s/model-%s-%016llx.json", dir.c_str(), TUTTI_VERSION_STRING,
+  return strFormat("%s/model-%s-%016llx.json", dir.c_str(), kCacheLibrary,
                    static_cast<unsigned long long>(fnv1a(hostId)));
 }
 
@@ -161,7 +172,7 @@ Result<MachineModel> loadHostModel(const ModelSource& source) {
   // kIncompleteRetrySeconds use it rather than each probing again, and one after that
   // measures anew.
   const Status written = writeModelFile(
-      path, model, {TUTTI_VERSION_STRING, source.hostId, nowSeconds(), report.complete});
+      path, model, {kCacheLibrary, source.hostId, nowSeconds(), report.complete});
   if (!written.ok()) {
     TUTTI_WARN(kTune, "machine model cache: %s; the probe's result is used uncached",
                written.message().c_str());
@@ -197,7 +208,7 @@ Result<std::string> saveHostModel(const ModelSource& source, const ProbeReport& 
   // Not while a communicator's probe writes it; past the wait, renaming over it is safe.
   const UniqueFd lock = lockFile(path + ".lock", source.lockWaitSeconds);
   TUTTI_RETURN_IF_ERROR(writeModelFile(path, report.model,
-                                       {TUTTI_VERSION_STRING, source.hostId, nowSeconds(), true}));
+                                       {kCacheLibrary, source.hostId, nowSeconds(), true}));
   return path;
 }
 

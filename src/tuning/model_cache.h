@@ -4,7 +4,8 @@
 // found none (probe.h, ~100 ms, once per host and library version); else, where the cache
 // cannot be used, a probe kept for the process alone.
 //
-// The cache file is DIR/model-<library version>-<hash of the host identity>.json, DIR being
+// The cache file is DIR/model-<library version>+probe<revision>-<hash of the host
+// identity>.json (TUTTI_PROBE_REVISION, probe.h), DIR being
 // $XDG_CACHE_HOME/tutti or ~/.cache/tutti, and records the library and host it belongs to: a
 // file written by another library version or for another host (a copied home directory,
 // another boot: the identity holds the boot id) is measured anew and replaced, and so is one
@@ -57,6 +58,10 @@ struct ModelSource {
 
 /// $XDG_CACHE_HOME/tutti, else $HOME/.cache/tutti (from `config`), else empty.
 std::string cacheDirectory(const Config& config);
+
+/// "<library version>+probe<revision>": what a cache file records as its library and its
+/// name carries, so that only this library and probe revision read it.
+const char* cacheLibraryTag();
 
 /// The cache file of `hostId` under `dir` for this library version.
 std::string cacheFilePath(const std::string& dir, const std::string& hostId);

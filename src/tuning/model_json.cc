@@ -90,6 +90,14 @@ Status readFileInfo(const Value& doc, ModelFileInfo& info) {
   return Status::Ok();
 }
 
+Status readLink(const Value& link, const std::string& key, LinkCost& cost) {
+  TUTTI_RETURN_IF_ERROR(expectType(link, key, Value::Type::kObject));
+  TUTTI_RETURN_IF_ERROR(onlyKnown(link, key, {"alpha", "beta", "overhead"}));
+  TUTTI_RETURN_IF_ERROR(readNumber(link, key, "alpha", cost.alpha));
+  TUTTI_RETURN_IF_ERROR(readNumber(link, key, "beta", cost.beta));
+  return readNumber(link, key, "overhead", cost.overhead);
+}
+
 Status readPaths(const Value& paths, MachineModel& m) {
   TUTTI_RETURN_IF_ERROR(expectType(paths, "paths", Value::Type::kObject));
   for (const auto& [name, link] : paths.members) {
@@ -97,12 +105,7 @@ Status readPaths(const Value& paths, MachineModel& m) {
     const std::optional<PathClass> c = parsePathClass(name);
     if (!c)
       return errorAt(link, key, "unknown key (known: same_l3, same_socket, same_host, network)");
-    TUTTI_RETURN_IF_ERROR(expectType(link, key, Value::Type::kObject));
-    TUTTI_RETURN_IF_ERROR(onlyKnown(link, key, {"alpha", "beta", "overhead"}));
-    LinkCost& cost = m.paths[static_cast<std::size_t>(*c)];
-    TUTTI_RETURN_IF_ERROR(readNumber(link, key, "alpha", cost.alpha));
-    TUTTI_RETURN_IF_ERROR(readNumber(link, key, "beta", cost.beta));
-    TUTTI_RETURN_IF_ERROR(readNumber(link, key, "overhead", cost.overhead));
+    TUTTI_RETURN_IF_ERROR(readLink(link, key, m.paths[static_cast<std::size_t>(*c)]));
   }
   return Status::Ok();
 }
@@ -132,6 +135,17 @@ Status readCores(const Value& doc, MachineModel& m) {
     return errorAt(*v, "cores_per_host",
                    strFormat("an integer from 1 to 1000000 expected, found %g", v->number));
   m.coresPerHost = static_cast<int>(v->number);
+  return Status::Ok();
+}
+
+Status readLlc(const Value& doc, MachineModel& m) {
+  const Value* v = doc.find("llc_bytes");
+  if (v == nullptr) return Status::Ok();
+  TUTTI_RETURN_IF_ERROR(expectType(*v, "llc_bytes", Value::Type::kNumber));
+  if (v->number != std::floor(v->number) || v->number < 0 || v->number > 1e15)
+    return errorAt(*v, "llc_bytes",
+                   strFormat("an integer from 0 to 1e15 expected, found %g", v->number));
+  m.llcBytes = static_cast<std::uint64_t>(v->number);
   return Status::Ok();
 }
 
@@ -183,10 +197,17 @@ std::string toJson(const MachineModel& m, const ModelFileInfo& info) {
                      t + 1 < kNumDataTypes ? "," : "");
   out += strFormat("  },\n  \"copy_beta\": %s,\n  \"host_memory_bandwidth\": %s,\n"
                    "  \"nic_bandwidth\": %s,\n  \"cores_per_host\": %d,\n"
-                   "  \"flat_alpha\": %s,\n  \"flat_beta\": %s\n}\n",
+                   "  \"flat_alpha\": %s,\n  \"flat_beta\": %s,\n",
                    number(m.copyBeta).c_str(), number(m.hostMemoryBandwidth).c_str(),
                    number(m.nicBandwidth).c_str(), m.coresPerHost, number(m.flatAlpha).c_str(),
                    number(m.flatBeta).c_str());
+  out += strFormat("  \"message_overhead\": %s,\n  \"switch_cost\": %s,\n"
+                   "  \"llc_bytes\": %llu,\n  \"cache_bandwidth\": %s,\n"
+                   "  \"loopback\": {\"alpha\": %s, \"beta\": %s, \"overhead\": %s}\n}\n",
+                   number(m.messageOverhead).c_str(), number(m.switchCost).c_str(),
+                   static_cast<unsigned long long>(m.llcBytes), number(m.cacheBandwidth).c_str(),
+                   number(m.loopback.alpha).c_str(), number(m.loopback.beta).c_str(),
+                   number(m.loopback.overhead).c_str());
   return out;
 }
 
@@ -200,7 +221,8 @@ Result<MachineModel> fromJson(std::string_view text, ModelFileInfo* info) {
                                             "complete", "paths",
                                             "gamma", "copy_beta", "host_memory_bandwidth",
                                             "nic_bandwidth", "cores_per_host", "flat_alpha",
-                                            "flat_beta"}));
+                                            "flat_beta", "message_overhead", "switch_cost",
+                                            "llc_bytes", "cache_bandwidth", "loopback"}));
   MachineModel m = defaults();
   ModelFileInfo read;
   TUTTI_RETURN_IF_ERROR(readString(doc, "library", read.library));
@@ -214,6 +236,12 @@ Result<MachineModel> fromJson(std::string_view text, ModelFileInfo* info) {
   TUTTI_RETURN_IF_ERROR(readCores(doc, m));
   TUTTI_RETURN_IF_ERROR(readNumber(doc, "", "flat_alpha", m.flatAlpha));
   TUTTI_RETURN_IF_ERROR(readNumber(doc, "", "flat_beta", m.flatBeta));
+  TUTTI_RETURN_IF_ERROR(readNumber(doc, "", "message_overhead", m.messageOverhead));
+  TUTTI_RETURN_IF_ERROR(readNumber(doc, "", "switch_cost", m.switchCost));
+  TUTTI_RETURN_IF_ERROR(readLlc(doc, m));
+  TUTTI_RETURN_IF_ERROR(readNumber(doc, "", "cache_bandwidth", m.cacheBandwidth));
+  if (const Value* loopback = doc.find("loopback"))
+    TUTTI_RETURN_IF_ERROR(readLink(*loopback, "loopback", m.loopback));
   if (info != nullptr) *info = std::move(read);
   return m;
 }

@@ -14,14 +14,18 @@
 #include <cmath>
 #include <cstring>
 #include <ctime>
+#include <functional>
+#include <optional>
 #include <memory>
 #include <thread>
 
 #include "base/cpus.h"
+#include "base/host_props.h"
 #include "base/fd.h"
 #include "base/strings.h"
 #include "base/wait.h"
 #include "reduce/reduce.h"
+#include "tuning/probe_messages.h"
 #include "topology/nics.h"
 
 namespace tutti::tuning {
@@ -37,10 +41,18 @@ double secondsSince(Clock::time_point start) {
 // far faster than touching them one by one), so that no measurement pays first faults.
 class Buffer {
  public:
-  explicit Buffer(std::size_t n) : bytes_(n) {
-    void* p = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
-                     -1, 0);
+  // hugePages: backed by transparent huge pages where the kernel allows them (madvise),
+  // then populated by the first write rather than MAP_POPULATE's 4 KiB pages.
+  explicit Buffer(std::size_t n, bool hugePages = false) : bytes_(n) {
+    const int populate = hugePages ? 0 : MAP_POPULATE;
+    void* p = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | populate, -1, 0);
     data_ = p == MAP_FAILED ? nullptr : static_cast<char*>(p);
+    if (data_ != nullptr && hugePages) {
+#ifdef MADV_HUGEPAGE
+      (void)::madvise(data_, n, MADV_HUGEPAGE);  // best effort
+#endif
+      std::memset(data_, 1, n);
+    }
   }
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -420,10 +432,19 @@ class FlatProbe {
 // Bytes copied per second by `cpus.size()` threads at once, each copying its own 2 MiB
 // with the non-temporal stores reduce::copy uses for large outputs (they write to memory,
 // past the caches); 0 where a thread could not make its buffers.
-double memoryBandwidth(const std::vector<int>& cpus, Clock::duration share) {
+// Bytes per second the threads on `cpus` copy at once: 2 MiB each within the caches
+// (first), and from memory to memory (second) through buffers that together hold twice the
+// last-level cache `llcBytes` (16 to 64 MiB each; 0: 16), as a large call's buffers do,
+// 2 MiB at a time with ordinary stores as messages are copied. The
+// large buffers are backed by huge pages where the kernel gives them (a few faults, not
+// thousands); their first pass is not timed.
+std::pair<double, double> memoryBandwidth(const std::vector<int>& cpus, std::uint64_t llcBytes,
+                                          Clock::duration share) {
   constexpr std::size_t kBytes = 2 << 20;
   const std::size_t n = cpus.size();
-  std::vector<double> best(n, 0);
+  const std::size_t large = std::clamp<std::size_t>(
+      static_cast<std::size_t>(2 * llcBytes / std::max<std::size_t>(1, 2 * n)), 16 << 20, 64 << 20);
+  std::vector<double> cached(n, 0), fromMemory(n, 0);
   std::atomic<std::size_t> ready{0};
   std::atomic<std::int64_t> startNs{0};
   std::vector<std::thread> threads;
@@ -431,25 +452,38 @@ double memoryBandwidth(const std::vector<int>& cpus, Clock::duration share) {
     threads.emplace_back([&, i] {
       pinTo(cpus[i]);
       Buffer src(kBytes), dst(kBytes);
+      Buffer bigSrc(large, true), bigDst(large, true);
       // The clock starts when every thread has its buffers: they copy at once.
       if (ready.fetch_add(1) + 1 == n)
         startNs.store(Clock::now().time_since_epoch().count(), std::memory_order_release);
       while (startNs.load(std::memory_order_acquire) == 0) sched_yield();
       if (!src.ok() || !dst.ok()) return;
-      const Clock::time_point until =
-          Clock::time_point(Clock::duration(startNs.load(std::memory_order_acquire))) + share;
-      best[i] = bestCpuTime(2, 3, until, [&] {
+      const Clock::time_point begin =
+          Clock::time_point(Clock::duration(startNs.load(std::memory_order_acquire)));
+      cached[i] = bestCpuTime(2, 3, begin + share / 3, [&] {
         reduce::copy(dst.get(), src.get(), kBytes, reduce::kCopyStreamingBytes);
       });
+      if (!bigSrc.ok() || !bigDst.ok()) return;
+      // In pieces under reduce::copy's streaming threshold: with the ordinary stores of the
+      // copies messages make (a shared-memory ring's, the kernel's between processes).
+      auto copyLarge = [&] {
+        for (std::size_t at = 0; at < large; at += kBytes)
+          reduce::copy(bigDst.get() + at, bigSrc.get() + at, std::min(kBytes, large - at));
+      };
+      copyLarge();  // the pages' first touch, untimed
+      fromMemory[i] = bestCpuTime(2, 3, begin + share, copyLarge);
     });
   }
   for (std::thread& t : threads) t.join();
-  double total = 0;
-  for (const double t : best) {
-    if (t <= 0) return 0;
-    total += static_cast<double>(kBytes) / t;
-  }
-  return total;
+  auto total = [&](const std::vector<double>& times, std::size_t bytes) {
+    double sum = 0;
+    for (const double t : times) {
+      if (t <= 0) return 0.0;
+      sum += static_cast<double>(bytes) / t;
+    }
+    return sum;
+  };
+  return {total(cached, kBytes), total(fromMemory, large)};
 }
 
 double copyBeta(Clock::duration share) {
@@ -583,7 +617,8 @@ namespace {
 // The budget's shares, in order of the phases: they add up to less than 1, leaving room
 // for what no phase's clock counts (buffers, threads starting).
 struct Shares {
-  double copy = 0.03, gamma = 0.1, paths = 0.35, flat = 0.12, memory = 0.15;
+  double copy = 0.03, gamma = 0.08, paths = 0.3, flat = 0.1, memory = 0.2, tcp = 0.1,
+         switchCost = 0.04;
 };
 
 // The consistency rules (probe.h): a pair of threads spinning on one cache line answer each
@@ -592,6 +627,10 @@ struct Shares {
 // through a shared buffer is two copies and the cache lines' trip between the cores: far
 // past kMaxCopyRatio local copies of the same bytes, a thread was waiting.
 constexpr double kMaxPairAlpha = 10e-6;
+// The same for loopback TCP's messages and a context switch: tens of microseconds through
+// loopback, a few for a switch; far past these, a thread waited for a CPU.
+constexpr double kMaxLoopbackOneWay = 500e-6;
+constexpr double kMaxSwitch = 50e-6;
 constexpr double kMaxCopyRatio = 16;
 
 }  // namespace
@@ -669,6 +708,56 @@ void probeNetwork(ProbeReport& report) {
   }
 }
 
+// The library's own costs (probe_messages.h): a message through TCP over loopback
+// (loopback), and a context switch (switch_cost).
+void probeMessages(const ProbeOptions& options, const std::optional<std::pair<int, int>>& pair,
+                   Clock::duration tcpShare, Clock::duration switchShare,
+                   const std::function<bool(const char*)>& late, ProbeReport& report) {
+  MachineModel& m = report.model;
+  const int a = pair ? pair->first : -1, b = pair ? pair->second : -1;
+  auto distrusted = [&](const char* name, const std::string& why) {
+    report.complete = false;
+    report.notes.push_back(strFormat("%s: %s (defaults)", name, why.c_str()));
+  };
+  Clock::time_point t0 = Clock::now();
+  if (!late("loopback")) {
+    std::string why;
+    const auto tcp = measureLoopback(a, b, Clock::now() + tcpShare, &why);
+    const bool contended = options.contended && options.contended("loopback");
+    if (!tcp) {
+      distrusted("loopback", "the TCP transport over 127.0.0.1: " + why);
+    } else if (contended || tcp->oneWay > kMaxLoopbackOneWay) {
+      distrusted("loopback", strFormat("untrusted (%.1f us one way: a thread was not running)",
+                                       tcp->oneWay * 1e6));
+    } else {
+      // Over loopback no wire waits: the one-way time is the two kernels' work, the
+      // sender's (its send carries the segment to the receiving socket) and the receiver's,
+      // so it is CPU time, half at each end.
+      m.loopback.overhead = tcp->oneWay / 2;
+      m.loopback.alpha = 0;
+      if (tcp->beta > 0) m.loopback.beta = tcp->beta;
+      report.notes.push_back(strFormat("loopback: the TCP transport over 127.0.0.1, %.1f us one "
+                                       "way (CPU time, half at each end), %.2f GB/s (%.1f ms)",
+                                       tcp->oneWay * 1e6, 1e-9 / m.loopback.beta,
+                                       secondsSince(t0) * 1e3));
+    }
+  }
+  t0 = Clock::now();
+  if (!late("switch_cost")) {
+    const auto cost = measureSwitch(a, Clock::now() + switchShare);
+    const bool contended = options.contended && options.contended("switch_cost");
+    if (!cost) {
+      distrusted("switch_cost", "no hand-over finished");
+    } else if (contended || *cost > kMaxSwitch) {
+      distrusted("switch_cost", strFormat("untrusted (%.1f us)", *cost * 1e6));
+    } else {
+      m.switchCost = *cost;
+      report.notes.push_back(strFormat("switch_cost: two threads on CPU %d handing a futex over, "
+                                       "%.2f us (%.1f ms)", a, *cost * 1e6, secondsSince(t0) * 1e3));
+    }
+  }
+}
+
 }  // namespace
 
 ProbeReport probeHost(const ProbeOptions& options) {
@@ -743,18 +832,27 @@ ProbeReport probeHost(const ProbeOptions& options) {
     }
   }
 
+  const CacheProps caches = cachePropsOf(hostCpuCaches(), allowed);
+  if (caches.l3Bytes > 0 || caches.l2Bytes > 0) {
+    m.llcBytes = caches.l3Bytes > 0 ? caches.l3Bytes : caches.l2Bytes;
+    report.notes.push_back(strFormat("llc_bytes: the %s of the CPUs (sysfs)",
+                                     caches.l3Bytes > 0 ? "smallest L3" : "smallest L2 (no L3 listed)"));
+  }
   std::vector<int> memoryCpus(allowed.begin(),
                               allowed.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(
                                                     allowed.size(), std::min(4, m.coresPerHost))));
   if (memoryCpus.empty()) memoryCpus.push_back(-1);
   t0 = Clock::now();
   if (!late("host_memory_bandwidth")) {
-    if (const double bw = memoryBandwidth(memoryCpus, share(shares.memory)); bw > 0) {
-      m.hostMemoryBandwidth = bw;
-      report.notes.push_back(strFormat("host_memory_bandwidth: %zu threads copying at once (%.1f ms)",
-                                       memoryCpus.size(), ms(t0)));
-    }
+    const auto [cached, fromMemory] = memoryBandwidth(memoryCpus, m.llcBytes, share(shares.memory));
+    if (cached > 0) m.cacheBandwidth = cached;
+    if (fromMemory > 0) m.hostMemoryBandwidth = fromMemory;
+    report.notes.push_back(strFormat("host_memory_bandwidth, cache_bandwidth: %zu threads copying "
+                                     "at once, buffers of twice the last-level cache together, "
+                                     "and 2 MiB each (%.1f ms)",
+                                     memoryCpus.size(), ms(t0)));
   }
+  probeMessages(options, flatPair, share(shares.tcp), share(shares.switchCost), late, report);
   report.seconds = secondsSince(start);
   return report;
 }

@@ -235,7 +235,18 @@ class Run {
   // so it is recorded at once): it meets its message, or waits for it.
   void post(std::uint32_t slot, std::uint32_t id, double time);
   void complete(std::uint32_t slot, std::uint32_t id, double time);
-  double overhead(int a, int b) const { return model_.path(placement_.pathClass(a, b)).overhead; }
+  double overhead(int a, int b) const {
+    return model_.path(placement_.pathClass(a, b)).overhead + model_.messageOverhead;
+  }
+  int hostOf(std::uint32_t slot) const { return placement_.place(static_cast<int>(slot)).host; }
+  // What a rank pays to run again after a wait on its host: a context switch where the
+  // host has more ranks than cores (the rank slept, another ran), nothing elsewhere.
+  double wakeCost(std::uint32_t slot) const {
+    return oversubscribed_[static_cast<std::size_t>(hostOf(slot))] ? model_.switchCost : 0;
+  }
+  // Work of `bytes` through the host's memory from `start` to `end` (its CPU time): it ends
+  // no earlier than the memory bus, shared by the host's ranks, can carry them.
+  double throughMemory(std::uint32_t slot, double start, double end, double bytes);
   int rail(int rank) const { return placement_.place(rank).localIndex % network_.rails; }
   int leaf(int host) const {
     return network_.kind == Network::Kind::kFatTree ? host / network_.hostsPerLeaf : 0;
@@ -253,6 +264,9 @@ class Run {
   const int period_;
   const std::size_t elemSize_;
   double gamma_ = 0;
+  double copyBeta_ = 0;      // the model's, or one core's share of memory past the cache
+  double hostBeta_ = 0;      // a message's floor on a host path past the cache (0: none)
+  double reduceCopies_ = 1;  // bytes copied on the memory bus per byte reduced
 
   std::vector<Rank> ranks_;  // slot = rank, for ranks [0, period_)
   std::priority_queue<Event, std::vector<Event>, Later> events_;
@@ -262,6 +276,7 @@ class Run {
   // uplinks and downlinks.
   std::vector<std::vector<double>> cores_;
   std::vector<Fifo> memory_;
+  std::vector<bool> oversubscribed_;  // per host: more ranks than cores
   std::vector<Fifo> nicOut_, nicIn_, spine_;
   std::vector<Fifo> leafUp_, leafDown_;
   double finish_ = 0;
@@ -313,9 +328,36 @@ Status Run::build() {
     const int c = placement_.cores(h) > 0 ? placement_.cores(h) : defaultCores;
     cores_[static_cast<std::size_t>(h)].assign(static_cast<std::size_t>(c), 0.0);
   }
+  oversubscribed_.assign(static_cast<std::size_t>(hosts), false);
+  for (int h = 0; h < hosts; ++h)
+    oversubscribed_[static_cast<std::size_t>(h)] =
+        placement_.hosts().ranksOf[static_cast<std::size_t>(h)].size() > cores_[static_cast<std::size_t>(h)].size();
+  // The memory bus: at the caches' rate while the buffers of a host's ranks (each one's
+  // largest, in and out) fit in its last-level cache, at memory's beyond.
+  double footprint = 0;
+  if (spec_.kind != Collective::kAllToAllV)
+    footprint = 2.0 * static_cast<double>(largestBufferCount(spec_)) * static_cast<double>(elemSize_) *
+                static_cast<double>(placement_.hosts().ranksOf[0].size());
+  const bool cached = model_.llcBytes > 0 && model_.cacheBandwidth > 0 &&
+                      footprint <= static_cast<double>(model_.llcBytes);
   Fifo memory;
-  if (model_.hostMemoryBandwidth > 0) memory.bandwidth = model_.hostMemoryBandwidth;
+  const double bus = cached ? model_.cacheBandwidth : model_.hostMemoryBandwidth;
+  if (bus > 0) memory.bandwidth = bus;
   memory_.assign(static_cast<std::size_t>(hosts), memory);
+  // Past the cache (where the model knows its size), one core copies at its share of the
+  // memory's rate (hostMemoryBandwidth is what up to 4 cores copy at once): a message on
+  // the host, a copy and a reduction slow down alike.
+  copyBeta_ = model_.copyBeta;
+  if (!cached && model_.llcBytes > 0 && model_.hostMemoryBandwidth > 0) {
+    const int threads = std::max(1, std::min(4, model_.coresPerHost));
+    hostBeta_ = threads / model_.hostMemoryBandwidth;
+    if (model_.copyBeta > 0 && hostBeta_ > model_.copyBeta) {
+      gamma_ *= hostBeta_ / model_.copyBeta;
+      copyBeta_ = hostBeta_;
+    }
+  }
+  // The bus counts bytes copied; a reduced byte costs what gamma is to a copy.
+  reduceCopies_ = model_.copyBeta > 0 && gamma_ > 0 ? gamma_ / copyBeta_ : 1;
   // A NIC's bandwidth: the network's, the model's, or else the network path's own.
   double nic = network_.nicBandwidth > 0 ? network_.nicBandwidth : model_.nicBandwidth;
   const double beta = model_.path(PathClass::kNetwork).beta;
@@ -356,6 +398,26 @@ double Run::cpu(std::uint32_t slot, double time, double work) {
   return end;
 }
 
+// A message through a sequence of resources, cut-through: it starts on each when that is
+// free (and not before it started on the one before) and ends on each no earlier than on
+// the one before; each is busy until the message's end on it.
+struct Passage {
+  double start;
+  double end;
+  double bytes;
+  void through(Fifo& f) {
+    start = std::max(start, f.free);
+    end = std::max(end, start + bytes / f.bandwidth);
+    f.free = end;
+  }
+};
+
+double Run::throughMemory(std::uint32_t slot, double start, double end, double bytes) {
+  Passage m{start, end, bytes};
+  m.through(memory_[static_cast<std::size_t>(hostOf(slot))]);
+  return m.end;
+}
+
 void Run::issue(std::uint32_t slot, double time) {
   Rank& rank = ranks_[slot];
   const std::uint32_t window =
@@ -384,28 +446,21 @@ void Run::startStep(std::uint32_t slot, std::uint32_t id, double time) {
     case OpCode::kRecvCopySend:
       post(slot, id, cpu(slot, time, overhead(self, s.recvPeer)));
       return;
-    case OpCode::kCopy:
-      push(cpu(slot, time, model_.copyBeta * bytes(s)), slot, id, EventKind::kDone);
+    case OpCode::kCopy: {
+      // A copy reads and writes its bytes; a reduction reads two operands and writes one.
+      const double work = copyBeta_ * bytes(s);
+      const double end = cpu(slot, time, work);
+      push(throughMemory(slot, end - work, end, bytes(s)), slot, id, EventKind::kDone);
       return;
-    case OpCode::kReduce:
-      push(cpu(slot, time, gamma_ * bytes(s)), slot, id, EventKind::kDone);
+    }
+    case OpCode::kReduce: {
+      const double work = gamma_ * bytes(s);
+      const double end = cpu(slot, time, work);
+      push(throughMemory(slot, end - work, end, reduceCopies_ * bytes(s)), slot, id, EventKind::kDone);
       return;
+    }
   }
 }
-
-// A message through a sequence of resources, cut-through: it starts on each when that is
-// free (and not before it started on the one before) and ends on each no earlier than on
-// the one before; each is busy until the message's end on it.
-struct Passage {
-  double start;
-  double end;
-  double bytes;
-  void through(Fifo& f) {
-    start = std::max(start, f.free);
-    end = std::max(end, start + bytes / f.bandwidth);
-    f.free = end;
-  }
-};
 
 void Run::transmit(std::uint32_t slot, std::uint32_t id, double time) {
   const SimStep& s = step(slot, id);
@@ -414,9 +469,12 @@ void Run::transmit(std::uint32_t slot, std::uint32_t id, double time) {
   // The image of this message that a simulated rank receives (itself, in the full run).
   const int receiver = q % period_;
   // No faster than the path's own bandwidth: each resource is held that long at least.
-  Passage m{time, time + bytes(s) * model_.path(placement_.pathClass(p, q)).beta, bytes(s)};
+  const PathClass path = placement_.pathClass(p, q);
+  const double beta = path == PathClass::kNetwork ? model_.path(path).beta
+                                                  : std::max(model_.path(path).beta, hostBeta_);
+  Passage m{time, time + bytes(s) * beta, bytes(s)};
   const int host = placement_.place(p).host;
-  if (placement_.pathClass(p, q) != PathClass::kNetwork) {
+  if (path != PathClass::kNetwork) {
     m.through(memory_[static_cast<std::size_t>(host)]);
   } else {
     const std::size_t out = static_cast<std::size_t>(host * network_.rails + rail(p));
@@ -499,18 +557,26 @@ void Run::recvData(std::uint32_t slot, std::uint32_t id, double time) {
   const SimStep& s = step(slot, id);
   const int self = static_cast<int>(slot);
   const double reduce = gamma_ * bytes(s);
+  const double wake = wakeCost(slot);
   switch (s.op) {
     case OpCode::kRecv:
-      complete(slot, id, time);
+      if (wake > 0) push(cpu(slot, time, wake), slot, id, EventKind::kDone);
+      else complete(slot, id, time);
       return;
-    case OpCode::kRecvReduce:
-      push(cpu(slot, time, reduce), slot, id, EventKind::kDone);
+    case OpCode::kRecvReduce: {
+      const double end = cpu(slot, time, wake + reduce);
+      push(throughMemory(slot, end - reduce, end, reduceCopies_ * bytes(s)), slot, id, EventKind::kDone);
       return;
-    case OpCode::kRecvReduceSend:
-      push(cpu(slot, time, reduce + overhead(self, s.sendPeer)), slot, id, EventKind::kSendPosted);
+    }
+    case OpCode::kRecvReduceSend: {
+      const double work = wake + reduce + overhead(self, s.sendPeer);
+      const double end = cpu(slot, time, work);
+      push(throughMemory(slot, end - work, end, reduceCopies_ * bytes(s)), slot, id,
+           EventKind::kSendPosted);
       return;
+    }
     case OpCode::kRecvCopySend:
-      push(cpu(slot, time, overhead(self, s.sendPeer)), slot, id, EventKind::kSendPosted);
+      push(cpu(slot, time, wake + overhead(self, s.sendPeer)), slot, id, EventKind::kSendPosted);
       return;
     default:
       return;
@@ -658,7 +724,11 @@ double flatExchangeTime(const AlgorithmInfo& algorithm, const CollectiveSpec& sp
                                                                    : algorithm.flatBytes(spec));
   const int cores = placement.cores(0) > 0 ? placement.cores(0) : std::max(1, model.coresPerHost);
   const double share = std::max(1.0, static_cast<double>(spec.size) / cores);
-  return model.flatAlpha + model.flatBeta * read * share;
+  // With more ranks than cores, a rank sees the others' contributions only once each has
+  // run: every turn of the cores (share ranks each) costs share switches, and a rank waits
+  // for share turns.
+  const double switches = spec.size > cores ? share * share * model.switchCost : 0;
+  return model.flatAlpha + model.flatBeta * read * share + switches;
 }
 
 }  // namespace

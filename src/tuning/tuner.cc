@@ -57,10 +57,12 @@ const char* transportKindName(TransportKind kind) {
 MachineModel effectiveModel(const TunerSetup& setup) {
   MachineModel m = setup.model;
   if (setup.transport == TransportKind::kTcp) {
-    // TCP between the ranks of one host goes through the kernel's loopback, which the
-    // network's per-message costs describe better than shared memory's; no NIC is crossed.
+    // TCP between the ranks of one host goes through the kernel's loopback (its own
+    // measured costs; the network's where a model file has none); no NIC is crossed.
+    const LinkCost& loopback = m.loopback;
+    const bool known = loopback.alpha > 0 || loopback.beta > 0 || loopback.overhead > 0;
     for (int c = 0; c < static_cast<int>(PathClass::kNetwork); ++c)
-      m.paths[static_cast<std::size_t>(c)] = m.path(PathClass::kNetwork);
+      m.paths[static_cast<std::size_t>(c)] = known ? loopback : m.path(PathClass::kNetwork);
   }
   return m;
 }

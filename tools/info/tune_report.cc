@@ -24,6 +24,10 @@ std::string describeModel(const tuning::MachineModel& m, const std::vector<std::
                      tuning::pathClassName(static_cast<tuning::PathClass>(c)),
                      micro(l.alpha).c_str(), rate(l.beta).c_str(), micro(l.overhead).c_str());
   }
+  out += strFormat("  %-12s %12s %14s %12s\n", "tcp loopback", micro(m.loopback.alpha).c_str(),
+                   rate(m.loopback.beta).c_str(), micro(m.loopback.overhead).c_str());
+  out += strFormat("\n  per message end     %s (the library's own)\n", micro(m.messageOverhead).c_str());
+  out += strFormat("  context switch      %s\n", micro(m.switchCost).c_str());
   out += "\n  reduction (sum), one operand into another:\n";
   for (int t = 0; t < kNumDataTypes; ++t)
     out += strFormat("    %-9s %s\n", dataTypeName(static_cast<DataType>(t)),
@@ -31,6 +35,10 @@ std::string describeModel(const tuning::MachineModel& m, const std::vector<std::
   out += strFormat("\n  local copy          %s\n", rate(m.copyBeta).c_str());
   out += strFormat("  host memory         %s\n",
                    m.hostMemoryBandwidth > 0 ? rate(1 / m.hostMemoryBandwidth).c_str() : "no limit");
+  out += strFormat("  host caches         %s (last level %s)\n",
+                   m.cacheBandwidth > 0 ? rate(1 / m.cacheBandwidth).c_str() : "as memory",
+                   m.llcBytes > 0 ? strFormat("%.1f MiB", static_cast<double>(m.llcBytes) / (1 << 20)).c_str()
+                                  : "not known");
   out += strFormat("  NIC                 %s\n",
                    m.nicBandwidth > 0 ? strFormat("%s (%.0f Mbit/s)", rate(1 / m.nicBandwidth).c_str(),
                                                   m.nicBandwidth * 8 / 1e6).c_str()

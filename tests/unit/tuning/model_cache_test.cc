@@ -45,7 +45,8 @@ ProbeReport fakeProbe(bool incomplete) {
 }
 
 // A cache file's header for this library and the test host, measured `ageSeconds` ago.
-ModelFileInfo cacheInfo(double ageSeconds, bool complete = true, const std::string& library = TUTTI_VERSION_STRING,
+ModelFileInfo cacheInfo(double ageSeconds, bool complete = true,
+                        const std::string& library = cacheLibraryTag(),
                         const std::string& host = "test-host") {
   return {library, host, static_cast<std::int64_t>(std::time(nullptr) - ageSeconds), complete};
 }
@@ -66,7 +67,7 @@ TEST(ModelCache, TheDirectoryFollowsXdgThenHome) {
   EXPECT_EQ(cacheDirectory(*config), "/home/u/.cache/tutti");  // XDG: relative ones are ignored
   EXPECT_EQ(cacheDirectory(Config::defaults()), "");
   const std::string a = cacheFilePath("/d", "host-a");
-  EXPECT_EQ(a.rfind(std::string("/d/model-") + TUTTI_VERSION_STRING + "-", 0), 0u) << a;
+  EXPECT_EQ(a.rfind(std::string("/d/model-") + cacheLibraryTag() + "-", 0), 0u) << a;
   EXPECT_NE(a, cacheFilePath("/d", "host-b"));
   EXPECT_EQ(a, cacheFilePath("/d", "host-a"));
 }
@@ -92,15 +93,19 @@ TEST(ModelCache, ACacheIsUsedAsWrittenAndAnotherHostsIsReplaced) {
   ASSERT_TRUE(model.ok());
   EXPECT_EQ(model->copyBeta, 1e-3);  // the file's, not the probe's (7e-3)
   EXPECT_EQ(model->origin, "cache " + path);
-  // Written by another library version, or for another host: measured anew, replaced.
+  // Written by another library version, by this version's earlier probe (which measured
+  // fewer parameters), or for another host: measured anew, replaced.
+  ASSERT_TRUE(writeModelFile(path, marked(1e-3), cacheInfo(60, true, TUTTI_VERSION_STRING)).ok());
+  EXPECT_EQ(loadHostModel(source)->copyBeta, 7e-3);
   ASSERT_TRUE(writeModelFile(path, marked(1e-3), cacheInfo(60, true, "0.0.0-other")).ok());
   model = loadHostModel(source);
   ASSERT_TRUE(model.ok());
   EXPECT_EQ(model->copyBeta, 7e-3);
   ModelFileInfo info;
   ASSERT_TRUE(loadModelFile(path, &info).ok());
-  EXPECT_EQ(info.library, TUTTI_VERSION_STRING);
-  ASSERT_TRUE(writeModelFile(path, marked(1e-3), cacheInfo(60, true, TUTTI_VERSION_STRING, "another-host")).ok());
+  EXPECT_EQ(info.library, cacheLibraryTag());
+  ASSERT_TRUE(
+      writeModelFile(path, marked(1e-3), cacheInfo(60, true, cacheLibraryTag(), "another-host")).ok());
   EXPECT_EQ(loadHostModel(source)->copyBeta, 7e-3);
   // A malformed cache is measured anew too.
   { std::ofstream(path, std::ios::trunc) << "{\"format\":"; }
@@ -159,7 +164,7 @@ TEST(ModelCache, AnExpiredOrUndatedOrIncompleteCacheIsMeasuredAnew) {
   // Eight days old, undated (an older build's), recorded incomplete past the retry time, or
   // from the future: each measured anew and replaced by a dated, complete one.
   for (const ModelFileInfo& info :
-       {cacheInfo(8 * day), ModelFileInfo{TUTTI_VERSION_STRING, "test-host", 0, true},
+       {cacheInfo(8 * day), ModelFileInfo{cacheLibraryTag(), "test-host", 0, true},
         cacheInfo(kIncompleteRetrySeconds + 60, false), cacheInfo(-2 * day)}) {
     ASSERT_TRUE(writeModelFile(path, marked(1e-3), info).ok());
     auto model = loadHostModel(source);

@@ -1,0 +1,245 @@
+// Messages through the TCP transport between two threads, and a context switch
+// (probe_messages.h). Rank 0's thread leads: before each batch of round trips it sends a
+// head naming the batch's kind (8-byte or 256 KiB messages, or the end), so that rank 1's
+// thread follows without a clock of its own; each batch is timed by rank 0 alone, and the
+// best batch of each kind counts.
+#include "tuning/probe_messages.h"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <array>
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "base/fd.h"
+#include "base/net.h"
+#include "transport/link.h"
+#include "transport/tcp/tcp_transport.h"
+
+namespace tutti::tuning {
+
+namespace {
+
+constexpr std::size_t kBulkBytes = 256 << 10;
+constexpr int kRounds = 32;                     // round trips per batch
+// Each wait polls until its message comes, as the executor's waits do where every rank has
+// a core (a sleep and its wake-up are switch_cost's part, not a message's).
+constexpr std::int64_t kSpinNs = 2'000'000;
+constexpr Tag kHeadTag = 1, kDataTag = 2;
+
+enum Kind : std::uint64_t { kEnd = 0, kSmall = 1, kBulk = 2 };
+
+double secondsSince(ProbeClock::time_point start) {
+  return std::chrono::duration<double>(ProbeClock::now() - start).count();
+}
+
+void pin(int cpu) {
+  if (cpu < 0) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  (void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);  // best effort
+}
+
+bool await(Transport& t, TransferRequest& request, Deadline deadline, std::int64_t spinNs) {
+  while (!request.done()) {
+    const std::uint32_t seen = t.progressSignal().snapshot();
+    if (request.done()) break;
+    if (!t.waitForProgress(seen, deadline, spinNs) && deadline.expired()) return false;
+  }
+  return request.status().ok();
+}
+
+bool send(Transport& t, int peer, Tag tag, const void* data, std::size_t bytes, Deadline d,
+          std::int64_t spinNs) {
+  TransferRequest request;
+  t.link(peer).postSend(&request, tag, data, bytes);
+  return await(t, request, d, spinNs);
+}
+
+bool recv(Transport& t, int peer, Tag tag, void* data, std::size_t bytes, Deadline d,
+          std::int64_t spinNs) {
+  TransferRequest request;
+  t.link(peer).postRecv(&request, tag, data, bytes);
+  return await(t, request, d, spinNs);
+}
+
+using Pair = std::array<std::unique_ptr<Transport>, 2>;
+
+// Two TCP transports over one connection on 127.0.0.1 (a listener on an ephemeral port).
+bool makeTcp(Pair& pair, Deadline deadline, std::string* why) {
+  auto fail = [&](const Status& s) {
+    *why = s.toString();
+    return false;
+  };
+  auto listener = listenTcp("127.0.0.1", 0, 1);
+  if (!listener.ok()) return fail(listener.status());
+  auto address = localAddress(listener->get());
+  if (!address.ok()) return fail(address.status());
+  auto connected = connectTcp(*address, deadline, false);
+  if (!connected.ok()) return fail(connected.status());
+  auto accepted = acceptTcp(listener->get());
+  if (!accepted.ok()) return fail(accepted.status());
+  std::array<UniqueFd, 2> ends{std::move(connected).value(), std::move(accepted).value()};
+  const std::vector<std::string> names = {"rank 0", "rank 1"};
+  for (int r = 0; r < 2; ++r) {
+    UniqueFd& fd = ends[static_cast<std::size_t>(r)];
+    if (Status s = setNoDelay(fd.get()); !s.ok()) return fail(s);
+    std::vector<UniqueFd> sockets(2);
+    sockets[static_cast<std::size_t>(1 - r)] = std::move(fd);
+    auto t = tcp::TcpTransport::adopt(r, 2, std::move(sockets), names, 64u << 20);
+    if (!t.ok()) return fail(t.status());
+    pair[static_cast<std::size_t>(r)] = std::move(t).value();
+  }
+  return true;
+}
+
+struct Best {
+  double smallWall = 0, bulkWall = 0;
+  void keep(double& slot, double value) {
+    if (value > 0 && (slot == 0 || value < slot)) slot = value;
+  }
+};
+
+// Rank 0's side: batches of each kind in turn until `until`, then the end.
+void lead(Transport& t, ProbeClock::time_point until, Deadline deadline, Best& best, bool& ok) {
+  std::vector<std::uint8_t> bulk(kBulkBytes, 1);
+  std::uint64_t small = 0, answer = 0;
+  const std::vector<Kind> kinds = {kSmall, kBulk};
+  for (std::size_t batch = 0; ok; ++batch) {
+    // At least one batch of each kind; then until the time is up.
+    const Kind kind = batch >= kinds.size() && ProbeClock::now() >= until ? kEnd : kinds[batch % kinds.size()];
+    std::uint64_t head = kind;
+    const std::int64_t spin = kSpinNs;
+    if (!send(t, 1, kHeadTag, &head, sizeof head, deadline, kSpinNs)) {
+      ok = false;
+      return;
+    }
+    if (kind == kEnd) return;
+    const auto start = ProbeClock::now();
+    for (int i = 0; i < kRounds && ok; ++i) {
+      ok = kind == kBulk ? send(t, 1, kDataTag, bulk.data(), bulk.size(), deadline, spin)
+                         : send(t, 1, kDataTag, &small, sizeof small, deadline, spin);
+      ok = ok && recv(t, 1, kDataTag, &answer, sizeof answer, deadline, spin);
+    }
+    if (!ok) return;
+    const double wall = secondsSince(start) / kRounds;
+    if (kind == kSmall) best.keep(best.smallWall, wall);
+    if (kind == kBulk) best.keep(best.bulkWall, wall);
+  }
+}
+
+// Rank 1's side: as each head says.
+void follow(Transport& t, Deadline deadline, bool& ok) {
+  std::vector<std::uint8_t> bulk(kBulkBytes);
+  std::uint64_t small = 0, answer = 0;
+  while (ok) {
+    std::uint64_t head = kEnd;
+    if (!recv(t, 0, kHeadTag, &head, sizeof head, deadline, kSpinNs)) {
+      ok = false;
+      return;
+    }
+    if (head == kEnd) return;
+    const std::int64_t spin = kSpinNs;
+    for (int i = 0; i < kRounds && ok; ++i) {
+      ok = head == kBulk ? recv(t, 0, kDataTag, bulk.data(), bulk.size(), deadline, spin)
+                         : recv(t, 0, kDataTag, &small, sizeof small, deadline, spin);
+      ok = ok && send(t, 0, kDataTag, &answer, sizeof answer, deadline, spin);
+    }
+  }
+}
+
+}  // namespace
+
+std::optional<MessageCosts> measureLoopback(int cpuA, int cpuB, ProbeClock::time_point until,
+                                            std::string* why) {
+  std::string ignored;
+  if (why == nullptr) why = &ignored;
+  // Past the phase's end, a second to finish what is in flight; a peer that stops
+  // answering is a failed measurement, never a hang.
+  const Deadline deadline = Deadline::afterSeconds(
+      std::max(0.0, std::chrono::duration<double>(until - ProbeClock::now()).count()) + 1.0);
+  Pair pair;
+  if (!makeTcp(pair, deadline, why)) return std::nullopt;
+  Best best;
+  bool ok0 = true, ok1 = true;
+  std::thread leader([&] {
+    pin(cpuA);
+    pair[0]->setDriving(true);
+    lead(*pair[0], until, deadline, best, ok0);
+    pair[0]->setDriving(false);
+  });
+  std::thread follower([&] {
+    pin(cpuB);
+    pair[1]->setDriving(true);
+    follow(*pair[1], deadline, ok1);
+    pair[1]->setDriving(false);
+  });
+  leader.join();
+  follower.join();
+  for (auto& t : pair) t->shutdown(Deadline::afterSeconds(1));
+  if (!ok0 || !ok1) {
+    *why = "a message did not complete in time";
+    return std::nullopt;
+  }
+  if (best.smallWall <= 0 || best.bulkWall <= 0) {
+    *why = "no batch finished";
+    return std::nullopt;
+  }
+  MessageCosts out;
+  out.oneWay = best.smallWall / 2;
+  // A bulk round trip: the 256 KiB message one way and 8 bytes back.
+  out.beta = std::max(0.0, best.bulkWall - best.smallWall) / static_cast<double>(kBulkBytes);
+  return out;
+}
+
+std::optional<double> measureSwitch(int cpu, ProbeClock::time_point until) {
+  std::atomic<std::uint32_t> turn{0};
+  std::atomic<bool> stop{false};
+  constexpr std::uint32_t kHandovers = 64;
+  double best = 0;
+  // Thread 1 answers: whenever the word is odd, it makes it even again.
+  std::thread other([&] {
+    pin(cpu);
+    std::uint32_t seen = 0;
+    while (!stop.load(std::memory_order_acquire)) {
+      turn.wait(seen, std::memory_order_acquire);
+      seen = turn.load(std::memory_order_acquire);
+      if (seen % 2 == 1) {
+        turn.store(++seen, std::memory_order_release);
+        turn.notify_one();
+      }
+    }
+  });
+  std::thread self([&] {
+    pin(cpu);
+    std::uint32_t value = 0;
+    // Handing over only works while both run on the one CPU; elsewhere (pinning refused)
+    // the figure is a cross-CPU wake-up, still a fair price of a rank's sleep.
+    for (int batch = 0; batch < 2 || ProbeClock::now() < until; ++batch) {
+      const auto start = ProbeClock::now();
+      for (std::uint32_t i = 0; i < kHandovers; ++i) {
+        turn.store(++value, std::memory_order_release);
+        turn.notify_one();
+        turn.wait(value, std::memory_order_acquire);
+        value = turn.load(std::memory_order_acquire);
+      }
+      const double t = secondsSince(start) / (2.0 * kHandovers);
+      if (best == 0 || t < best) best = t;
+      if (batch > 1000) break;
+    }
+    stop.store(true, std::memory_order_release);
+    turn.store(++value, std::memory_order_release);
+    turn.notify_all();
+  });
+  self.join();
+  other.join();
+  if (best <= 0) return std::nullopt;
+  return best;
+}
+
+}  // namespace tutti::tuning

@@ -1,0 +1,34 @@
+#pragma once
+// The parts of the machine model that only the library's own code paths show (probe.h lists
+// every parameter and how it is found): what a message costs through the TCP transport over
+// the kernel's loopback, between two threads of this process standing for two ranks, and
+// what a context switch costs where a host runs more ranks than cores.
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+namespace tutti::tuning {
+
+using ProbeClock = std::chrono::steady_clock;
+
+/// What the messages between two threads cost, each the best of several batches.
+struct MessageCosts {
+  /// Seconds: half the round trip of an 8-byte message and its 8-byte answer.
+  double oneWay = 0;
+  /// Seconds per byte of a 256 KiB message beyond an 8-byte one's time.
+  double beta = 0;
+};
+
+/// Two TCP transports made in this process over a connection on 127.0.0.1, driven by two
+/// threads pinned to `cpuA` and `cpuB` (-1: not pinned) until `until`. nullopt where the
+/// transports cannot be made here or no batch finished; `*why` then says which.
+std::optional<MessageCosts> measureLoopback(int cpuA, int cpuB, ProbeClock::time_point until,
+                                            std::string* why);
+
+/// A context switch: two threads pinned to `cpu` hand a word back and forth through a futex,
+/// each handing over putting the other to run; half the best round trip. nullopt where no
+/// batch finished by `until`.
+std::optional<double> measureSwitch(int cpu, ProbeClock::time_point until);
+
+}  // namespace tutti::tuning
