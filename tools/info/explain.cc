@@ -5,6 +5,7 @@
 #include "base/config.h"
 #include "base/macros.h"
 #include "base/strings.h"
+#include "bench/collectives.h"
 #include "topology/host_identity.h"
 #include "topology/json.h"
 #include "topology/view_json.h"
@@ -86,8 +87,11 @@ Result<std::string> explainCall(const ExplainRequest& r) {
   CollectiveSpec spec;
   spec.kind = *kind;
   spec.dtype = *dtype;
-  spec.count = *bytes / dataTypeSize(*dtype);
   spec.size = setup.placement.size();
+  // The call tutti-bench makes for a row of this size (the larger of a rank's input and
+  // output), so that a prediction compares with its measurement: an all-gather of 64M on 8
+  // ranks contributes 8M a rank.
+  spec.count = bench::collectiveCounts(spec.kind, *bytes / dataTypeSize(*dtype), spec.size).param;
   spec.segmentCount = std::max<std::uint64_t>(1, r.segmentBytes / dataTypeSize(*dtype));
   spec.sharedMemory = setup.transport == tuning::TransportKind::kShm;
   spec.hosts = acrossHosts ? &setup.placement.hosts() : nullptr;

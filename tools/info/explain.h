@@ -12,7 +12,8 @@ namespace tutti::info {
 
 struct ExplainRequest {
   std::string collective;   // "allreduce", ...
-  std::string size;         // bytes per rank (K/M/G suffixes), as tutti-bench's sizes
+  std::string size;         // bytes (K/M/G suffixes) as tutti-bench's sizes: the larger of
+                            // a rank's input and output (an all-gather's whole output)
   std::string dtype = "float32";
   int ranks = 0;
   int hosts = 1;            // ranks split in consecutive blocks over this many hosts

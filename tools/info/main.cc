@@ -123,7 +123,10 @@ int main(int argc, char** argv) {
                  "predicted times, without running anything");
   tutti::info::ExplainRequest request;
   explain->add_option("collective", request.collective, "allreduce, broadcast, ...")->required();
-  explain->add_option("size", request.size, "bytes per rank (K/M/G suffixes)")->required();
+  explain->add_option("size", request.size,
+                      "bytes (K/M/G suffixes) as tutti-bench's sizes: the larger of a rank's "
+                      "input and output")
+      ->required();
   explain->add_option("--ranks", request.ranks, "ranks of the communicator")
       ->check(CLI::Range(1, 1 << 24));
   explain->add_option("--hosts", request.hosts, "hosts the ranks are split over (1)")

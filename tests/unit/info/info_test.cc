@@ -128,6 +128,12 @@ TEST(TuttiInfo, ExplainAsJsonWithTheCommunicatorsSegmentAndFlatRoom) {
   EXPECT_NE(free.out.find("{\"algorithm\": \"ring\", \"segment_bytes\": 1048576, "
                           "\"segment_matters\": true"),
             std::string::npos) << free.out;
+  // Sizes as tutti-bench's: an all-gather of 64K on 4 ranks contributes 16K a rank.
+  const ProcessResult gather = info({"explain", "allgather", "64K", "--ranks", "4", "--model",
+                                     model, "--json"});
+  ASSERT_EQ(gather.exitCode(), 0) << gather.err;
+  EXPECT_NE(gather.out.find("\"bytes\": 65536, \"count\": 4096, "), std::string::npos)
+      << gather.out;
   const ProcessResult bad = info({"explain", "allreduce", "4M", "--ranks", "4", "--model", model,
                                   "--segment", "0"});
   EXPECT_EQ(bad.exitCode(), 1);
