@@ -125,7 +125,7 @@ bytes_of() {  # 64K -> 65536
 }
 
 # Segments matter for the pipelined algorithms (ring, trees, hierarchical ones).
-segmented() { case "$1" in ring|double_binary_tree|binomial|hier*|hierarchical) return 0 ;; *) return 1 ;; esac; }
+segmented() { case "$1" in ring|double_binary_tree|binomial|hier*) return 0 ;; *) return 1 ;; esac; }
 
 # A layout: "1xN" (one host, N ranks) or "HxL" (namespaced hosts). Its transports' names in
 # the records: shm, tcp; hybrid@HxL, tcp@HxL.
@@ -167,10 +167,12 @@ algorithms_for() {  # layout transport collective -> the algorithm names that ap
     tr ' ' '\n' | grep -v '^$' || true
 }
 
-# explain's JSON for one shape, priced as the run's communicator was set up; cached per
-# question (the forced runs of a cell share the default segment's).
+# explain's JSON for one shape, priced as the run's communicator was set up, into
+# $explain_json; cached per question (the forced runs of a cell share the default segment's),
+# so called without a subshell.
 declare -A explained
-explain() {  # layout transport collective bytes segment fixed(0|1) flat_room -> JSON
+explain_json=""
+explain() {  # layout transport collective bytes segment fixed(0|1) flat_room
   local layout=$1 transport=$2 coll=$3 b=$4 seg=$5 fixed=$6 room=$7
   local key="$*"
   if [ -z "${explained[$key]:-}" ]; then
@@ -184,7 +186,7 @@ explain() {  # layout transport collective bytes segment fixed(0|1) flat_room ->
     explained[$key]=$("$bin/tutti-info" "${a[@]}" 2>"$out/logs/explain.err" |
       tr -d '\n') || { echo "regret.sh: explain failed: ${a[*]}" >&2; cat "$out/logs/explain.err" >&2; exit 1; }
   fi
-  echo "${explained[$key]}"
+  explain_json=${explained[$key]}
 }
 
 # One launch: every size of a (layout, transport, collective, candidate). A candidate that
@@ -224,13 +226,15 @@ run_one() {  # layout transport collective label sizes env... -- bench args...
   local seg room
   seg=$(sed -n 's/.*: segment \([0-9]*\) bytes (.*flat exchange room \([0-9]*\) bytes.*/\1/p' "$tmp" | head -n 1)
   room=$(sed -n 's/.*flat exchange room \([0-9]*\) bytes.*/\1/p' "$tmp" | head -n 1)
-  [ -n "$seg" ] && [ -n "$room" ] ||
-    { echo "regret.sh: no segment line (TUNE) in $tmp" >&2; exit 1; }
+  if [ -z "$seg" ] || [ -z "$room" ]; then
+    echo "regret.sh: no segment line (TUNE) in $tmp" >&2; exit 1
+  fi
   local fixed=1 b
   [ "$label" = tuner ] && fixed=0
-  for b in $(awk '$1 == "[0]" && $2 ~ /^[0-9]+$/ {print $2}' "$tmp"); do
-    echo "$rt $n $coll $b $label $(explain "$layout" "$transport" "$coll" "$b" "$seg" "$fixed" "$room")" >>"$predicted"
-  done
+  while read -r b; do
+    explain "$layout" "$transport" "$coll" "$b" "$seg" "$fixed" "$room"
+    echo "$rt $n $coll $b $label $explain_json" >>"$predicted"
+  done < <(awk '$1 == "[0]" && $2 ~ /^[0-9]+$/ {print $2}' "$tmp")
 }
 
 # The sizes of LIST above SEGMENT bytes, comma-separated.
