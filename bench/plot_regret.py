@@ -6,7 +6,8 @@ rounds); a table on stdout, the cells as CSV, and a heat-map PNG of both ratios.
     bench/plot_regret.py RAW [--csv CELLS.csv] [--png REGRET.png]
 
 RAW lines: round transport world collective bytes label time_us chosen, where label is
-"tuner", "table" or the forced algorithm (with "/SEGMENT" where TUTTI_SEGMENT_BYTES was set).
+"tuner", "table" or the forced algorithm (with "/SEGMENT" where TUTTI_SEGMENT_BYTES was set),
+and transport is shm or tcp on one host, TRANSPORT@HxL on H namespaced hosts of L ranks.
 """
 import argparse
 import csv
@@ -34,9 +35,9 @@ def main():
     with open(args.raw) as f:
         for line in f:
             parts = line.split()
-            if len(parts) != 8:
+            if len(parts) < 8:  # later fields, if any, are for other readers
                 continue
-            _, transport, world, coll, size, label, t, algo = parts
+            _, transport, world, coll, size, label, t, algo = parts[:8]
             cell = (transport, int(world), coll, int(size))
             if cell not in cells:
                 cells.append(cell)

@@ -1,31 +1,51 @@
 #!/usr/bin/env bash
-# Regret of the algorithm choice (issue 39): over a grid of cells (transport x world x
-# collective x size, one host), every applicable algorithm is forced (and, in the full
-# grid, each segment where it matters), then the model's tuner (TUTTI_TUNER=model) and the
-# old table (TUTTI_TUNER=table) run the cell unforced, all in the same round. Per cell:
-# the best forced time, tuner/best and table/best; the summary gives the share of cells
-# within 10% of the best and the worst ratio of each. Every run checks its first result
-# (-c 1); a wrong element stops the script.
+# Regret of the algorithm choice, and the simulator against measurements (issue 39). Over a
+# grid of cells (layout x transport x collective x size), every applicable algorithm is
+# forced (and, in the full grid, each segment where it matters), then the model's tuner
+# (TUTTI_TUNER=model) and the old table (TUTTI_TUNER=table) run the cell unforced, all in
+# the same round. Per cell: the best forced time, tuner/best and table/best; the summary
+# gives the share of cells within 10% of the best and the worst ratio of each
+# (bench/plot_regret.py). Every forced run's time is also compared with the model's
+# prediction for that shape and candidate (tutti-info explain --json, priced as the run's
+# communicator logged its segment and flat room; bench/sim_validate.py). Every run checks its
+# results (-c 1); a wrong element stops the script.
 #
 #   bench/regret.sh [--quick] [--rounds R] [--out DIR] [--transports "shm tcp"]
-#                   [--worlds "2 4 8"] [--collectives "allreduce ..."] [--sizes "8 64K ..."]
-#                   [--summarize]
+#                   [--worlds "2 4 8"] [--hosts "2x2,4x2"] [--host-transports "hybrid tcp"]
+#                   [--rate 1gbit] [--collectives "allreduce ..."] [--sizes "8 64K ..."]
+#                   [--iters N] [--iter-bytes BYTES] [--model FILE] [--timeout S] [--summarize]
 #
-# --quick: all-reduce at 8 B, 64 KiB, 4 MiB and 64 MiB on 2, 4 and 8 ranks over shm and
-# tcp, default segments only (a few minutes on 2 cores). Without it: every collective,
-# 8 B to 256 MiB by 8x, 2/4/8 ranks, shm and tcp, and the ring-like algorithms at 64K,
-# 256K and 1M segments (TUTTI_SEGMENT_BYTES) where the size exceeds the segment (hours).
-# (hybrid, shared memory on a host and TCP between hosts, needs hosts: the multi-host tier,
-# tests/multihost/netns.sh and tutti-run --hosts; not run by this script.)
-# Round r runs every candidate of a cell once; a figure is the median over rounds of the
-# cell's out-of-place time (tutti-bench, mean over ranks). Writes DIR/raw.txt (one line per
-# run), DIR/cells.csv (one line per cell) and DIR/regret.png (bench/plot_regret.py).
-# --summarize: measure nothing, summarize DIR/raw.txt again.
+# --quick: all-reduce at 8 B, 64 KiB, 4 MiB and 64 MiB, default segments only. Without it:
+# every collective, 8 B to 256 MiB by 8x, and the ring-like algorithms at 64K, 256K and 1M
+# segments (TUTTI_SEGMENT_BYTES) at the sizes above the segment.
+# One host: --worlds ranks (2, 4 and 8; "" for none) over each of --transports.
+# --hosts "HxL,...": also H namespaced hosts of L ranks each (2 to 4 hosts; the issue's grid
+# is 2x2,4x2), links shaped to --rate (1gbit) in both directions (tests/multihost/netns.sh;
+# root), over each of --host-transports: hybrid (TUTTI_TRANSPORT=auto: shared memory within
+# a host, TCP between) and tcp. Their cells are named TRANSPORT@HxL (hybrid@2x2). A host's
+# ranks are bound to CPU h * nproc / H, as bench/peers/multihost.sh binds them; explain
+# prices them on a flat network of --rate NICs (--net flat:nic-gbps=...).
+# One launch of tutti-bench covers every size of a (layout, transport, collective,
+# candidate) (--sizes), out of place only, with -n --iters (200) timed calls per size but at
+# most --iter-bytes (128M) of calls, at least 1 (tutti-bench --iter-bytes), 2 warm-ups.
+# --model FILE: the machine model every run and prediction uses (TUTTI_TUNING_FILE); default:
+# this host's cached model (a first run probes it), copied to DIR/model.json, so that every
+# round, namespaced host and prediction use the same parameters.
+# Round r runs every candidate once; a figure is the median over rounds of the cell's
+# out-of-place time (tutti-bench, mean over ranks). Writes DIR/raw.txt (one line per run
+# and size: round transport world collective bytes label time_us chosen), DIR/predicted.txt
+# (transport world collective bytes label, then explain's JSON), DIR/cells.csv, DIR/regret.png
+# (bench/plot_regret.py), DIR/validation.md, DIR/validation.csv and DIR/sim-vs-measured.png
+# (bench/sim_validate.py), DIR/logs/ (the last run's output of each launch).
+# --summarize: measure nothing, summarize DIR again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root_dir=$PWD
+args=("$@")
 
-quick=0 rounds=1 out="" summarize=0
-transports="shm tcp" worlds="2 4 8" collectives="" sizes=""
+quick=0 rounds=1 out="" summarize=0 model="" timeout_s=1800
+transports="shm tcp" worlds="2 4 8" collectives="" sizes="" hosts="" host_transports="hybrid tcp"
+rate=1gbit iters=200 iter_bytes=128M
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
@@ -33,8 +53,15 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift ;;
     --transports) transports=$2; shift ;;
     --worlds) worlds=$2; shift ;;
+    --hosts) hosts=$(echo "$2" | tr ',' ' '); shift ;;
+    --host-transports) host_transports=$2; shift ;;
+    --rate) rate=$2; shift ;;
     --collectives) collectives=$2; shift ;;
     --sizes) sizes=$2; shift ;;
+    --iters) iters=$2; shift ;;
+    --iter-bytes) iter_bytes=$2; shift ;;
+    --model) model=$2; shift ;;
+    --timeout) timeout_s=$2; shift ;;
     --summarize) summarize=1 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "regret.sh: unknown argument '$1'" >&2; exit 2 ;;
@@ -50,10 +77,44 @@ else
   [ -n "$sizes" ] || sizes="8 64 512 4K 32K 256K 2M 16M 128M 256M"
   segments="64K 256K 1M"
 fi
+for shape in $hosts; do
+  [[ $shape =~ ^([2-4])x([1-9][0-9]*)$ ]] ||
+    { echo "regret.sh: --hosts '$shape': HxL with 2 to 4 hosts (e.g. 2x2)" >&2; exit 2; }
+done
+for t in $host_transports; do
+  case $t in hybrid|tcp) ;; *) echo "regret.sh: --host-transports: hybrid or tcp, not '$t'" >&2; exit 2 ;; esac
+done
+[[ $rate =~ ^([0-9]+)(mbit|gbit)$ ]] || { echo "regret.sh: --rate '$rate': e.g. 1gbit, 100mbit" >&2; exit 2; }
+nic_gbps=$(awk -v n="${BASH_REMATCH[1]}" -v u="${BASH_REMATCH[2]}" \
+  'BEGIN { printf "%g", u == "gbit" ? n : n / 1000 }')
 [ -n "$out" ] || out="build/regret-$(date +%Y%m%d-%H%M%S)"
-mkdir -p "$out"
+mkdir -p "$out/logs"
+out=$(readlink -f "$out")
 raw="$out/raw.txt"
-bin=build/bin
+predicted="$out/predicted.txt"
+bin=$root_dir/build/bin
+
+summarize_dir() {
+  /usr/bin/python3 bench/plot_regret.py "$raw" --csv "$out/cells.csv" --png "$out/regret.png"
+  if [ -s "$predicted" ]; then
+    /usr/bin/python3 bench/sim_validate.py "$out"
+  fi
+}
+
+# ---- the outer run with hosts: the whole grid inside netns.sh (namespaces removed on exit)
+if [ "$summarize" = 0 ] && [ -n "$hosts" ] && [ -z "${REGRET_INNER:-}" ]; then
+  [ "$(id -u)" = 0 ] || { echo "regret.sh: --hosts needs root (network namespaces)" >&2; exit 1; }
+  max_hosts=$(for s in $hosts; do echo "${s%x*}"; done | sort -n | tail -n 1)
+  export REGRET_INNER=1
+  status=0
+  tests/multihost/netns.sh run --hosts "$max_hosts" --rate "$rate" -- "$0" "${args[@]}" \
+    --out "$out" || status=$?
+  unset REGRET_INNER
+  [ "$status" = 0 ] || { echo "regret.sh: the run ended with status $status" >&2; exit "$status"; }
+  summarize_dir
+  exit 0
+fi
+
 prio=()
 if [ "$(id -u)" = 0 ] && command -v chrt >/dev/null; then prio=(chrt -f 10); fi
 
@@ -63,66 +124,186 @@ bytes_of() {  # 64K -> 65536
     if (m > 1) s = substr(s, 1, length(s) - 1); printf "%d", s * m }'
 }
 
-iters_for() {  # bytes world -> timed iterations, so that a run takes about a second
-  local b=$1
-  if [ "$b" -le 65536 ]; then echo 200; elif [ "$b" -le 4194304 ]; then echo 20; else echo 3; fi
-}
-
-algorithms_for() {  # collective world -> the algorithm names that apply, from the error
-  "$bin/tutti-run" -n "$2" "$bin/tutti-bench" "$1" -b 64 -e 64 --algo none 2>&1 |
-    sed -n 's/.*algorithms that apply: //p' | head -n 1 | tr -d ',' | tr ' ' '\n' | grep -v '^$' || true
-}
-
 # Segments matter for the pipelined algorithms (ring, trees, hierarchical ones).
-segmented() { case "$1" in ring|double_binary_tree|binomial|hier*|hierarchical) return 0 ;; *) return 1 ;; esac; }
+segmented() { case "$1" in ring|double_binary_tree|binomial|hier*) return 0 ;; *) return 1 ;; esac; }
 
-run_one() {  # transport world collective size label env... -- bench args...
-  local transport=$1 n=$2 coll=$3 size=$4 label=$5
+# A layout: "1xN" (one host, N ranks) or "HxL" (namespaced hosts). Its transports' names in
+# the records: shm, tcp; hybrid@HxL, tcp@HxL.
+record_transport() {  # layout transport
+  if [ "${1%x*}" = 1 ]; then echo "$2"; else echo "$2@$1"; fi
+}
+
+# Runs `tutti-bench ARGS` on LAYOUT over TRANSPORT with the variables ENVS, output to FILE.
+launch() {  # layout transport file env... -- bench args...
+  local layout=$1 transport=$2 file=$3
+  shift 3
+  local envs=()
+  while [ "$1" != -- ]; do envs+=("$1"); shift; done
+  shift
+  local h=${layout%x*} l=${layout#*x} tv=$transport
+  [ "$tv" = hybrid ] && tv=auto
+  envs+=(TUTTI_TRANSPORT="$tv" TUTTI_TUNING_FILE="$model" TUTTI_DEBUG=INFO
+         TUTTI_DEBUG_SUBSYS=TUNE TUTTI_TOPO_DUMP_FILE="$out/logs/topo-$layout-$transport.json")
+  if [ "$h" = 1 ]; then
+    env "${envs[@]}" timeout "$timeout_s" "${prio[@]}" "$bin/tutti-run" -n "$l" \
+      "$bin/tutti-bench" "$@" >"$file" 2>&1
+  else
+    local list="" i
+    read -r -a host_names <<<"$TT_HOSTS"
+    for ((i = 0; i < h; i++)); do list+="${list:+,}${host_names[i]}:$l"; done
+    # Host h of H on CPU h * nproc / H (bench/peers/multihost.sh's --bind host).
+    # shellcheck disable=SC2016
+    local bind='H=$1; shift; h=$((TUTTI_RANK / TUTTI_LOCAL_WORLD_SIZE))
+      exec taskset -c $((h * $(nproc) / H)) "$@"'
+    env "${envs[@]}" timeout --kill-after=10 "$timeout_s" ip netns exec "$TT_HEAD" \
+      "$bin/tutti-run" --hosts "$list" --launcher 'ip netns exec {host}' --cpu-bind none \
+      --timeout "$timeout_s" sh -c "$bind" bind "$h" "$bin/tutti-bench" "$@" >"$file" 2>&1
+  fi
+}
+
+algorithms_for() {  # layout transport collective -> the algorithm names that apply
+  launch "$1" "$2" "$out/logs/algorithms.out" TUTTI_TUNER=table -- "$3" -b 64 -e 64 --algo none || true
+  sed -n 's/.*algorithms that apply: //p' "$out/logs/algorithms.out" | head -n 1 | tr -d ',' |
+    tr ' ' '\n' | grep -v '^$' || true
+}
+
+# explain's JSON for one shape, priced as the run's communicator was set up, into
+# $explain_json; cached per question (the forced runs of a cell share the default segment's),
+# so called without a subshell.
+declare -A explained
+explain_json=""
+explain() {  # layout transport collective bytes segment fixed(0|1) flat_room
+  local layout=$1 transport=$2 coll=$3 b=$4 seg=$5 fixed=$6 room=$7
+  local key="$*"
+  if [ -z "${explained[$key]:-}" ]; then
+    local h=${layout%x*} l=${layout#*x} a=()
+    a=(explain "$coll" "$b" --ranks $((h * l)) --model "$model" --transport "$transport"
+       --segment "$seg" --flat-room "$room" --json)
+    [ "$fixed" = 1 ] && a+=(--fixed-segment)
+    local topo="$out/logs/topo-$layout-$transport.json"
+    [ -s "$topo" ] && a+=(--topo "$topo")
+    [ "$h" -gt 1 ] && a+=(--net "flat:nic-gbps=$nic_gbps")
+    explained[$key]=$("$bin/tutti-info" "${a[@]}" 2>"$out/logs/explain.err" |
+      tr -d '\n') || { echo "regret.sh: explain failed: ${a[*]}" >&2; cat "$out/logs/explain.err" >&2; exit 1; }
+  fi
+  explain_json=${explained[$key]}
+}
+
+# One launch: every size of a (layout, transport, collective, candidate). A candidate that
+# does not apply to some size is retried size by size, skipping those it does not apply to.
+run_one() {  # layout transport collective label sizes env... -- bench args...
+  local layout=$1 transport=$2 coll=$3 label=$4 list=$5
   shift 5
   local envs=()
   while [ "$1" != -- ]; do envs+=("$1"); shift; done
   shift
-  local b iters
-  b=$(bytes_of "$size")
-  iters=$(iters_for "$b")
-  local tmp="$out/last.out"
-  if ! env TUTTI_TRANSPORT="$transport" "${envs[@]}" timeout 600 "${prio[@]}" "$bin/tutti-run" -n "$n" \
-      "$bin/tutti-bench" "$coll" -b "$b" -e "$b" -n "$iters" -w 2 -c 1 "$@" >"$tmp" 2>&1; then
-    grep -q "does not apply\|algorithms that apply" "$tmp" && return 0
-    echo "regret.sh: FAILED $transport $n $coll $size $label" >&2; cat "$tmp" >&2; exit 1
+  [ -n "$list" ] || return 0
+  local tmp="$out/logs/$layout-$transport-$coll-${label//\//_}.out" status=0
+  launch "$layout" "$transport" "$tmp" "${envs[@]}" -- "$coll" --sizes "$list" -n "$iters" \
+    --iter-bytes "$iter_bytes" -w 2 -c 1 --no-in-place "$@" || status=$?
+  if [ "$status" != 0 ]; then
+    if grep -q "does not apply\|algorithms that apply" "$tmp"; then
+      local one
+      if [[ $list == *,* ]]; then
+        for one in ${list//,/ }; do
+          run_one "$layout" "$transport" "$coll" "$label" "$one" "${envs[@]}" -- "$@"
+        done
+      fi
+      return 0
+    fi
+    echo "regret.sh: FAILED $layout $transport $coll $list $label" >&2; cat "$tmp" >&2; exit 1
   fi
   awk '$1 == "[0]" && $2 ~ /^[0-9]+$/ && $10 != 0 && $10 != "N/A" {bad = 1} END {exit bad}' "$tmp" ||
-    { echo "regret.sh: WRONG $transport $n $coll $size $label" >&2; cat "$tmp" >&2; exit 1; }
+    { echo "regret.sh: WRONG $layout $transport $coll $label" >&2; cat "$tmp" >&2; exit 1; }
+  local rt n
+  rt=$(record_transport "$layout" "$transport")
+  n=$((${layout%x*} * ${layout#*x}))
   # round transport world collective bytes label time_us chosen
-  awk -v r="$round" -v t="$transport" -v n="$n" -v c="$coll" -v l="$label" \
+  awk -v r="$round" -v t="$rt" -v n="$n" -v c="$coll" -v l="$label" \
     '$1 == "[0]" && $2 ~ /^[0-9]+$/ {print r, t, n, c, $2, l, $7, $NF}' "$tmp" >>"$raw"
+  [ "$round" = 1 ] || return 0
+  # The communicator's segment and flat room (comm_impl.cc's TUNE line at creation).
+  local seg room
+  seg=$(sed -n 's/.*: segment \([0-9]*\) bytes (.*flat exchange room \([0-9]*\) bytes.*/\1/p' "$tmp" | head -n 1)
+  room=$(sed -n 's/.*flat exchange room \([0-9]*\) bytes.*/\1/p' "$tmp" | head -n 1)
+  if [ -z "$seg" ] || [ -z "$room" ]; then
+    echo "regret.sh: no segment line (TUNE) in $tmp" >&2; exit 1
+  fi
+  local fixed=1 b
+  [ "$label" = tuner ] && fixed=0
+  while read -r b; do
+    explain "$layout" "$transport" "$coll" "$b" "$seg" "$fixed" "$room"
+    echo "$rt $n $coll $b $label $explain_json" >>"$predicted"
+  done < <(awk '$1 == "[0]" && $2 ~ /^[0-9]+$/ {print $2}' "$tmp")
 }
 
-if [ "$summarize" = 0 ]; then
+# The sizes of LIST above SEGMENT bytes, comma-separated.
+sizes_above() {  # segment list...
+  local seg s out=""
+  seg=$(bytes_of "$1")
+  shift
+  for s in "$@"; do
+    [ "$(bytes_of "$s")" -gt "$seg" ] && out+="${out:+,}$(bytes_of "$s")"
+  done
+  echo "$out"
+}
+
+measure() {
+  if [ -z "$model" ]; then
+    # A first communicator probes this host's model and caches it, if nothing is cached.
+    env TUTTI_TUNING_FILE= "$bin/tutti-run" -n 2 "$bin/tutti-bench" barrier -n 1 -w 0 >/dev/null 2>&1 || true
+    "$bin/tutti-info" tune --json >"$out/model.json"
+    model=$out/model.json
+  else
+    model=$(readlink -f "$model")
+    cp "$model" "$out/model.json" 2>/dev/null || true
+  fi
+  local layouts=() n shape
+  for n in $worlds; do layouts+=("1x$n"); done
+  for shape in $hosts; do layouts+=("$shape"); done
+  local all_sizes=""
+  for s in $sizes; do all_sizes+="${all_sizes:+,}$(bytes_of "$s")"; done
   : >"$raw"
+  : >"$predicted"
+  {
+    echo "# regret.sh $(date -u +%Y-%m-%dT%H:%MZ), tutti $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+    echo "# command: bench/regret.sh ${args[*]}"
+    echo "# machine: $(nproc) CPUs, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n 1), $(uname -r)"
+    echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "# model: $model"
+    [ -z "$hosts" ] || echo "# hosts: $hosts, links $rate"
+  } >"$out/header.txt"
+  local layout transport coll algo seg list
   for round in $(seq 1 "$rounds"); do
-    for transport in $transports; do
-      for n in $worlds; do
+    for layout in "${layouts[@]}"; do
+      local tlist=$transports
+      [ "${layout%x*}" = 1 ] || tlist=$host_transports
+      for transport in $tlist; do
         for coll in $collectives; do
-          mapfile -t algos < <(algorithms_for "$coll" "$n")
-          for size in $sizes; do
-            b=$(bytes_of "$size")
-            echo "== round $round: $transport $n ranks $coll $size" >&2
-            run_one "$transport" "$n" "$coll" "$size" tuner TUTTI_TUNER=model --
-            run_one "$transport" "$n" "$coll" "$size" table TUTTI_TUNER=table --
-            for algo in "${algos[@]}"; do
-              run_one "$transport" "$n" "$coll" "$size" "$algo" TUTTI_TUNER=table -- --algo "$algo"
-              segmented "$algo" || continue
-              for seg in $segments; do
-                [ "$b" -gt "$(bytes_of "$seg")" ] || continue
-                run_one "$transport" "$n" "$coll" "$size" "$algo/$seg" TUTTI_TUNER=table \
-                  TUTTI_SEGMENT_BYTES="$seg" -- --algo "$algo"
-              done
+          mapfile -t algos < <(algorithms_for "$layout" "$transport" "$coll")
+          echo "== round $round: $layout $transport $coll: ${#algos[@]} algorithms, sizes $sizes" >&2
+          run_one "$layout" "$transport" "$coll" tuner "$all_sizes" TUTTI_TUNER=model --
+          run_one "$layout" "$transport" "$coll" table "$all_sizes" TUTTI_TUNER=table --
+          for algo in "${algos[@]}"; do
+            run_one "$layout" "$transport" "$coll" "$algo" "$all_sizes" TUTTI_TUNER=table -- --algo "$algo"
+            segmented "$algo" || continue
+            for seg in $segments; do
+              # shellcheck disable=SC2086
+              list=$(sizes_above "$seg" $sizes)
+              run_one "$layout" "$transport" "$coll" "$algo/$seg" "$list" TUTTI_TUNER=table \
+                TUTTI_SEGMENT_BYTES="$seg" -- --algo "$algo"
             done
           done
         done
       done
     done
   done
+  echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out/header.txt"
+}
+
+if [ "$summarize" = 0 ]; then
+  measure
+  # Inside netns.sh the outer run summarizes, once the namespaces are gone.
+  [ -z "${REGRET_INNER:-}" ] || exit 0
 fi
-/usr/bin/python3 bench/plot_regret.py "$raw" --csv "$out/cells.csv" --png "$out/regret.png"
+summarize_dir

@@ -233,6 +233,16 @@ CommImpl::CommImpl(Identity identity, TransportSetup transport, const Parts& par
         tuner.model = id_.model;
         tuner.view = id_.view;
         setup.tuner = makeTuner(tuner, setup.flatRoom);
+        // What a call's choice starts from, for `tutti-info explain --segment --flat-room`
+        // to price the calls as this communicator runs them (bench/regret.sh reads it).
+        if (id_.rank == 0)
+          TUTTI_INFO(kTune,
+                     "communicator '%s': segment %llu bytes (%s), flat exchange room %zu "
+                     "bytes, %s over %s",
+                     id_.name.c_str(), static_cast<unsigned long long>(setup.segmentBytes),
+                     tuner.fixedSegment ? "TUTTI_SEGMENT_BYTES" : "default", setup.flatRoom,
+                     setup.tuner != nullptr ? "the model chooses" : "the table chooses",
+                     tuning::transportKindName(tuner.transport));
         return setup;
       }()),
       failures_(

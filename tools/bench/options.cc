@@ -2,6 +2,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+
 #include "base/assert.h"
 #include "base/macros.h"
 #include "base/strings.h"
@@ -16,6 +18,8 @@ struct RawArgs {
   std::string maxBytes;
   std::string stepBytes;
   std::int64_t stepFactor = 1;
+  std::string sizes;
+  std::string iterBytes;
   int average = static_cast<int>(TimeAverage::kMean);
   std::string dtypes = "float";
   std::string ops = "sum";
@@ -48,6 +52,27 @@ Status parseSizeFlag(const char* flag, const std::string& text, std::uint64_t* o
   }
   *out = *bytes;
   return Status::Ok();
+}
+
+// --sizes: sizes separated by commas, strictly ascending (a row per size, in order).
+Result<std::vector<std::uint64_t>> parseSizeList(const std::string& text) {
+  std::vector<std::uint64_t> out;
+  for (const std::string& item : splitString(text, ',')) {
+    const std::string value(trim(item));
+    std::optional<std::uint64_t> bytes = parseBytes(value);
+    if (!bytes) {
+      return invalid(strFormat("--sizes: '%s' is not a size (expected sizes separated by "
+                               "commas, e.g. 8,64K,4M)", value.c_str()));
+    }
+    if (!out.empty() && *bytes <= out.back()) {
+      return invalid(strFormat("--sizes: %s does not exceed the size before it; the sizes "
+                               "must ascend", value.c_str()));
+    }
+    if (out.size() >= kMaxSweepSizes)
+      return invalid(strFormat("--sizes: more than %zu sizes", kMaxSweepSizes));
+    out.push_back(*bytes);
+  }
+  return out;
 }
 
 Result<std::vector<DataType>> parseDataTypes(const std::string& text) {
@@ -99,7 +124,17 @@ void defineFlags(CLI::App& app, RawArgs& raw, BenchOptions& options) {
   app.add_option("-e,--maxbytes", raw.maxBytes, "Largest size in bytes (32M)");
   app.add_option("-i,--stepbytes", raw.stepBytes, "Size increment when -f is 1 (1M)");
   app.add_option("-f,--stepfactor", raw.stepFactor, "Size multiplier; above 1 it replaces -i");
+  app.add_option("--sizes", raw.sizes,
+                 "Sizes to run, ascending, separated by commas (e.g. 8,64K,4M), in place of "
+                 "-b/-e/-f/-i");
   app.add_option("-n,--iters", options.iters, "Timed operations per size (20)");
+  app.add_option("--iter-bytes", raw.iterBytes,
+                 "Bytes of calls per size: a size of S bytes times min(-n, max(1, BYTES / S)) "
+                 "operations, and warms up with at most as many, so that large sizes take "
+                 "no longer than small ones (0: -n at every size)");
+  app.add_flag("!--no-in-place", options.inPlace,
+               "Time and check only the out-of-place form of each size (the in-place "
+               "columns print N/A)");
   app.add_option("-w,--warmup_iters", options.warmupIters, "Untimed operations first (5)");
   app.add_option("-c,--check", options.check, "Checked operations per size, 0 to skip (1)");
   app.add_option("-d,--datatype", raw.dtypes,
@@ -132,6 +167,16 @@ Status finishOptions(const RawArgs& raw, BenchOptions& options) {
   TUTTI_RETURN_IF_ERROR(parseSizeFlag("-b/--minbytes", raw.minBytes, &options.minBytes));
   TUTTI_RETURN_IF_ERROR(parseSizeFlag("-e/--maxbytes", raw.maxBytes, &options.maxBytes));
   TUTTI_RETURN_IF_ERROR(parseSizeFlag("-i/--stepbytes", raw.stepBytes, &options.stepBytes));
+  TUTTI_RETURN_IF_ERROR(parseSizeFlag("--iter-bytes", raw.iterBytes, &options.iterBytes));
+  if (!raw.sizes.empty()) {
+    TUTTI_CHECK_ARG(raw.minBytes.empty() && raw.maxBytes.empty() && raw.stepBytes.empty() &&
+                        raw.stepFactor == 1,
+                    "--sizes replaces -b/-e/-f/-i: give one or the other");
+    TUTTI_ASSIGN_OR_RETURN(options.sizeList, parseSizeList(raw.sizes));
+    // The report's header names the sweep's ends.
+    options.minBytes = options.sizeList.front();
+    options.maxBytes = options.sizeList.back();
+  }
   TUTTI_CHECK_ARG(raw.stepFactor >= 1, "-f/--stepfactor must be >= 1, got %lld",
                   static_cast<long long>(raw.stepFactor));
   options.stepFactor = static_cast<std::uint64_t>(raw.stepFactor);
@@ -194,6 +239,7 @@ Result<ParsedArgs> parseArgs(int argc, const char* const* argv) {
 }
 
 Result<std::vector<std::uint64_t>> sizeSweep(const BenchOptions& options) {
+  if (!options.sizeList.empty()) return options.sizeList;
   const std::uint64_t maxBytes = options.maxBytes;
   const std::uint64_t factor = options.stepFactor;
   TUTTI_CHECK_ARG(options.minBytes <= maxBytes,
@@ -228,6 +274,16 @@ Result<std::vector<std::uint64_t>> sizeSweep(const BenchOptions& options) {
     }
   }
   return sizes;
+}
+
+int itersFor(const BenchOptions& options, std::uint64_t rowBytes) {
+  if (options.iterBytes == 0 || rowBytes == 0) return options.iters;
+  const std::uint64_t fit = std::max<std::uint64_t>(1, options.iterBytes / rowBytes);
+  return static_cast<int>(std::min<std::uint64_t>(fit, static_cast<std::uint64_t>(options.iters)));
+}
+
+int warmupItersFor(const BenchOptions& options, std::uint64_t rowBytes) {
+  return std::min(options.warmupIters, itersFor(options, rowBytes));
 }
 
 std::vector<DataType> allDataTypes() {

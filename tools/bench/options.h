@@ -2,6 +2,7 @@
 // Command line of tutti-bench, with nccl-tests' flags and defaults:
 //   tutti-bench allreduce -b 8 -e 16M -f 4 -n 20 -w 5 -c 1 -d float -o sum --json r.json
 //   tutti-bench all -b 0 -e 64K -f 8 -r -1     (every collective in turn; every root)
+//   tutti-bench allreduce --sizes 8,64K,4M,256M -n 200 --iter-bytes 1G --no-in-place
 // Without -b/-e the benchmark runs one row of 32 MiB, as nccl-tests does.
 
 #include <cstdint>
@@ -35,7 +36,15 @@ struct BenchOptions {
   std::uint64_t maxBytes = kDefaultMaxBytes;  ///< -e
   std::uint64_t stepBytes = kDefaultStepBytes;  ///< -i, added when stepFactor is 1
   std::uint64_t stepFactor = 1;               ///< -f, multiplies when > 1
+  /// --sizes: the sizes to run, ascending, in place of the sweep of -b/-e/-f/-i (which
+  /// then hold its first and last size for the report); empty: the sweep.
+  std::vector<std::uint64_t> sizeList;
   int iters = 20;                             ///< -n, timed operations per row
+  /// --iter-bytes: a row of S bytes times itersFor() operations, at most -n, so that the
+  /// large sizes of a sweep take about as long as the small ones; 0: every row times -n.
+  std::uint64_t iterBytes = 0;
+  /// false (--no-in-place): only the out-of-place form of each row is timed and checked.
+  bool inPlace = true;
   int warmupIters = 5;                        ///< -w, untimed operations before them
   int check = 1;                              ///< -c, checked operations per row (0: none)
   std::vector<DataType> dtypes{DataType::kFloat32};  ///< -d, in loop order
@@ -71,11 +80,18 @@ struct ParsedArgs {
 /// Never throws and never prints.
 Result<ParsedArgs> parseArgs(int argc, const char* const* argv);
 
-/// The nominal byte sizes of the sweep, before any rounding to the data type: from -b to
-/// -e, multiplying by -f when it is above 1 and adding -i otherwise. After a size of 0 the
-/// sweep continues at 1 (a product would stay 0). kInvalidArgument when -b > -e, when the
+/// The nominal byte sizes of the sweep, before any rounding to the data type: --sizes where
+/// given; else from -b to -e, multiplying by -f when it is above 1 and adding -i otherwise.
+/// After a size of 0 the sweep continues at 1 (a product would stay 0). kInvalidArgument when -b > -e, when the
 /// step cannot advance, or when the sweep would exceed kMaxSweepSizes.
 Result<std::vector<std::uint64_t>> sizeSweep(const BenchOptions& options);
+
+/// The timed operations of a row of `rowBytes`: -n, or with --iter-bytes B,
+/// min(-n, max(1, B / rowBytes)) (a row of no bytes times -n). The same on every rank.
+int itersFor(const BenchOptions& options, std::uint64_t rowBytes);
+
+/// The warm-up operations of a row: -w, but never more than the row's timed ones.
+int warmupItersFor(const BenchOptions& options, std::uint64_t rowBytes);
 
 /// Data types in nccl-tests' order for "-d all": int8 uint8 int32 uint32 int64 uint64
 /// float16 float32 float64 bfloat16.

@@ -118,6 +118,18 @@ std::string formatSettings(const BenchOptions& options, std::string_view collect
       options.algorithm.empty() ? "auto" : options.algorithm.c_str(),
       options.registerBuffers == 1 ? "memAlloc" : "heap",
       options.async == 1 ? "async" : "blocking");
+  if (!options.sizeList.empty()) {
+    out += "# sizes:";
+    for (const std::uint64_t size : options.sizeList)
+      out += strFormat(" %llu", static_cast<unsigned long long>(size));
+    out += "\n";
+  }
+  if (options.iterBytes > 0)
+    out += strFormat("# iter bytes: %llu (a size of S bytes times min(iters, max(1, %llu / S)) "
+                     "operations)\n",
+                     static_cast<unsigned long long>(options.iterBytes),
+                     static_cast<unsigned long long>(options.iterBytes));
+  if (!options.inPlace) out += "# in place: not run (--no-in-place)\n";
   if (options.computeUs > 0)
     out += strFormat("# compute: %g us after issuing each collective (included in the times)\n",
                      options.computeUs);

@@ -248,11 +248,11 @@ Result<RowResult> Runner::runRow(const RowPlan& plan, const std::string& algorit
   row.root = plan.root;
   row.algorithm = algorithm;
   row.ranks = comm_.size();
-  row.iters = options_.iters;
-  row.warmupIters = options_.warmupIters;
+  row.iters = itersFor(options_, plan.bytes);
+  row.warmupIters = warmupItersFor(options_, plan.bytes);
   row.average = options_.average;
   TUTTI_ASSIGN_OR_RETURN(row.outOfPlace, runPlacement(plan, algorithm, /*inPlace=*/false));
-  if (entry_->inPlace) {
+  if (entry_->inPlace && options_.inPlace) {
     TUTTI_ASSIGN_OR_RETURN(row.inPlace, runPlacement(plan, algorithm, /*inPlace=*/true));
   }
   return row;
@@ -277,7 +277,7 @@ Result<std::size_t> Runner::verifyRow(const CollectiveEntry& entry, const RowPla
   // One rank's sendrecv is a message to itself: no schedules of two ranks to verify.
   if (entry.kind == Collective::kSend && comm_.size() == 1) return verified;
   for (const bool inPlace : {false, true}) {
-    if (inPlace && !entry.inPlace) continue;
+    if (inPlace && (!entry.inPlace || !options_.inPlace)) continue;
     CallShape call;
     call.kind = entry.kind;
     call.count = plan.counts.param;
@@ -323,7 +323,9 @@ Result<PlacementResult> Runner::runPlacement(const RowPlan& plan, const std::str
 Result<double> Runner::timeOperations(const RowPlan& plan, const CallArgs& call,
                                       const std::string& algorithm) {
   TUTTI_ASSERT(plan.counts.param == call.count);
-  for (int i = 0; i < options_.warmupIters; ++i) {
+  const int iters = itersFor(options_, plan.bytes);
+  const int warmups = warmupItersFor(options_, plan.bytes);
+  for (int i = 0; i < warmups; ++i) {
     TUTTI_RETURN_IF_ERROR(entry_->run(comm_, call, algorithm));
   }
   // The barrier lines the ranks up, so the clock measures the collective rather than a
@@ -331,11 +333,11 @@ Result<double> Runner::timeOperations(const RowPlan& plan, const CallArgs& call,
   // per operation is their mean.
   TUTTI_RETURN_IF_ERROR(comm_.barrier(std::string()));
   const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < options_.iters; ++i) {
+  for (int i = 0; i < iters; ++i) {
     TUTTI_RETURN_IF_ERROR(entry_->run(comm_, call, algorithm));
   }
   const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
-  return combineTime(elapsed.count() / options_.iters);
+  return combineTime(elapsed.count() / iters);
 }
 
 Result<std::int64_t> Runner::checkOperation(const RowPlan& plan, const CallArgs& call,

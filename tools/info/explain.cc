@@ -5,7 +5,9 @@
 #include "base/config.h"
 #include "base/macros.h"
 #include "base/strings.h"
+#include "bench/collectives.h"
 #include "topology/host_identity.h"
+#include "topology/json.h"
 #include "topology/view_json.h"
 #include "tuning/model_cache.h"
 #include "tuning/model_json.h"
@@ -41,6 +43,14 @@ Result<tuning::Placement> placementFor(const ExplainRequest& r, const tuning::Ma
   return tuning::Placement::synthetic(r.ranks, r.ranks / r.hosts, m.coresPerHost);
 }
 
+std::string candidateJson(const tuning::Candidate& c) {
+  return strFormat("{\"algorithm\": %s, \"segment_bytes\": %llu, \"segment_matters\": %s, "
+                   "\"flat\": %s, \"seconds\": %.9g}",
+                   topo::json::quote(c.algorithm->name).c_str(),
+                   static_cast<unsigned long long>(c.segmentBytes),
+                   c.segmentMatters ? "true" : "false", c.flat ? "true" : "false", c.seconds);
+}
+
 }  // namespace
 
 Result<std::string> explainCall(const ExplainRequest& r) {
@@ -69,14 +79,19 @@ Result<std::string> explainCall(const ExplainRequest& r) {
     return Status(ErrorCode::kInvalidArgument,
                   strFormat("--transport '%s': shm, tcp or hybrid", transport.c_str()));
   }
+  TUTTI_CHECK_ARG(r.segmentBytes >= 1, "--segment: at least 1 byte");
   setup.defaultSegmentBytes = r.segmentBytes;
+  setup.fixedSegment = r.fixedSegment;
   setup.flatRoom = setup.transport == tuning::TransportKind::kShm ? r.flatRoom : 0;
 
   CollectiveSpec spec;
   spec.kind = *kind;
   spec.dtype = *dtype;
-  spec.count = *bytes / dataTypeSize(*dtype);
   spec.size = setup.placement.size();
+  // The call tutti-bench makes for a row of this size (the larger of a rank's input and
+  // output), so that a prediction compares with its measurement: an all-gather of 64M on 8
+  // ranks contributes 8M a rank.
+  spec.count = bench::collectiveCounts(spec.kind, *bytes / dataTypeSize(*dtype), spec.size).param;
   spec.segmentCount = std::max<std::uint64_t>(1, r.segmentBytes / dataTypeSize(*dtype));
   spec.sharedMemory = setup.transport == tuning::TransportKind::kShm;
   spec.hosts = acrossHosts ? &setup.placement.hosts() : nullptr;
@@ -85,6 +100,25 @@ Result<std::string> explainCall(const ExplainRequest& r) {
 
   tuning::Tuner tuner(setup);
   TUTTI_ASSIGN_OR_RETURN(tuning::Decision decision, tuner.explain(spec));
+  const AlgorithmInfo* table = defaultAlgorithm(spec);
+  if (r.json) {
+    std::string ranking;
+    for (const tuning::Candidate& c : decision.ranking)
+      ranking += (ranking.empty() ? "" : ", ") + candidateJson(c);
+    return strFormat(
+        "{\"collective\": %s, \"bytes\": %llu, \"count\": %llu, \"dtype\": %s, "
+        "\"ranks\": %d, \"hosts\": %d, \"transport\": %s, \"network\": %s, \"model\": %s, "
+        "\"segment_bytes\": %llu, \"fixed_segment\": %s, \"flat_room\": %zu, "
+        "\"ranking\": [%s], \"chosen\": %s, \"by\": %s, \"table\": %s}\n",
+        topo::json::quote(collectiveName(spec.kind)).c_str(), static_cast<unsigned long long>(*bytes),
+        static_cast<unsigned long long>(spec.count), topo::json::quote(dataTypeName(spec.dtype)).c_str(),
+        spec.size, setup.placement.hostCount(), topo::json::quote(transport).c_str(),
+        topo::json::quote(setup.network.describe()).c_str(), topo::json::quote(model.origin).c_str(),
+        static_cast<unsigned long long>(setup.defaultSegmentBytes),
+        setup.fixedSegment ? "true" : "false", setup.flatRoom, ranking.c_str(),
+        candidateJson(decision.chosen).c_str(), topo::json::quote(decision.by).c_str(),
+        table != nullptr ? topo::json::quote(table->name).c_str() : "null");
+  }
   std::string out = strFormat("%s of %llu bytes (%llu x %s) on %s, %s, network %s\nmodel: %s\n",
                               collectiveName(spec.kind), static_cast<unsigned long long>(*bytes),
                               static_cast<unsigned long long>(spec.count), dataTypeName(spec.dtype),
@@ -105,7 +139,6 @@ Result<std::string> explainCall(const ExplainRequest& r) {
     out += strFormat("%4d  %-28s %11.1f us %8.2f\n", ++i, name.c_str(), c.seconds * 1e6,
                      best > 0 ? c.seconds / best : 1.0);
   }
-  const AlgorithmInfo* table = defaultAlgorithm(spec);
   out += strFormat("chosen: %s (by %s); the old table (TUTTI_TUNER=table) runs %s\n",
                    tuning::describe(decision.chosen).c_str(), decision.by.c_str(),
                    table != nullptr ? table->name : "none");

@@ -123,7 +123,10 @@ int main(int argc, char** argv) {
                  "predicted times, without running anything");
   tutti::info::ExplainRequest request;
   explain->add_option("collective", request.collective, "allreduce, broadcast, ...")->required();
-  explain->add_option("size", request.size, "bytes per rank (K/M/G suffixes)")->required();
+  explain->add_option("size", request.size,
+                      "bytes (K/M/G suffixes) as tutti-bench's sizes: the larger of a rank's "
+                      "input and output")
+      ->required();
   explain->add_option("--ranks", request.ranks, "ranks of the communicator")
       ->check(CLI::Range(1, 1 << 24));
   explain->add_option("--hosts", request.hosts, "hosts the ranks are split over (1)")
@@ -136,6 +139,17 @@ int main(int argc, char** argv) {
   explain->add_option("--transport", request.transport,
                       "shm, tcp or hybrid (shm on one host, hybrid across hosts)");
   explain->add_option("--dtype", request.dtype, "data type (float32)");
+  std::string explainSegment;
+  explain->add_option("--segment", explainSegment,
+                      "the communicator's segment, K/M suffixes (512K; on one host over shared "
+                      "memory a communicator may use less: TUNE logs it at creation)");
+  explain->add_flag("--fixed-segment", request.fixedSegment,
+                    "the segment was set by TUTTI_SEGMENT_BYTES: every algorithm runs with it "
+                    "and no segment is chosen");
+  explain->add_option("--flat-room", request.flatRoom,
+                      "bytes a rank may put in the shared-memory transport's flat exchange "
+                      "(8192; TUNE logs the communicator's at creation)");
+  explain->add_flag("--json", request.json, "the ranking as one JSON object on one line");
 
   CLI::App* tuneCommand = app.add_subcommand(
       "tune", "the machine model's parameters: those this host's communicators use, or measured now");
@@ -172,6 +186,12 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (explain->parsed()) {
+    if (!explainSegment.empty()) {
+      const auto segment = tutti::parseBytes(explainSegment);
+      if (!segment || *segment == 0)
+        return fail("--segment '" + explainSegment + "': a size in bytes (K/M suffixes), above 0");
+      request.segmentBytes = *segment;
+    }
     auto text = tutti::info::explainCall(request);
     if (!text.ok()) return fail(text.status().message());
     std::fputs(text->c_str(), stdout);

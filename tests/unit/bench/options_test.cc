@@ -164,6 +164,37 @@ TEST(BenchOptions, Errors) {
   expectError({"allreduce", "-b", "0", "-e", "1G", "-i", "1"}, "more than 65536 sizes");
 }
 
+TEST(BenchOptions, SizeListReplacesTheSweep) {
+  const BenchOptions o = parseOk({"allreduce", "--sizes", "8, 64K,4M", "--iter-bytes", "1G",
+                                  "--no-in-place"});
+  EXPECT_EQ(o.sizeList, (std::vector<std::uint64_t>{8, 64u << 10, 4u << 20}));
+  EXPECT_EQ(*sizeSweep(o), o.sizeList);
+  EXPECT_EQ(o.minBytes, 8u);  // the report's header names the list's ends
+  EXPECT_EQ(o.maxBytes, 4u << 20);
+  EXPECT_EQ(o.iterBytes, 1u << 30);
+  EXPECT_FALSE(o.inPlace);
+  EXPECT_TRUE(parseOk({"allreduce"}).inPlace);
+  expectError({"allreduce", "--sizes", "8,4K,4K"}, "--sizes: 4K does not exceed the size before it");
+  expectError({"allreduce", "--sizes", "8,x"}, "--sizes: 'x' is not a size");
+  expectError({"allreduce", "--sizes", "8", "-e", "64"}, "--sizes replaces -b/-e/-f/-i");
+  expectError({"allreduce", "--iter-bytes", "1Q"}, "--iter-bytes: '1Q' is not a size");
+}
+
+TEST(BenchOptions, IterBytesShrinksTheIterationsOfLargeSizes) {
+  BenchOptions o;
+  o.iters = 100;
+  o.warmupIters = 5;
+  EXPECT_EQ(itersFor(o, 1u << 30), 100);  // no --iter-bytes: -n at every size
+  o.iterBytes = 64u << 20;
+  EXPECT_EQ(itersFor(o, 8), 100);               // capped by -n
+  EXPECT_EQ(itersFor(o, 1u << 20), 64);
+  EXPECT_EQ(itersFor(o, 3u << 20), 21);         // rounded down
+  EXPECT_EQ(itersFor(o, 256u << 20), 1);        // at least one
+  EXPECT_EQ(itersFor(o, 0), 100);               // a barrier's row
+  EXPECT_EQ(warmupItersFor(o, 1u << 20), 5);
+  EXPECT_EQ(warmupItersFor(o, 32u << 20), 2);   // no more warm-ups than timed calls
+}
+
 TEST(BenchOptions, HelpIsNotAnError) {
   Result<ParsedArgs> parsed = parse({"--help"});
   ASSERT_TRUE(parsed.ok()) << parsed.status().toString();

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -277,6 +278,34 @@ TEST(BenchRunner, CallsFollowWarmupTimingAndCheckCounts) {
   EXPECT_EQ(data, 2u * (2 + 3 + 2));
   EXPECT_EQ(bookkeeping, 2u * (1 + 2));
   EXPECT_EQ(comm.barriers, 2);
+}
+
+TEST(BenchRunner, IterBytesAndNoInPlaceShapeEachRowsCalls) {
+  FakeComm comm(0, 1);
+  BenchOptions o = smallOptions();
+  o.sizeList = {16, 64};
+  o.iters = 8;
+  o.warmupIters = 3;
+  o.iterBytes = 128;  // 16 B: min(8, 8) = 8 timed, 3 warm-ups; 64 B: 2 timed, 2 warm-ups
+  o.inPlace = false;
+  const Captured run = runCaptured(comm, o);
+  ASSERT_TRUE(run.summary.ok()) << run.summary.status().toString();
+  ASSERT_EQ(run.summary->rows.size(), 2u);
+  EXPECT_EQ(run.summary->rows[0].iters, 8);
+  EXPECT_EQ(run.summary->rows[0].warmupIters, 3);
+  EXPECT_EQ(run.summary->rows[1].iters, 2);
+  EXPECT_EQ(run.summary->rows[1].warmupIters, 2);
+  std::map<std::size_t, int> dataCalls;  // per count, the data calls (out of place only)
+  for (const Call& call : comm.calls)
+    if (call.dtype == DataType::kFloat32) ++dataCalls[call.count];
+  EXPECT_EQ(dataCalls[4], 3 + 8 + 1);
+  EXPECT_EQ(dataCalls[16], 2 + 2 + 1);
+  for (const RowResult& row : run.summary->rows) {
+    EXPECT_FALSE(row.inPlace.has_value());
+    EXPECT_EQ(row.outOfPlace.wrong, 0);
+  }
+  EXPECT_NE(run.output.find("# sizes: 16 64\n"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("# in place: not run"), std::string::npos) << run.output;
 }
 
 TEST(BenchRunner, TimesCombineAsAverageSays) {

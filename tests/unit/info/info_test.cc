@@ -96,6 +96,50 @@ TEST(TuttiInfo, ExplainRanksEveryCandidate) {
   EXPECT_NE(bad.err.find("--hosts 3 must divide --ranks 8"), std::string::npos) << bad.err;
 }
 
+TEST(TuttiInfo, ExplainAsJsonWithTheCommunicatorsSegmentAndFlatRoom) {
+  const std::string model = testing::TempDir() + "explain_json_model.json";
+  ASSERT_TRUE(tuning::writeModelFile(model, tuning::defaults()).ok());
+  // A fixed segment: every candidate runs with it, none is chosen.
+  const ProcessResult fixed =
+      info({"explain", "allreduce", "4M", "--ranks", "4", "--model", model, "--segment", "64K",
+            "--fixed-segment", "--flat-room", "4096", "--json"});
+  ASSERT_EQ(fixed.exitCode(), 0) << fixed.err;
+  EXPECT_EQ(fixed.out.find('\n'), fixed.out.size() - 1) << "one line: " << fixed.out;
+  EXPECT_EQ(fixed.out.rfind("{\"collective\": \"allreduce\", \"bytes\": 4194304, "
+                            "\"count\": 1048576, \"dtype\": \"float32\", \"ranks\": 4, "
+                            "\"hosts\": 1, \"transport\": \"shm\", \"network\": \"flat\", ",
+                            0),
+            0u) << fixed.out;
+  EXPECT_NE(fixed.out.find("\"segment_bytes\": 65536, \"fixed_segment\": true, "
+                           "\"flat_room\": 4096, \"ranking\": [{\"algorithm\": "),
+            std::string::npos) << fixed.out;
+  EXPECT_NE(fixed.out.find("{\"algorithm\": \"ring\", \"segment_bytes\": 65536, "
+                           "\"segment_matters\": false, \"flat\": false, \"seconds\": "),
+            std::string::npos) << fixed.out;
+  EXPECT_EQ(fixed.out.find("\"segment_bytes\": 524288"), std::string::npos) << fixed.out;
+  EXPECT_NE(fixed.out.find("\"by\": \"model\", \"table\": \"ring\"}"), std::string::npos)
+      << fixed.out;
+  // A default segment: the pipelined algorithms are priced at each candidate segment.
+  const ProcessResult free = info({"explain", "allreduce", "4M", "--ranks", "4", "--model", model,
+                                   "--segment", "256K", "--json"});
+  ASSERT_EQ(free.exitCode(), 0) << free.err;
+  EXPECT_NE(free.out.find("\"segment_bytes\": 262144, \"fixed_segment\": false"),
+            std::string::npos) << free.out;
+  EXPECT_NE(free.out.find("{\"algorithm\": \"ring\", \"segment_bytes\": 1048576, "
+                          "\"segment_matters\": true"),
+            std::string::npos) << free.out;
+  // Sizes as tutti-bench's: an all-gather of 64K on 4 ranks contributes 16K a rank.
+  const ProcessResult gather = info({"explain", "allgather", "64K", "--ranks", "4", "--model",
+                                     model, "--json"});
+  ASSERT_EQ(gather.exitCode(), 0) << gather.err;
+  EXPECT_NE(gather.out.find("\"bytes\": 65536, \"count\": 4096, "), std::string::npos)
+      << gather.out;
+  const ProcessResult bad = info({"explain", "allreduce", "4M", "--ranks", "4", "--model", model,
+                                  "--segment", "0"});
+  EXPECT_EQ(bad.exitCode(), 1);
+  EXPECT_NE(bad.err.find("--segment '0': a size in bytes"), std::string::npos) << bad.err;
+}
+
 TEST(TuttiInfo, TuneProbesPrintsAndLoadsTheFileItWrites) {
   const ProcessResult probed = info({"tune", "--probe", "--json", "--budget-ms", "20"});
   ASSERT_EQ(probed.exitCode(), 0) << probed.err;
