@@ -13,8 +13,16 @@
 //
 //   copy_beta              reduce::copy of 1 MiB within one thread
 //   gamma[dtype]           reduce::combine (sum) of 1 MiB operands, per dtype
-//   host_memory_bandwidth  bytes copied per second by up to 4 threads at once, each copying
-//                          2 MiB with the non-temporal stores of large copies (to memory)
+//   host_memory_bandwidth  bytes copied per second by up to 4 threads at once through buffers
+//                          that together hold twice the last-level cache, 2 MiB at a time
+//                          with ordinary stores (from memory to memory)
+//   cache_bandwidth        the same with 2 MiB buffers each (within the caches)
+//   llc_bytes              the smallest L3 of the host's CPUs (sysfs; L2 where none)
+//   loopback               two TCP transports of this process over 127.0.0.1 (probe_messages.h):
+//                          half the best round trip of 8 bytes, CPU time half at each end
+//                          (overhead), and 256 KiB messages (beta)
+//   switch_cost            two threads on one CPU handing a futex word back and forth
+//   message_overhead       not measured (the executor runs above this layer): the default
 //   paths[class]           two threads pinned to a pair of CPUs of the class: alpha is
 //                          half a ping-pong's round trip through one cache line, beta what
 //                          a 256 KiB message through a shared buffer (written in by one,
@@ -32,6 +40,10 @@
 //   flat_alpha, flat_beta  two threads in rounds of a flat exchange: each writes its
 //                          contribution, meets the other at a counter, reads both (8 B and
 //                          64 KiB contributions)
+//
+// The loopback and switch phases are refused (defaults kept, the probe incomplete) where
+// their figure is past what a running thread takes (500 us one way, 50 us a switch) or the
+// test seam calls them contended ("loopback", "switch_cost").
 //
 // A phase of two threads is trusted only where it passes two checks, else its figure is not
 // used (the class takes the nearest trusted class's, or defaults(); flat keeps defaults())

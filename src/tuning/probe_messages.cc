@@ -159,10 +159,11 @@ std::optional<MessageCosts> measureLoopback(int cpuA, int cpuB, ProbeClock::time
                                             std::string* why) {
   std::string ignored;
   if (why == nullptr) why = &ignored;
-  // Past the phase's end, a second to finish what is in flight; a peer that stops
-  // answering is a failed measurement, never a hang.
+  // Past the phase's end, a few seconds to finish what is in flight (a thread pinned to a
+  // CPU that other work holds may wait that long for it); a peer that stops answering is a
+  // failed measurement, never a hang.
   const Deadline deadline = Deadline::afterSeconds(
-      std::max(0.0, std::chrono::duration<double>(until - ProbeClock::now()).count()) + 1.0);
+      std::max(0.0, std::chrono::duration<double>(until - ProbeClock::now()).count()) + 3.0);
   Pair pair;
   if (!makeTcp(pair, deadline, why)) return std::nullopt;
   Best best;

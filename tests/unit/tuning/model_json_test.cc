@@ -21,6 +21,11 @@ MachineModel sample() {
   m.coresPerHost = 48;
   m.flatAlpha = 2.2e-7;
   m.flatBeta = 1.0 / 9e9;
+  m.messageOverhead = 1.7e-7;
+  m.switchCost = 2.9e-6;
+  m.llcBytes = 96u << 20;
+  m.cacheBandwidth = 1.0 / 7e-12;
+  m.loopback = {1.5e-6, 1.0 / 3.3e9, 4.1e-6};
   return m;
 }
 
@@ -37,6 +42,13 @@ void expectSame(const MachineModel& a, const MachineModel& b) {
   EXPECT_EQ(a.coresPerHost, b.coresPerHost);
   EXPECT_EQ(a.flatAlpha, b.flatAlpha);
   EXPECT_EQ(a.flatBeta, b.flatBeta);
+  EXPECT_EQ(a.messageOverhead, b.messageOverhead);
+  EXPECT_EQ(a.switchCost, b.switchCost);
+  EXPECT_EQ(a.llcBytes, b.llcBytes);
+  EXPECT_EQ(a.cacheBandwidth, b.cacheBandwidth);
+  EXPECT_EQ(a.loopback.alpha, b.loopback.alpha);
+  EXPECT_EQ(a.loopback.beta, b.loopback.beta);
+  EXPECT_EQ(a.loopback.overhead, b.loopback.overhead);
 }
 
 std::string errorOf(const std::string& text) {
@@ -72,6 +84,11 @@ TEST(ModelJson, TheDefaultsAreCompleteAndPositive) {
   EXPECT_GT(d.copyBeta, 0);
   EXPECT_GT(d.hostMemoryBandwidth, 0);
   EXPECT_GT(d.nicBandwidth, 0);
+  EXPECT_GT(d.messageOverhead, 0);
+  EXPECT_GT(d.switchCost, 0);
+  EXPECT_GT(d.llcBytes, 0u);
+  EXPECT_GT(d.cacheBandwidth, d.hostMemoryBandwidth);
+  EXPECT_GT(d.loopback.beta, 0);
   EXPECT_EQ(d.origin, "defaults");
   // Nearer paths cost less.
   EXPECT_LT(d.path(PathClass::kSameL3).alpha, d.path(PathClass::kSameHost).alpha);
@@ -115,6 +132,12 @@ TEST(ModelJson, BadFilesNameTheLineAndTheKey) {
   EXPECT_EQ(errorOf(head + "\"flat_alpha\": \"fast\"}"),
             "line 2: flat_alpha: a number expected, found a string");
   EXPECT_EQ(errorOf(head + "\"paths\": []}"), "line 2: paths: an object expected, found an array");
+  EXPECT_EQ(errorOf(head + "\"llc_bytes\": 1.5}"),
+            "line 2: llc_bytes: an integer from 0 to 1e15 expected, found 1.5");
+  EXPECT_EQ(errorOf(head + "\"loopback\": {\"latency\": 1}}"),
+            "line 2: loopback.latency: unknown key (known: alpha, beta, overhead)");
+  EXPECT_EQ(errorOf(head + "\"switch_cost\": -1}"),
+            "line 2: switch_cost: a number from 0 expected, found -1");
   EXPECT_EQ(errorOf(head + "\"measured\": 1.5}"),
             "line 2: measured: whole seconds since the epoch expected, found 1.5");
   EXPECT_EQ(errorOf(head + "\"complete\": 1}"), "line 2: complete: a boolean expected, found a number");

@@ -2,6 +2,7 @@
 // plausible for some computer, never compared with a speed; and the choice of CPU pairs
 // and the filling of classes a host lacks, on described machines.
 #include "tuning/probe.h"
+#include "tuning/probe_messages.h"
 
 #include <gtest/gtest.h>
 
@@ -45,8 +46,28 @@ TEST(Probe, EveryParameterIsFinitePositiveAndPlausible) {
   EXPECT_LE(m.coresPerHost, 1 << 16);
   expectPlausibleTime(m.flatAlpha, "flat_alpha");
   expectPlausibleBeta(m.flatBeta, "flat_beta");
+  expectPlausibleBeta(1 / m.cacheBandwidth, "cache_bandwidth");
+  expectPlausibleTime(m.switchCost, "switch_cost");
+  expectPlausibleTime(m.messageOverhead, "message_overhead");
+  expectPlausibleTime(m.loopback.overhead, "loopback.overhead");
+  expectPlausibleBeta(m.loopback.beta, "loopback.beta");
+  EXPECT_GE(m.loopback.alpha, 0);
   EXPECT_FALSE(report.notes.empty());
   EXPECT_GT(report.seconds, 0);
+}
+
+TEST(Probe, LoopbackMessagesAndASwitchAreMeasuredThroughTheirOwnPaths) {
+  // Two TCP transports of this process over 127.0.0.1 (threads not pinned: a busy CPU
+  // would only make them wait), and two threads on one CPU.
+  std::string why;
+  const auto loopback = measureLoopback(-1, -1, ProbeClock::now() + std::chrono::milliseconds(5), &why);
+  ASSERT_TRUE(loopback.has_value()) << why;
+  expectPlausibleTime(loopback->oneWay, "one way");
+  EXPECT_TRUE(std::isfinite(loopback->beta));
+  EXPECT_GE(loopback->beta, 0);
+  const auto cost = measureSwitch(0, ProbeClock::now() + std::chrono::milliseconds(2));
+  ASSERT_TRUE(cost.has_value());
+  expectPlausibleTime(*cost, "switch");
 }
 
 TEST(Probe, ATinyBudgetStillMeasuresEveryPhaseOnce) {
@@ -73,6 +94,8 @@ TEST(Probe, AContendedPhaseIsNotUsedAndTheProbeIsIncomplete) {
   }
   EXPECT_EQ(report.model.flatAlpha, d.flatAlpha);
   EXPECT_EQ(report.model.flatBeta, d.flatBeta);
+  EXPECT_EQ(report.model.switchCost, d.switchCost);
+  EXPECT_EQ(report.model.loopback.overhead, d.loopback.overhead);
   bool named = false;  // the notes say same_l3 was not used (untrusted, or did not answer)
   for (const std::string& note : report.notes)
     named = named || (note.rfind("same_l3: CPUs", 0) == 0 && note.find("not used") != std::string::npos) ||

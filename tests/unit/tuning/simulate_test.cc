@@ -140,6 +140,48 @@ TEST(Simulate, RanksShareTheHostsCores) {
   EXPECT_NEAR(predictHandBuilt(copies, oneCore, *unknown), 16 * kUs, 1e-12);
 }
 
+TEST(Simulate, AWokenRankPaysASwitchOnlyWhereRanksOutnumberCores) {
+  // The pair of SendReceivePair on one host (shared memory: 0.2 us of latency), plus the
+  // library's 0.25 us per message end: posted at 0.75 us, in at 0.75 + 4 + 0.2 = 4.95 us,
+  // and the receive's 0.75 us of posting ran meanwhile. With 1 core for the 2 ranks, the
+  // receiver also pays a 2 us switch to run again: 6.95 us; the sender's and receiver's
+  // postings share the core (0 - 0.75, 0.75 - 1.5 us), which the message outlasts.
+  ScheduleBuilder a(0, 2), b(1, 2);
+  a.send(1, in());
+  b.recv(0, out());
+  std::vector<Schedule> pair = {std::move(a).build(), std::move(b).build()};
+  MachineModel m = handModel();
+  m.messageOverhead = 0.25 * kUs;
+  m.switchCost = 2 * kUs;
+  auto cores = Placement::synthetic(2, 2, 2);
+  auto shared = Placement::synthetic(2, 2, 1);
+  ASSERT_TRUE(cores.ok() && shared.ok());
+  EXPECT_NEAR(predictHandBuilt(pair, m, *cores), 4.95 * kUs, 1e-12);
+  EXPECT_NEAR(predictHandBuilt(pair, m, *shared), 6.95 * kUs, 1e-12);
+}
+
+TEST(Simulate, PastTheLastLevelCacheBytesMoveAtOneCoresShareOfMemory) {
+  // The same pair: a 4000-byte message, 16000 bytes of buffers on the host (2 ranks, in and
+  // out). With a 1 MiB cache they fit and the message moves at the path's 1 GB/s: posted at
+  // 0.5 us, in at 0.5 + 4 + 0.2 = 4.7 us. With a 4 KiB cache they do not: one core copies at
+  // its share of the 0.5 GB/s two cores copy from memory, 2 / 0.5e9 = 4 ns a byte, and the
+  // message takes 16 us: 0.5 + 16 + 0.2 = 16.7 us.
+  ScheduleBuilder a(0, 2), b(1, 2);
+  a.send(1, in());
+  b.recv(0, out());
+  std::vector<Schedule> pair = {std::move(a).build(), std::move(b).build()};
+  MachineModel m = handModel();
+  m.coresPerHost = 2;
+  m.cacheBandwidth = 1e12;
+  m.hostMemoryBandwidth = 0.5e9;
+  m.llcBytes = 1 << 20;
+  auto placement = Placement::synthetic(2, 2, 2);
+  ASSERT_TRUE(placement.ok());
+  EXPECT_NEAR(predictHandBuilt(pair, m, *placement), 4.7 * kUs, 1e-12);
+  m.llcBytes = 4096;
+  EXPECT_NEAR(predictHandBuilt(pair, m, *placement), 16.7 * kUs, 1e-12);
+}
+
 TEST(Simulate, MismatchedSchedulesAreAnError) {
   // Rank 1 waits for a message rank 0 never sends.
   ScheduleBuilder a(0, 2), b(1, 2);
@@ -172,6 +214,14 @@ TEST(Simulate, FlatExchangeIsPricedAsOne) {
   ASSERT_TRUE(p.ok()) << p.status().message();
   EXPECT_NEAR(p->seconds, 3 * kUs + 16000 * 1e-10, 1e-12);
   EXPECT_EQ(p->messages, 0u);
+  // On 2 cores the 4 ranks read in two turns (twice the reading), and each rank sees the
+  // others' contributions after (4/2)^2 = 4 switches of 1 us.
+  m.switchCost = 1 * kUs;
+  auto twoCores = Placement::synthetic(4, 4, 2);
+  ASSERT_TRUE(twoCores.ok());
+  p = predict(*direct, call(4), m, *twoCores, Network::flat(), options);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_NEAR(p->seconds, 3 * kUs + 2 * 16000 * 1e-10 + 4 * kUs, 1e-12);
 }
 
 // --- the fast path against the full run ----------------------------------------------------
