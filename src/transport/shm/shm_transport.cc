@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -35,10 +36,6 @@ namespace {
 constexpr std::size_t kRingBudgetBytes = 16u << 20;
 constexpr std::uint32_t kMinSlots = 2;
 constexpr std::uint32_t kMaxSlots = 16;
-// The bounce buffer (bounce_): stays in a core's L2 (1.25 MiB here) while it is reduced.
-// All-reduce of 64 MiB on 2 ranks, alternating runs: 128 KiB took 0.88-0.96 of the time of
-// 256 KiB, 512 KiB 1.02-1.12.
-constexpr std::size_t kBounceBytes = 128u << 10;
 
 std::vector<std::uint8_t> bytesOf(const std::string& text) {
   return std::vector<std::uint8_t>(text.begin(), text.end());
@@ -243,8 +240,6 @@ void ShmTransport::makeLinks(const std::vector<std::vector<int>>& hostMasks) {
   // Everyone has mapped this segment: the descriptor is no longer needed, and without it
   // the memory goes with the last mapping, however the processes end.
   own_.closeFd();
-  if (options_.cmaBytes > 0 || options_.mappedBytes > 0)
-    bounce_.assign(kBounceBytes, 0);  // touched now, not in a call
   // Ranks bound one to a core (mpirun --bind-to core, srun --cpu-bind=cores) each see a
   // mask of one CPU; that is a core each, where counting one's own mask against the ranks
   // would say the host is oversubscribed (2 ranks so bound: 8-byte all-reduce 2.1x the
@@ -288,6 +283,8 @@ void ShmTransport::applyHostRules(const std::vector<std::vector<int>>& hostMasks
   directSlow_ = direct.slow;
   exchangeMaxBytes_ = options_.exchangeMaxBytes.value_or(
       autoExchangeBytes(hostKernelCopyRatio_, caches.l2Bytes));
+  if (options_.cmaBytes > 0 || options_.mappedBytes > 0)
+    bounce_.assign(autoBounceBytes(caches.l2Bytes), 0);  // touched now, not in a call
   const double ratio = hostKernelCopyRatio_;
   const bool costly = kernelCopyCostly(ratio);
   const bool slow = ratio > kSlowKernelCopyRatio;
@@ -299,7 +296,8 @@ void ShmTransport::applyHostRules(const std::vector<std::vector<int>>& hostMasks
   TUTTI_INFO(kShm, "rank %d: host: the kernel's copy takes %.2f times memcpy's time (%.2f here): "
              "%s; L2 %s, L3 %s, %s the ranks' CPUs. Rules (docs/host-rules.md): heap messages "
              "by rendezvous %sfrom %s with a core each, %s without; two-way exchanges written "
-             "by their senders %s%s; one-host ring segments 1/%llu of a ring", rank_, ratio,
+             "by their senders %s%s; one-host ring segments 1/%llu of a ring; rendezvous "
+             "reductions through %s at a time", rank_, ratio,
              kernelCopyRatio(), verdict.c_str(),
              known(caches.l2Bytes).c_str(), known(caches.l3Bytes).c_str(),
              caches.l3Shared ? "one for all" : "not one for all",
@@ -308,7 +306,8 @@ void ShmTransport::applyHostRules(const std::vector<std::vector<int>>& hostMasks
              humanBytes(ringsBelow(false, costly)).c_str(),
              exchange == UINT64_MAX ? "at any size" : "up to ",
              exchange == UINT64_MAX ? "" : humanBytes(exchange).c_str(),
-             static_cast<unsigned long long>(oneHostRingShare(ratio)));
+             static_cast<unsigned long long>(oneHostRingShare(ratio)),
+             humanBytes(autoBounceBytes(caches.l2Bytes)).c_str());
 }
 
 ShmTransport::DirectMoves ShmTransport::directMoves(const Options& o, bool coreEach,
@@ -332,6 +331,12 @@ std::uint64_t ShmTransport::autoCmaBytes(bool coreEach, double hostRatio) {
 std::uint64_t ShmTransport::autoExchangeBytes(double hostRatio, std::uint64_t l2Bytes) {
   if (kernelCopyCostly(hostRatio)) return UINT64_MAX;
   return l2Bytes != 0 ? l2Bytes / 4 : 512u << 10;
+}
+
+std::size_t ShmTransport::autoBounceBytes(std::uint64_t l2Bytes) {
+  if (l2Bytes == 0) return kBounceBytesUnknownL2;
+  const std::uint64_t eighth = std::bit_floor(l2Bytes / 8);
+  return static_cast<std::size_t>(std::clamp<std::uint64_t>(eighth, 32u << 10, 1u << 20));
 }
 
 bool ShmTransport::rendezvousTo(int peer) const {

@@ -257,6 +257,13 @@ class ShmTransport final : public Transport,
   /// the ranks' smallest L2 (512K where not known), so that each end's blocks stay in its L2
   /// (docs/host-rules.md).
   static std::uint64_t autoExchangeBytes(double hostRatio, std::uint64_t l2Bytes);
+  /// The bounce buffer a rendezvous message reduced as it is read goes through, a piece at
+  /// a time (ShmLink::readCombiningLocked): the largest power of two at most an eighth of
+  /// the ranks' smallest L2, within 32 KiB to 1 MiB, so that the piece stays in the L2
+  /// while it is reduced with the operand and the result beside it; where sysfs does not
+  /// say, kBounceBytesUnknownL2 (docs/host-rules.md).
+  static std::size_t autoBounceBytes(std::uint64_t l2Bytes);
+  static constexpr std::size_t kBounceBytesUnknownL2 = std::size_t{128} << 10;
   /// Whether `peer` shares this rank's host (and so has a link here).
   bool isLocal(int peer) const { return isLocal_[static_cast<std::size_t>(peer)]; }
   /// How many other ranks share this host.
@@ -419,7 +426,8 @@ class ShmTransport final : public Transport,
   Tag lastCall_ = 0;  // noteCallLocked
   bool hasCall_ = false;
   // Where a reduced rendezvous message is read a piece at a time before the receive reduces
-  // it (ShmLink::readCombiningLocked): small enough to stay in cache between the two.
+  // it (ShmLink::readCombiningLocked): small enough to stay in cache between the two
+  // (autoBounceBytes).
   // Allocated with the transport; used under mutex_.
   std::vector<char> bounce_;
   // Peers' memAlloc buffers mapped here (used under mutex_, from const copy paths).

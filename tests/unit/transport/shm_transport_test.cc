@@ -652,6 +652,18 @@ TEST(ShmExchangeLimit, AutomaticIsNoneWhereTheKernelsCopyIsCostlyElseAQuarterOfT
   EXPECT_EQ(ShmTransport::autoExchangeBytes(0.0, 2u << 20), 512u << 10);  // not measured
 }
 
+// The bounce buffer of reductions read by rendezvous: the largest power of two at most an
+// eighth of the L2, within 32 KiB to 1 MiB; 128 KiB where the L2 is not known.
+TEST(ShmBounceBuffer, IsAnEighthOfTheL2) {
+  EXPECT_EQ(ShmTransport::autoBounceBytes(1u << 20), 128u << 10);             // AMD EPYC VMs
+  EXPECT_EQ(ShmTransport::autoBounceBytes(1280u << 10), 128u << 10);          // Ice Lake, 1.25 MiB
+  EXPECT_EQ(ShmTransport::autoBounceBytes(2u << 20), 256u << 10);             // 2 MiB L2
+  EXPECT_EQ(ShmTransport::autoBounceBytes(0), 128u << 10);                    // not known
+  EXPECT_EQ(ShmTransport::autoBounceBytes(0), ShmTransport::kBounceBytesUnknownL2);
+  EXPECT_EQ(ShmTransport::autoBounceBytes(128u << 10), 32u << 10);            // at least 32 KiB
+  EXPECT_EQ(ShmTransport::autoBounceBytes(std::uint64_t{32} << 20), 1u << 20);  // at most 1 MiB
+}
+
 // The rendezvous threshold of heap buffers: as set (one for hosts where every rank has a
 // core, one for the others), never when 0, and the automatic one when asked: never where
 // the kernel's copy is slow against memcpy, else 256K with a core each and 2M without where
