@@ -194,7 +194,7 @@ CollectiveSpec CallPlanner::representativeSpec(const CallShape& call, int rank) 
   spec.inPlace = call.inPlace;
   spec.peer = (rank + 1) % setup_.size;
   spec.segmentCount = std::max<std::uint64_t>(1, setup_.segmentBytes / dataTypeSize(call.dtype));
-  spec.sharedBuffers = call.sharedBuffers && choiceNeedsBuffers(spec);  // as agreed in a call
+  spec.sharedBuffers = call.sharedBuffers && needsBuffers(spec);  // as agreed in a call
   const auto ranks = static_cast<std::size_t>(setup_.size);
   if (call.kind == Collective::kGatherV || call.kind == Collective::kScatterV ||
       call.kind == Collective::kAllGatherV || call.kind == Collective::kReduceScatterV ||

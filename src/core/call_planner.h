@@ -46,13 +46,15 @@ struct CallPlan {
 };
 
 /// Whether the algorithm `spec` gets depends on whether every rank's buffers come from
-/// memAlloc (an all-reduce of 1 MiB or more among 3 to 8 ranks on one host): the ranks then
-/// agree on it first (FlatExchangeRunner::agreeOnBuffers). The same on every rank. From
-/// 1 MiB, where direct_rs_ag was measured: the agreement is a flat exchange of a few
-/// microseconds, which heap buffers pay for nothing.
-inline bool choiceNeedsBuffers(const CollectiveSpec& spec) {
+/// memAlloc (an all-reduce of `from` bytes or more among 3 to 8 ranks on one host): the
+/// ranks then agree on it first (FlatExchangeRunner::agreeOnBuffers). The same on every
+/// rank, `from` being the machine model's buffersAgreedFrom, which they agreed on. Its
+/// default, 1 MiB, is where direct_rs_ag was measured: the agreement is a flat exchange of
+/// a few microseconds, which heap buffers pay for nothing.
+inline bool choiceNeedsBuffers(const CollectiveSpec& spec,
+                               std::uint64_t from = std::uint64_t{1} << 20) {
   return spec.kind == Collective::kAllReduce && spec.sharedMemory && spec.size >= 3 &&
-         spec.size <= 8 && spec.bytes() >= (1u << 20);
+         spec.size <= 8 && spec.bytes() >= from;
 }
 
 class CallPlanner {
@@ -71,6 +73,8 @@ class CallPlanner {
     std::uint64_t segmentBytes = 512 << 10;
     /// The executor's window (TUTTI_MAX_INFLIGHT), for verifyCall.
     std::size_t maxInflight = 16;
+    /// choiceNeedsBuffers' size: the machine model's buffersAgreedFrom.
+    std::uint64_t buffersAgreedFrom = std::uint64_t{1} << 20;
     /// TUTTI_ALGO: the algorithm forced per collective (empty: choose).
     std::array<std::string, kNumCollectives> forced;
     /// The model's tuner (TUTTI_TUNER=model), shared by the communicator's threads; null:
@@ -114,6 +118,11 @@ class CallPlanner {
   /// Null, with *error set (kInvalidArgument), where the algorithm forced does not apply.
   /// The thread running calls.
   const CallPlan* plan(const OpRequest& request, std::string_view requested, Status* error);
+  /// Whether `spec`'s ranks agree on their buffers before it is planned (choiceNeedsBuffers
+  /// from Setup::buffersAgreedFrom).
+  bool needsBuffers(const CollectiveSpec& spec) const {
+    return choiceNeedsBuffers(spec, setup_.buffersAgreedFrom);
+  }
   /// plan()'s answer where it is known without a look: `request` has the arguments of the
   /// call planned last (the same generation), it requests what that call requested, and
   /// the ranks agreed as then. Null: ask plan().

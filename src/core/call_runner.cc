@@ -15,7 +15,7 @@ CallRunner::CallRunner(Setup setup, Transport& transport, CallChecker& checker,
       transport_(transport),
       checker_(checker),
       flat_(flat),
-      ways_(setup.messagePath, transport.find<DirectCopy>(), flat) {}
+      ways_(setup.messagePath, transport.find<DirectCopy>(), flat, setup.messageRules) {}
 
 ExecParams CallRunner::execParams(const OpRequest& r, const Plan& plan, const OpDescriber& what) {
   const CollectiveSpec& spec = r.spec;

@@ -24,6 +24,7 @@ class CallRunner {
     std::int64_t spinNs = 0;        // how long waits poll before blocking (TUTTI_SPIN_US)
     std::size_t maxInflight = 16;   // TUTTI_MAX_INFLIGHT
     MessagePath messagePath = MessagePath::kLearn;
+    MessageRules messageRules;  // the machine model's (prefersCopy)
   };
   /// `flat`: the transport's flat exchange, or null.
   CallRunner(Setup setup, Transport& transport, CallChecker& checker, FlatExchangeRunner* flat);

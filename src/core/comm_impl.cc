@@ -190,6 +190,8 @@ Result<std::unique_ptr<CommImpl>> CommImpl::create(InitParams params) {
                                                    id.rank == 0 ? topo::hostIdentity() : "",
                                                    deadline}, *config));
   }
+  // The model's threshold for non-temporal stores holds for the whole process (reduce.h).
+  reduce::setStreamingFrom(static_cast<std::size_t>(id.model->streamingStoresFrom));
   TransportFactory::Request request{id.store.get(), id.prefix, id.name, id.rank, id.size, uid,
                                     id.transportChoice, params.bindHost, id.key,
                                     choices.path == MessagePath::kLearn, id.localSize,
@@ -228,6 +230,7 @@ CommImpl::CommImpl(Identity identity, TransportSetup transport, const Parts& par
       planner_([&] {
         CallPlanner::Setup setup = withRank(parts.planner, id_.rank, id_.size);
         setup.flatRoom = flat_ ? flat_->room() : 0;
+        if (id_.model) setup.buffersAgreedFrom = id_.model->buffersAgreedFrom;
         TunerInputs tuner = parts.tuner;
         tuner.size = id_.size;
         tuner.model = id_.model;
@@ -255,7 +258,14 @@ CommImpl::CommImpl(Identity identity, TransportSetup transport, const Parts& par
             return setup;
           }(),
           *transport_),
-      runner_(parts.runner, *transport_, checker_, flat_.get()),
+      runner_(
+          [&] {
+            CallRunner::Setup setup = parts.runner;
+            if (id_.model)
+              setup.messageRules = {id_.model->ringBlocksFrom, id_.model->pairAllReduceRingsUpTo};
+            return setup;
+          }(),
+          *transport_, checker_, flat_.get()),
       p2p_(*transport_, planner_, runner_, failures_),
       queue_(*this, [&] {
         CallQueue::Setup setup = parts.queue;
@@ -300,7 +310,7 @@ Status CommImpl::agreeOnBuffers(OpRequest& r) {
 Status CommImpl::run(OpRequest& r, std::string_view requested) {
   // The same decision on every rank: the call's shape, then what the ranks agreed on.
   r.spec.sharedBuffers = false;
-  if (flat_ != nullptr && choiceNeedsBuffers(r.spec)) TUTTI_RETURN_IF_ERROR(agreeOnBuffers(r));
+  if (flat_ != nullptr && planner_.needsBuffers(r.spec)) TUTTI_RETURN_IF_ERROR(agreeOnBuffers(r));
   const CallPlan* plan = planner_.planned(r, requested);
   if (plan == nullptr) {
     Status error;

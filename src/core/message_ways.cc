@@ -13,11 +13,10 @@
 
 namespace tutti::detail {
 
-// Blocks from this size go through the rings where the rendezvous would be the kernel's
-// copy. Measured when the copies streamed from 32 MiB (reduce::kCopyStreamingBytes, now
-// 8 MiB): the choice was not re-measured with the lower threshold, so it keeps its size.
-constexpr std::uint64_t kStreamedBlockBytes = std::uint64_t{32} << 20;
-
+// The sizes in `rules` are the machine model's (MessageRules); their defaults are the values
+// measured below, on the Intel and AMD VMs of docs/host-rules.md. ringBlocksFrom was
+// measured when the copies streamed from 32 MiB (reduce's threshold, now 8 MiB by default)
+// and not re-measured since.
 // Whether a call's messages go through the transport's buffers rather than being read in
 // place by their receiver (rendezvous, TransferRequest::preferCopy). Over shared memory a
 // receiver reduces a copied message piece by piece as it arrives, from cache, while its
@@ -30,26 +29,26 @@ constexpr std::uint64_t kStreamedBlockBytes = std::uint64_t{32} << 20;
 // all-reduce on 2 ranks keeps rendezvous: both ranks are busy reducing anyway, and half of
 // its messages are copied rather than reduced (through the ring it took 1.03-1.06 as long),
 // until its halves are large enough for the receiver to stream them out of the ring
-// (kStreamedBlockBytes): then the ring took 0.85 (64 MiB) and 0.92-0.93 (128 and 256 MiB)
+// (ringBlocksFrom): then the ring took 0.85 (64 MiB) and 0.92-0.93 (128 and 256 MiB)
 // of rendezvous' time, 1.00 at 32 MiB and 1.06 at 16 MiB.
 // The shm transport ignores the preference for a send from a memAlloc buffer, which the
 // receiver reduces straight from its mapping (reduce-scatter 64 MiB on 2 ranks: 0.58).
-bool prefersCopy(const CollectiveSpec& spec) {
+bool prefersCopy(const CollectiveSpec& spec, const MessageRules& rules) {
   switch (spec.kind) {
     case Collective::kReduce:
     case Collective::kReduceScatter:
     case Collective::kReduceScatterV:
       return true;
     case Collective::kAllReduce:
-      return spec.size > 2 || spec.bytes() <= (4u << 20) ||
-             spec.bytes() / 2 >= kStreamedBlockBytes;
+      return spec.size > 2 || spec.bytes() <= rules.pairAllReduceRingsUpTo ||
+             spec.bytes() / 2 >= rules.ringBlocksFrom;
     case Collective::kAllGather:
     case Collective::kAllToAll:
       // Every rank sends and receives at once, so both cores copy anyway. A block of
-      // kStreamedBlockBytes moves faster through the rings, copied into cache by its
+      // ringBlocksFrom bytes moves faster through the rings, copied into cache by its
       // sender and streamed out by its receiver, than by the kernel's copy from memory to
       // memory.
-      return spec.bytes() >= kStreamedBlockBytes;
+      return spec.bytes() >= rules.ringBlocksFrom;
     default:
       return false;
   }
@@ -110,8 +109,9 @@ Status agreeOnMessagePath(Store& store, const std::string& prefix, int rank, int
   return Status::Ok();
 }
 
-MessageWays::MessageWays(MessagePath path, const DirectCopy* direct, FlatExchangeRunner* flat)
-    : path_(path), direct_(direct), flat_(flat) {}
+MessageWays::MessageWays(MessagePath path, const DirectCopy* direct, FlatExchangeRunner* flat,
+                         const MessageRules& rules)
+    : path_(path), rules_(rules), direct_(direct), flat_(flat) {}
 
 Status MessageWays::choose(const OpRequest& r, const CallStamp& stamp, const OpDescriber& what,
                            ExecParams* params, std::optional<std::uint32_t>* shape,
@@ -130,7 +130,7 @@ Status MessageWays::chooseWay(const OpRequest& r, const CallStamp& stamp, const 
   const CollectiveSpec& spec = r.spec;
   switch (path_) {
     case MessagePath::kRule:
-      *way = prefersCopy(spec) ? Way::kBuffered : Way::kDirect;
+      *way = prefersCopy(spec, rules_) ? Way::kBuffered : Way::kDirect;
       return Status::Ok();
     case MessagePath::kBuffered:
       *way = Way::kBuffered;
@@ -146,7 +146,7 @@ Status MessageWays::chooseWay(const OpRequest& r, const CallStamp& stamp, const 
   }
   // Where the transport kept direct moves although they measured slow, only calls that
   // learn try them.
-  const bool rule = prefersCopy(spec) || (direct_ != nullptr && direct_->directSlow());
+  const bool rule = prefersCopy(spec, rules_) || (direct_ != nullptr && direct_->directSlow());
   *way = rule ? Way::kBuffered : Way::kDirect;
   // Learnt where the choice can matter (PathLearner::waysFor) and the ranks can agree
   // cheaply (a flat exchange: every rank on this host), for calls whose shape is the same on

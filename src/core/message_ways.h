@@ -30,9 +30,20 @@ enum class MessagePath {
 };
 std::optional<MessagePath> parseMessagePath(const std::string& text);
 
+/// The sizes prefersCopy decides by: the machine model's parameters of the same names
+/// (tuning::MachineModel), which every rank agreed on at creation. The defaults are the
+/// values measured (message_ways.cc).
+struct MessageRules {
+  /// Blocks from this size go through the transport's buffers (rings) where the
+  /// rendezvous would be the kernel's copy.
+  std::uint64_t ringBlocksFrom = std::uint64_t{32} << 20;
+  /// A 2-rank all-reduce up to this size goes through the buffers.
+  std::uint64_t pairAllReduceRingsUpTo = std::uint64_t{4} << 20;
+};
+
 /// Whether the call's sends ask links to copy rather than let the receiver read in place
-/// (TransferRequest::preferCopy), by its shape alone.
-bool prefersCopy(const CollectiveSpec& spec);
+/// (TransferRequest::preferCopy), by its shape alone and `rules`.
+bool prefersCopy(const CollectiveSpec& spec, const MessageRules& rules = {});
 
 /// Every rank publishes whether it learns the way of large messages and from which sizes
 /// they may go directly or streamed, and checks every rank's against its own: creation fails
@@ -45,7 +56,8 @@ class MessageWays {
  public:
   /// `direct`: the transport's, or null where it has none; `flat`: where the ranks agree
   /// on what they learnt (null: they learn nothing).
-  MessageWays(MessagePath path, const DirectCopy* direct, FlatExchangeRunner* flat);
+  MessageWays(MessagePath path, const DirectCopy* direct, FlatExchangeRunner* flat,
+              const MessageRules& rules = {});
 
   /// Sets params->preferCopy and streamPieces for `request`, stamped `stamp`. Sets *shape
   /// where the learner chose, for record() once the call ran. Fails where the ranks'
@@ -65,6 +77,7 @@ class MessageWays {
                std::uint32_t shape, PathLearner::Way* way, ExecReport* report);
 
   const MessagePath path_;
+  const MessageRules rules_;
   const DirectCopy* const direct_;
   FlatExchangeRunner* const flat_;
   PathLearner paths_;

@@ -31,6 +31,7 @@
 #include <cstring>
 
 #include "reduce/kernels.h"
+#include "reduce/reduce.h"
 #include "tutti/types.h"
 
 namespace tutti::reduce::detail {
@@ -117,8 +118,10 @@ std::size_t alignmentHead(const void* dst, std::size_t count) {
 // against 32 MiB): all-reduce 4 ranks 2 / 4 MiB 0.90 / 0.84, 2 ranks 4 / 16 MiB 0.92 / 0.91;
 // reduce-scatter 2 ranks 16 MiB 0.79; 4 and 8 ranks 16 MiB all-reduce and 4 ranks 16 MiB
 // all-gather level (their outputs lie past 32 MiB); one cell slower, the all-gather of
-// 8 MiB on 2 ranks, 1.05-1.09.
-inline constexpr std::size_t kStreamingBytes = std::size_t{8} << 20;
+// 8 MiB on 2 ranks, 1.05-1.09. That 8 MiB is the default of the machine model's
+// streamingStoresFrom, which sets the threshold (reduce::streamingFrom()): the L3 the guest
+// reports does not predict it (on the Intel VM 8 MiB beat 32 MiB with a 105 MiB L3, where a
+// rule over the L3's size would have chosen tens of MiB).
 
 // True when the main loop of a combine should use streaming stores: a large output (of
 // which this call may write a piece) in its own buffer, starting at element `i` on a cache
@@ -126,7 +129,7 @@ inline constexpr std::size_t kStreamingBytes = std::size_t{8} << 20;
 template <typename S>
 bool useStreamingStores(const S* d, const S* a, const S* b, std::size_t i, std::size_t count,
                         std::size_t outputBytes) {
-  return std::max(count * sizeof(S), outputBytes) >= kStreamingBytes && d != a && d != b &&
+  return std::max(count * sizeof(S), outputBytes) >= streamingFrom() && d != a && d != b &&
          reinterpret_cast<std::uintptr_t>(d + i) % 64 == 0;
 }
 

@@ -5,6 +5,7 @@
 #include "reduce/reduce.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 
@@ -192,10 +193,20 @@ void combine(void* dst, const void* a, const void* b, std::size_t count, DataTyp
   fn(dst, a, b, count, std::max(bytes, outputBytes));
 }
 
+namespace {
+std::atomic<std::size_t> gStreamingFrom{kCopyStreamingBytes};
+}  // namespace
+
+std::size_t streamingFrom() { return gStreamingFrom.load(std::memory_order_relaxed); }
+
+void setStreamingFrom(std::size_t bytes) {
+  gStreamingFrom.store(bytes, std::memory_order_relaxed);
+}
+
 void copy(void* dst, const void* src, std::size_t bytes, std::size_t outputBytes) {
   if (bytes == 0 || dst == src) return;
   TUTTI_ASSERT(dst != nullptr && src != nullptr);
-  if (std::max(bytes, outputBytes) < kCopyStreamingBytes ||
+  if (std::max(bytes, outputBytes) < streamingFrom() ||
       overlapsPartially(dst, src, bytes)) {
     std::memmove(dst, src, bytes);
     return;
@@ -209,7 +220,7 @@ void copyTwo(void* cached, void* dst, const void* src, std::size_t bytes,
   if (bytes == 0) return;
   TUTTI_ASSERT(cached != nullptr && dst != nullptr && src != nullptr);
   TUTTI_ASSERT(!overlaps(cached, src, bytes) && !overlaps(cached, dst, bytes));
-  if (std::max(bytes, outputBytes) < kCopyStreamingBytes || overlaps(dst, src, bytes)) {
+  if (std::max(bytes, outputBytes) < streamingFrom() || overlaps(dst, src, bytes)) {
     std::memcpy(cached, src, bytes);
     copy(dst, src, bytes, outputBytes);
     return;

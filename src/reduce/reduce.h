@@ -30,7 +30,8 @@ namespace tutti::reduce {
 void combine(void* dst, const void* a, const void* b, std::size_t count, DataType dtype,
              ReduceOp op, std::size_t outputBytes = 0);
 
-/// copy() writes outputs of at least this many bytes with non-temporal stores. Measured on
+/// copy() writes outputs of at least this many bytes with non-temporal stores by default
+/// (streamingFrom() says from what size they are written so now). Measured on
 /// the development machine (2 cores, 260 MiB L3 reported), one thread: memcpy copies 64 MiB
 /// at 5.1 GB/s, the AVX-512 streaming copy at 8.3-9.7; from 2 to 32 MiB both run at 12-16
 /// GB/s (the copy stays in the caches), the streaming one never slower. The same threshold
@@ -38,8 +39,18 @@ void combine(void* dst, const void* a, const void* b, std::size_t count, DataTyp
 /// result that would fit the caches stays there for its next reader.
 inline constexpr std::size_t kCopyStreamingBytes = std::size_t{8} << 20;
 
+/// The size from which copy(), copyTwo() and combine() write their outputs (in a buffer of
+/// their own) with non-temporal stores, for the whole process: kCopyStreamingBytes until
+/// setStreamingFrom() says otherwise. The threshold was measured on one machine and no
+/// property of the host read so far predicts it (docs/host-rules.md), so it is the machine
+/// model's streamingStoresFrom, which every communicator sets at creation (the ranks of a
+/// host agree on one model; the last communicator created sets it). Any value gives the
+/// same results: only where the output lands (the caches or memory) changes.
+std::size_t streamingFrom();
+void setStreamingFrom(std::size_t bytes);
+
 /// dst = src over `bytes` (memmove's semantics: the ranges may overlap). A large output
-/// (max(bytes, outputBytes) >= 8 MiB, kCopyStreamingBytes) that does not overlap src is
+/// (max(bytes, outputBytes) >= streamingFrom(), 8 MiB by default) that does not overlap src is
 /// written with non-temporal stores where the CPU has them (AVX-512, AVX2): they skip
 /// reading each destination line before writing it, about 1.8x memcpy's speed from memory
 /// to memory here, and leave the copy out of the caches. `outputBytes` as for combine():

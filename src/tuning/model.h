@@ -92,6 +92,23 @@ struct MachineModel {
   /// TCP between two ranks of one host, through the kernel's loopback (what the ranks of
   /// one host pay over TUTTI_TRANSPORT=tcp), measured through the TCP transport.
   LinkCost loopback{};
+  /// Thresholds measured on one machine that no property of the host read so far predicts
+  /// (docs/host-rules.md, "Model parameters"). Their defaults are the values measured; no
+  /// probe measures them yet, and a model file (TUTTI_TUNING_FILE) may set them. Bytes.
+  ///
+  /// Outputs (a reduction's, a copy's) of at least this many bytes in a buffer of their own
+  /// are written with non-temporal stores, past the caches (reduce::setStreamingFrom).
+  std::uint64_t streamingStoresFrom = std::uint64_t{8} << 20;
+  /// All-gather and all-to-all blocks of at least this many bytes, and the halves of a
+  /// 2-rank all-reduce, go through shared-memory rings rather than by the kernel's copy
+  /// (core/message_ways.h, prefersCopy).
+  std::uint64_t ringBlocksFrom = std::uint64_t{32} << 20;
+  /// A 2-rank all-reduce of at most this many bytes goes through the rings (prefersCopy).
+  std::uint64_t pairAllReduceRingsUpTo = std::uint64_t{4} << 20;
+  /// From this many bytes, an all-reduce among 3 to 8 ranks on one host first agrees on
+  /// whether every rank's buffers come from memAlloc (core/call_planner.h,
+  /// choiceNeedsBuffers): below it the agreement costs more than it can win.
+  std::uint64_t buffersAgreedFrom = std::uint64_t{1} << 20;
   /// Where the parameters came from: "probe", "cache PATH", "file PATH", "defaults".
   std::string origin = "defaults";
 

@@ -66,6 +66,20 @@ Status readNumber(const Value& object, const std::string& path, std::string_view
   return Status::Ok();
 }
 
+// A whole number of bytes from 0 to 2^53 where `object` has the member `name`; `out`
+// unchanged where not.
+Status readBytes(const Value& object, std::string_view name, std::uint64_t& out) {
+  const Value* v = object.find(name);
+  if (v == nullptr) return Status::Ok();
+  const std::string key(name);
+  TUTTI_RETURN_IF_ERROR(expectType(*v, key, Value::Type::kNumber));
+  if (!std::isfinite(v->number) || v->number != std::floor(v->number) || v->number < 0 ||
+      v->number > 9007199254740992.0)
+    return errorAt(*v, key, strFormat("a whole number of bytes expected, found %g", v->number));
+  out = static_cast<std::uint64_t>(v->number);
+  return Status::Ok();
+}
+
 Status readString(const Value& object, std::string_view name, std::string& out) {
   const Value* v = object.find(name);
   if (v == nullptr) return Status::Ok();
@@ -203,11 +217,17 @@ std::string toJson(const MachineModel& m, const ModelFileInfo& info) {
                    number(m.flatBeta).c_str());
   out += strFormat("  \"message_overhead\": %s,\n  \"switch_cost\": %s,\n"
                    "  \"llc_bytes\": %llu,\n  \"cache_bandwidth\": %s,\n"
-                   "  \"loopback\": {\"alpha\": %s, \"beta\": %s, \"overhead\": %s}\n}\n",
+                   "  \"loopback\": {\"alpha\": %s, \"beta\": %s, \"overhead\": %s},\n",
                    number(m.messageOverhead).c_str(), number(m.switchCost).c_str(),
                    static_cast<unsigned long long>(m.llcBytes), number(m.cacheBandwidth).c_str(),
                    number(m.loopback.alpha).c_str(), number(m.loopback.beta).c_str(),
                    number(m.loopback.overhead).c_str());
+  out += strFormat("  \"streaming_stores_from\": %llu,\n  \"ring_blocks_from\": %llu,\n"
+                   "  \"pair_all_reduce_rings_up_to\": %llu,\n  \"buffers_agreed_from\": %llu\n}\n",
+                   static_cast<unsigned long long>(m.streamingStoresFrom),
+                   static_cast<unsigned long long>(m.ringBlocksFrom),
+                   static_cast<unsigned long long>(m.pairAllReduceRingsUpTo),
+                   static_cast<unsigned long long>(m.buffersAgreedFrom));
   return out;
 }
 
@@ -222,7 +242,10 @@ Result<MachineModel> fromJson(std::string_view text, ModelFileInfo* info) {
                                             "gamma", "copy_beta", "host_memory_bandwidth",
                                             "nic_bandwidth", "cores_per_host", "flat_alpha",
                                             "flat_beta", "message_overhead", "switch_cost",
-                                            "llc_bytes", "cache_bandwidth", "loopback"}));
+                                            "llc_bytes", "cache_bandwidth", "loopback",
+                                            "streaming_stores_from", "ring_blocks_from",
+                                            "pair_all_reduce_rings_up_to",
+                                            "buffers_agreed_from"}));
   MachineModel m = defaults();
   ModelFileInfo read;
   TUTTI_RETURN_IF_ERROR(readString(doc, "library", read.library));
@@ -242,6 +265,10 @@ Result<MachineModel> fromJson(std::string_view text, ModelFileInfo* info) {
   TUTTI_RETURN_IF_ERROR(readNumber(doc, "", "cache_bandwidth", m.cacheBandwidth));
   if (const Value* loopback = doc.find("loopback"))
     TUTTI_RETURN_IF_ERROR(readLink(*loopback, "loopback", m.loopback));
+  TUTTI_RETURN_IF_ERROR(readBytes(doc, "streaming_stores_from", m.streamingStoresFrom));
+  TUTTI_RETURN_IF_ERROR(readBytes(doc, "ring_blocks_from", m.ringBlocksFrom));
+  TUTTI_RETURN_IF_ERROR(readBytes(doc, "pair_all_reduce_rings_up_to", m.pairAllReduceRingsUpTo));
+  TUTTI_RETURN_IF_ERROR(readBytes(doc, "buffers_agreed_from", m.buffersAgreedFrom));
   if (info != nullptr) *info = std::move(read);
   return m;
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/call_planner.h"
+#include "core/message_ways.h"
 #include "tuning/model.h"
 
 namespace tutti::detail {
@@ -250,6 +251,71 @@ TEST(CallPlanner, TheTunersChoiceAndSegmentArePlanned) {
     EXPECT_EQ(ring->plan->schedule.steps.size(), ring->algorithm->build(tuned).steps.size());
     break;
   }
+}
+
+// The thresholds measured on one machine are the machine model's parameters: their
+// defaults here are the model's defaults, so a host without a model file decides as before.
+TEST(MeasuredThresholds, DefaultToTheModelsDefaults) {
+  const tuning::MachineModel d = tuning::defaults();
+  EXPECT_EQ(CallPlanner::Setup{}.buffersAgreedFrom, d.buffersAgreedFrom);
+  EXPECT_EQ(MessageRules{}.ringBlocksFrom, d.ringBlocksFrom);
+  EXPECT_EQ(MessageRules{}.pairAllReduceRingsUpTo, d.pairAllReduceRingsUpTo);
+}
+
+// choiceNeedsBuffers: an all-reduce among 3 to 8 ranks over shared memory, from the model's
+// size on.
+TEST(MeasuredThresholds, BuffersAreAgreedFromTheModelsSize) {
+  CollectiveSpec spec;
+  spec.kind = Collective::kAllReduce;
+  spec.dtype = DataType::kFloat32;
+  spec.sharedMemory = true;
+  spec.size = 4;
+  spec.count = (1u << 20) / 4;
+  EXPECT_TRUE(choiceNeedsBuffers(spec));
+  spec.count -= 1;
+  EXPECT_FALSE(choiceNeedsBuffers(spec));
+  EXPECT_TRUE(choiceNeedsBuffers(spec, 64u << 10));
+  CallPlanner::Setup s = setup();
+  s.buffersAgreedFrom = 256u << 10;
+  const CallPlanner planner(s);
+  spec.count = (256u << 10) / 4;
+  EXPECT_TRUE(planner.needsBuffers(spec));
+  spec.count -= 1;
+  EXPECT_FALSE(planner.needsBuffers(spec));
+  spec.count = 1u << 20;
+  spec.size = 2;  // 2 ranks: never
+  EXPECT_FALSE(planner.needsBuffers(spec));
+}
+
+// prefersCopy: reductions always; a 2-rank all-reduce up to pairAllReduceRingsUpTo and from
+// halves of ringBlocksFrom; all-gather and all-to-all from blocks of ringBlocksFrom.
+TEST(MeasuredThresholds, PrefersCopyDecidesByTheModelsSizes) {
+  auto spec = [](Collective kind, int size, std::uint64_t bytes) {
+    CollectiveSpec s;
+    s.kind = kind;
+    s.dtype = DataType::kUint8;
+    s.size = size;
+    s.count = bytes;
+    return s;
+  };
+  const std::uint64_t MiB = 1u << 20;
+  EXPECT_TRUE(prefersCopy(spec(Collective::kReduceScatter, 2, 1)));
+  EXPECT_FALSE(prefersCopy(spec(Collective::kBroadcast, 2, 256 * MiB)));
+  // The defaults: 4 MiB and 32 MiB.
+  EXPECT_TRUE(prefersCopy(spec(Collective::kAllReduce, 2, 4 * MiB)));
+  EXPECT_FALSE(prefersCopy(spec(Collective::kAllReduce, 2, 4 * MiB + 1)));
+  EXPECT_FALSE(prefersCopy(spec(Collective::kAllReduce, 2, 64 * MiB - 2)));
+  EXPECT_TRUE(prefersCopy(spec(Collective::kAllReduce, 2, 64 * MiB)));
+  EXPECT_TRUE(prefersCopy(spec(Collective::kAllReduce, 3, 8 * MiB)));
+  EXPECT_FALSE(prefersCopy(spec(Collective::kAllGather, 2, 32 * MiB - 1)));
+  EXPECT_TRUE(prefersCopy(spec(Collective::kAllToAll, 2, 32 * MiB)));
+  // Another machine's.
+  const MessageRules rules{8 * MiB, 1 * MiB};
+  EXPECT_TRUE(prefersCopy(spec(Collective::kAllReduce, 2, 1 * MiB), rules));
+  EXPECT_FALSE(prefersCopy(spec(Collective::kAllReduce, 2, 2 * MiB), rules));
+  EXPECT_TRUE(prefersCopy(spec(Collective::kAllReduce, 2, 16 * MiB), rules));
+  EXPECT_FALSE(prefersCopy(spec(Collective::kAllGather, 2, 8 * MiB - 1), rules));
+  EXPECT_TRUE(prefersCopy(spec(Collective::kAllGather, 2, 8 * MiB), rules));
 }
 
 }  // namespace

@@ -277,7 +277,7 @@ INSTANTIATE_TEST_SUITE_P(
                                          ReduceOp::kMax, ReduceOp::kAvg)),
     isaCaseName);
 
-// Outputs of 8 MiB (kStreamingBytes, kernels_simd.h) and more in a buffer of their own are
+// Outputs of 8 MiB (reduce::streamingFrom()'s default, kernels_simd.h) and more in a buffer of their own are
 // written with non-temporal stores: the same bits as the portable kernels, with dst
 // starting off a cache line (the aligned part streams) and a tail.
 class IsaStreamingTest : public ::testing::TestWithParam<std::tuple<detail::Isa, DataType>> {};

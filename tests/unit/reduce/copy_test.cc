@@ -184,6 +184,32 @@ TEST(CopyTwo, BothDestinationsHoldTheSource) {
   }
 }
 
+// The threshold of non-temporal stores is the process's (the machine model's, set at
+// communicator creation): below the default it makes small outputs stream, and copies and
+// reductions give the same bytes either way.
+TEST(Copy, TheStreamingThresholdChangesNoResult) {
+  EXPECT_EQ(streamingFrom(), kCopyStreamingBytes);
+  setStreamingFrom(std::size_t{64} << 10);
+  const std::size_t n = (std::size_t{100} << 10) + 77;
+  const Bytes src = randomBytes(n + 1, 29);
+  Bytes dst(n + 2 * kGuard, kSentinel), cached(n, 0);
+  copy(dst.data() + kGuard + 1, src.data() + 1, n);
+  EXPECT_EQ(firstDifference(dst.data() + kGuard + 1, src.data() + 1, n), -1);
+  EXPECT_TRUE(guardsIntact(dst, kGuard + 1, kGuard + 1 + n));
+  copyTwo(cached.data(), dst.data() + kGuard, src.data(), n);
+  EXPECT_EQ(firstDifference(cached.data(), src.data(), n), -1);
+  EXPECT_EQ(firstDifference(dst.data() + kGuard, src.data(), n), -1);
+  std::vector<std::int32_t> a(n / 4), b(n / 4), sum(n / 4);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    a[i] = static_cast<std::int32_t>(i * 7);
+    b[i] = static_cast<std::int32_t>(i * 3 + 1);
+  }
+  combine(sum.data(), a.data(), b.data(), a.size(), DataType::kInt32, ReduceOp::kSum);
+  for (std::size_t i = 0; i < a.size(); ++i) ASSERT_EQ(sum[i], a[i] + b[i]) << i;
+  setStreamingFrom(kCopyStreamingBytes);
+  EXPECT_EQ(streamingFrom(), kCopyStreamingBytes);
+}
+
 TEST(Copy, NothingToCopyTouchesNothing) {
   Bytes buf(64, kSentinel);
   copy(buf.data(), nullptr, 0);

@@ -8,6 +8,7 @@
 
 #include "bootstrap/tcp_store.h"
 #include "core/comm_impl.h"
+#include "reduce/reduce.h"
 #include "tuning/model_json.h"
 
 namespace tutti::detail {
@@ -40,6 +41,8 @@ TEST(ModelAtCreation, EveryRankAndEverySplitChildHoldsRankZerosModel) {
       ASSERT_NE((*comm)->model(), nullptr);
       models[static_cast<std::size_t>(r)] = tuning::toJson(*(*comm)->model());
       origins[static_cast<std::size_t>(r)] = (*comm)->model()->origin;
+      // The model's threshold of non-temporal stores holds for the process (reduce.h).
+      EXPECT_EQ(reduce::streamingFrom(), (*comm)->model()->streamingStoresFrom);
       auto child = (*comm)->split(r == 1 ? 1 : 0, r, CommOptions{});
       ASSERT_TRUE(child.ok()) << child.status().message();
       ASSERT_NE(*child, nullptr);

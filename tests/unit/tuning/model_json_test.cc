@@ -26,6 +26,10 @@ MachineModel sample() {
   m.llcBytes = 96u << 20;
   m.cacheBandwidth = 1.0 / 7e-12;
   m.loopback = {1.5e-6, 1.0 / 3.3e9, 4.1e-6};
+  m.streamingStoresFrom = 3u << 20;
+  m.ringBlocksFrom = (std::uint64_t{1} << 40) + 1;
+  m.pairAllReduceRingsUpTo = 0;
+  m.buffersAgreedFrom = 640u << 10;
   return m;
 }
 
@@ -49,6 +53,10 @@ void expectSame(const MachineModel& a, const MachineModel& b) {
   EXPECT_EQ(a.loopback.alpha, b.loopback.alpha);
   EXPECT_EQ(a.loopback.beta, b.loopback.beta);
   EXPECT_EQ(a.loopback.overhead, b.loopback.overhead);
+  EXPECT_EQ(a.streamingStoresFrom, b.streamingStoresFrom);
+  EXPECT_EQ(a.ringBlocksFrom, b.ringBlocksFrom);
+  EXPECT_EQ(a.pairAllReduceRingsUpTo, b.pairAllReduceRingsUpTo);
+  EXPECT_EQ(a.buffersAgreedFrom, b.buffersAgreedFrom);
 }
 
 std::string errorOf(const std::string& text) {
@@ -95,6 +103,28 @@ TEST(ModelJson, TheDefaultsAreCompleteAndPositive) {
   EXPECT_LT(d.path(PathClass::kSameHost).alpha, d.path(PathClass::kNetwork).alpha);
 }
 
+// The thresholds measured on one machine default to the values measured there, which the
+// code used before they were parameters (docs/host-rules.md, "Model parameters"), and a
+// file may set them in whole bytes.
+TEST(ModelJson, MeasuredThresholdsDefaultToTheirValuesAndAreWholeBytes) {
+  const MachineModel d = defaults();
+  EXPECT_EQ(d.streamingStoresFrom, std::uint64_t{8} << 20);
+  EXPECT_EQ(d.ringBlocksFrom, std::uint64_t{32} << 20);
+  EXPECT_EQ(d.pairAllReduceRingsUpTo, std::uint64_t{4} << 20);
+  EXPECT_EQ(d.buffersAgreedFrom, std::uint64_t{1} << 20);
+  const std::string head = R"({"format": "tutti-machine-model", "version": 1, )";
+  auto m = fromJson(head + R"("streaming_stores_from": 33554432, "buffers_agreed_from": 0})");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->streamingStoresFrom, std::uint64_t{32} << 20);
+  EXPECT_EQ(m->buffersAgreedFrom, 0u);
+  EXPECT_EQ(m->ringBlocksFrom, d.ringBlocksFrom);
+  EXPECT_EQ(errorOf(head + R"("ring_blocks_from": 1.5})"),
+            "line 1: ring_blocks_from: a whole number of bytes expected, found 1.5");
+  EXPECT_EQ(errorOf(head + R"("pair_all_reduce_rings_up_to": -4})"),
+            "line 1: pair_all_reduce_rings_up_to: a whole number of bytes expected, found -4");
+  EXPECT_FALSE(errorOf(head + R"("streaming_stores_from": "8M"})").empty());
+}
+
 TEST(ModelJson, PathClassNamesReadBack) {
   for (int c = 0; c < kNumPathClasses; ++c)
     EXPECT_EQ(parsePathClass(pathClassName(static_cast<PathClass>(c))), static_cast<PathClass>(c));
@@ -114,6 +144,8 @@ TEST(ModelJson, KeysLeftOutKeepTheDefaults) {
   EXPECT_EQ(m->gamma[static_cast<int>(DataType::kInt8)], d.gamma[static_cast<int>(DataType::kInt8)]);
   EXPECT_EQ(m->coresPerHost, 8);
   EXPECT_EQ(m->copyBeta, d.copyBeta);
+  EXPECT_EQ(m->streamingStoresFrom, d.streamingStoresFrom);
+  EXPECT_EQ(m->buffersAgreedFrom, d.buffersAgreedFrom);
 }
 
 TEST(ModelJson, BadFilesNameTheLineAndTheKey) {
