@@ -89,6 +89,11 @@ struct MachineModel {
   /// Bytes/s the host's cores copy at once between buffers that stay in the caches (0: the
   /// same as hostMemoryBandwidth).
   double cacheBandwidth = 0;
+  /// The kernel's copy between processes (process_vm_readv) over memcpy's time for the same
+  /// bytes (base/host_props.h's kernelCopyRatio; 0: not known). Where it is cheap (at most
+  /// kCostlyKernelCopyRatio), a large message on a host is copied once, by its receiver;
+  /// elsewhere twice, through the shared-memory rings.
+  double kernelCopyRatio = 0;
   /// TCP between two ranks of one host, through the kernel's loopback (what the ranks of
   /// one host pay over TUTTI_TRANSPORT=tcp), measured through the TCP transport.
   LinkCost loopback{};

@@ -443,7 +443,7 @@ std::pair<double, double> memoryBandwidth(const std::vector<int>& cpus, std::uin
   constexpr std::size_t kBytes = 2 << 20;
   const std::size_t n = cpus.size();
   const std::size_t large = std::clamp<std::size_t>(
-      static_cast<std::size_t>(2 * llcBytes / std::max<std::size_t>(1, 2 * n)), 16 << 20, 64 << 20);
+      static_cast<std::size_t>(2 * llcBytes / std::max<std::size_t>(1, 2 * n)), 8 << 20, 32 << 20);
   std::vector<double> cached(n, 0), fromMemory(n, 0);
   std::atomic<std::size_t> ready{0};
   std::atomic<std::int64_t> startNs{0};
@@ -452,7 +452,7 @@ std::pair<double, double> memoryBandwidth(const std::vector<int>& cpus, std::uin
     threads.emplace_back([&, i] {
       pinTo(cpus[i]);
       Buffer src(kBytes), dst(kBytes);
-      Buffer bigSrc(large, true), bigDst(large, true);
+      Buffer bigSrc(large), bigDst(large);
       // The clock starts when every thread has its buffers: they copy at once.
       if (ready.fetch_add(1) + 1 == n)
         startNs.store(Clock::now().time_since_epoch().count(), std::memory_order_release);
@@ -832,6 +832,11 @@ ProbeReport probeHost(const ProbeOptions& options) {
     }
   }
 
+  if (const double ratio = kernelCopyRatio(); ratio > 0) {
+    m.kernelCopyRatio = ratio;
+    report.notes.push_back(strFormat("kernel_copy_ratio: process_vm_readv against memcpy, 256 KiB "
+                                     "(base/host_props.h): %.2f", ratio));
+  }
   const CacheProps caches = cachePropsOf(hostCpuCaches(), allowed);
   if (caches.l3Bytes > 0 || caches.l2Bytes > 0) {
     m.llcBytes = caches.l3Bytes > 0 ? caches.l3Bytes : caches.l2Bytes;

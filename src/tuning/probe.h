@@ -73,7 +73,7 @@
 /// The probe's revision: raised whenever it measures a parameter it did not, so that caches
 /// written by an earlier probe are measured anew (model_cache.h). A macro: the cache's key
 /// is built from it at compile time.
-#define TUTTI_PROBE_REVISION 2
+#define TUTTI_PROBE_REVISION 3
 
 namespace tutti::tuning {
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/macros.h"
+#include "base/host_props.h"
 #include "base/strings.h"
 
 namespace tutti::tuning {
@@ -23,6 +24,8 @@ namespace tutti::tuning {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+// The shared-memory transport's single-copy threshold (ShmTransport::Options::cmaBytes).
+constexpr std::uint64_t kSingleCopyFrom = 256 << 10;
 
 enum StepState : std::uint8_t { kWaiting = 0, kRunning = 1, kComplete = 2 };
 
@@ -247,6 +250,32 @@ class Run {
   // Work of `bytes` through the host's memory from `start` to `end` (its CPU time): it ends
   // no earlier than the memory bus, shared by the host's ranks, can carry them.
   double throughMemory(std::uint32_t slot, double start, double end, double bytes);
+  // `seconds` of CPU from `time` (cpu()) moving `bytes` through the memory bus meanwhile.
+  double work(std::uint32_t slot, double time, double seconds, double bytes) {
+    const double end = cpu(slot, time, seconds);
+    return bytes > 0 ? throughMemory(slot, end - seconds, end, bytes) : end;
+  }
+  // A message between two ranks of a host is copied by their CPUs, not carried by a link:
+  // the sender writes it into the shared buffers and the receiver reads it out, each at the
+  // path's beta (one core's share of memory past the cache); or, on a host whose kernel
+  // copies between processes cheaply, the receiver alone copies one past the transport's
+  // single-copy threshold. Over TCP on one host the two kernels copy alike.
+  bool onHost(int a, int b) const { return placement_.pathClass(a, b) != PathClass::kNetwork; }
+  bool singleCopy(double bytes) const {
+    return model_.kernelCopyRatio > 0 && model_.kernelCopyRatio <= kCostlyKernelCopyRatio &&
+           bytes >= static_cast<double>(kSingleCopyFrom);
+  }
+  double copyBetaOf(int a, int b) const {
+    return std::max(model_.path(placement_.pathClass(a, b)).beta, hostBeta_);
+  }
+  double sendCopy(int self, int peer, double bytes) const {
+    return onHost(self, peer) && !singleCopy(bytes) ? bytes * copyBetaOf(self, peer) : 0;
+  }
+  double recvCopy(int self, int peer, double bytes) const {
+    if (!onHost(self, peer)) return 0;
+    const double beta = copyBetaOf(self, peer);
+    return bytes * (singleCopy(bytes) ? std::max(beta, copyBeta_ * model_.kernelCopyRatio) : beta);
+  }
   int rail(int rank) const { return placement_.place(rank).localIndex % network_.rails; }
   int leaf(int host) const {
     return network_.kind == Network::Kind::kFatTree ? host / network_.hostsPerLeaf : 0;
@@ -437,28 +466,24 @@ void Run::startStep(std::uint32_t slot, std::uint32_t id, double time) {
   const SimStep& s = step(slot, id);
   const int self = static_cast<int>(slot);
   switch (s.op) {
-    case OpCode::kSend:
-      push(cpu(slot, time, overhead(self, s.sendPeer)), slot, id, EventKind::kSendPosted);
+    case OpCode::kSend: {
+      const double copy = sendCopy(self, s.sendPeer, bytes(s));
+      push(work(slot, time, overhead(self, s.sendPeer) + copy, copy > 0 ? bytes(s) : 0), slot, id,
+           EventKind::kSendPosted);
       return;
+    }
     case OpCode::kRecv:
     case OpCode::kRecvReduce:
     case OpCode::kRecvReduceSend:
     case OpCode::kRecvCopySend:
       post(slot, id, cpu(slot, time, overhead(self, s.recvPeer)));
       return;
-    case OpCode::kCopy: {
-      // A copy reads and writes its bytes; a reduction reads two operands and writes one.
-      const double work = copyBeta_ * bytes(s);
-      const double end = cpu(slot, time, work);
-      push(throughMemory(slot, end - work, end, bytes(s)), slot, id, EventKind::kDone);
+    case OpCode::kCopy:
+      push(work(slot, time, copyBeta_ * bytes(s), bytes(s)), slot, id, EventKind::kDone);
       return;
-    }
-    case OpCode::kReduce: {
-      const double work = gamma_ * bytes(s);
-      const double end = cpu(slot, time, work);
-      push(throughMemory(slot, end - work, end, reduceCopies_ * bytes(s)), slot, id, EventKind::kDone);
+    case OpCode::kReduce:
+      push(work(slot, time, gamma_ * bytes(s), reduceCopies_ * bytes(s)), slot, id, EventKind::kDone);
       return;
-    }
   }
 }
 
@@ -468,15 +493,13 @@ void Run::transmit(std::uint32_t slot, std::uint32_t id, double time) {
   const int q = s.sendPeer;
   // The image of this message that a simulated rank receives (itself, in the full run).
   const int receiver = q % period_;
-  // No faster than the path's own bandwidth: each resource is held that long at least.
+  // No faster than the path's own bandwidth: each resource is held that long at least. On
+  // a host the ends' CPUs copy the bytes (sendCopy, recvCopy): only the latency is left.
   const PathClass path = placement_.pathClass(p, q);
-  const double beta = path == PathClass::kNetwork ? model_.path(path).beta
-                                                  : std::max(model_.path(path).beta, hostBeta_);
-  Passage m{time, time + bytes(s) * beta, bytes(s)};
+  const bool network = path == PathClass::kNetwork;
+  Passage m{time, time + (network ? bytes(s) * model_.path(path).beta : 0), network ? bytes(s) : 0};
   const int host = placement_.place(p).host;
-  if (path != PathClass::kNetwork) {
-    m.through(memory_[static_cast<std::size_t>(host)]);
-  } else {
+  if (network) {
     const std::size_t out = static_cast<std::size_t>(host * network_.rails + rail(p));
     m.through(nicOut_[out]);
     if (network_.kind == Network::Kind::kRail && rail(p) != rail(q) && !spine_.empty())
@@ -556,28 +579,33 @@ void Run::post(std::uint32_t slot, std::uint32_t id, double time) {
 void Run::recvData(std::uint32_t slot, std::uint32_t id, double time) {
   const SimStep& s = step(slot, id);
   const int self = static_cast<int>(slot);
-  const double reduce = gamma_ * bytes(s);
+  const double b = bytes(s);
+  const double reduce = gamma_ * b;
   const double wake = wakeCost(slot);
+  const double in = recvCopy(self, s.recvPeer, b);
+  const double inBytes = in > 0 ? b : 0;
   switch (s.op) {
     case OpCode::kRecv:
-      if (wake > 0) push(cpu(slot, time, wake), slot, id, EventKind::kDone);
+      if (wake + in > 0) push(work(slot, time, wake + in, inBytes), slot, id, EventKind::kDone);
       else complete(slot, id, time);
       return;
-    case OpCode::kRecvReduce: {
-      const double end = cpu(slot, time, wake + reduce);
-      push(throughMemory(slot, end - reduce, end, reduceCopies_ * bytes(s)), slot, id, EventKind::kDone);
+    case OpCode::kRecvReduce:
+      push(work(slot, time, wake + in + reduce, inBytes + reduceCopies_ * b), slot, id,
+           EventKind::kDone);
       return;
-    }
     case OpCode::kRecvReduceSend: {
-      const double work = wake + reduce + overhead(self, s.sendPeer);
-      const double end = cpu(slot, time, work);
-      push(throughMemory(slot, end - work, end, reduceCopies_ * bytes(s)), slot, id,
-           EventKind::kSendPosted);
+      const double out = sendCopy(self, s.sendPeer, b);
+      push(work(slot, time, wake + in + reduce + overhead(self, s.sendPeer) + out,
+                inBytes + reduceCopies_ * b + (out > 0 ? b : 0)),
+           slot, id, EventKind::kSendPosted);
       return;
     }
-    case OpCode::kRecvCopySend:
-      push(cpu(slot, time, wake + overhead(self, s.sendPeer)), slot, id, EventKind::kSendPosted);
+    case OpCode::kRecvCopySend: {
+      const double out = sendCopy(self, s.sendPeer, b);
+      push(work(slot, time, wake + in + overhead(self, s.sendPeer) + out, inBytes + (out > 0 ? b : 0)),
+           slot, id, EventKind::kSendPosted);
       return;
+    }
     default:
       return;
   }

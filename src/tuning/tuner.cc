@@ -63,6 +63,7 @@ MachineModel effectiveModel(const TunerSetup& setup) {
     const bool known = loopback.alpha > 0 || loopback.beta > 0 || loopback.overhead > 0;
     for (int c = 0; c < static_cast<int>(PathClass::kNetwork); ++c)
       m.paths[static_cast<std::size_t>(c)] = known ? loopback : m.path(PathClass::kNetwork);
+    m.kernelCopyRatio = 0;  // no copy between processes: each kernel copies
   }
   return m;
 }

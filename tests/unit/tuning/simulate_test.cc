@@ -141,11 +141,12 @@ TEST(Simulate, RanksShareTheHostsCores) {
 }
 
 TEST(Simulate, AWokenRankPaysASwitchOnlyWhereRanksOutnumberCores) {
-  // The pair of SendReceivePair on one host (shared memory: 0.2 us of latency), plus the
-  // library's 0.25 us per message end: posted at 0.75 us, in at 0.75 + 4 + 0.2 = 4.95 us,
-  // and the receive's 0.75 us of posting ran meanwhile. With 1 core for the 2 ranks, the
-  // receiver also pays a 2 us switch to run again: 6.95 us; the sender's and receiver's
-  // postings share the core (0 - 0.75, 0.75 - 1.5 us), which the message outlasts.
+  // The pair of SendReceivePair on one host, where the ends' CPUs copy the message (4 us
+  // each at the path's 1 GB/s) and a message has 0.2 us of latency; the library adds 0.25 us
+  // per message end. The sender's 0.75 + 4 us end at 4.75, the message is in at 4.95 and the
+  // receiver (posted at 0.75 on its own core) copies it out until 8.95 us. With 1 core for
+  // both, the receiver posts after the sender (4.75 - 5.5 us), and pays a 2 us switch to run
+  // again before its copy: 5.5 + 2 + 4 = 11.5 us.
   ScheduleBuilder a(0, 2), b(1, 2);
   a.send(1, in());
   b.recv(0, out());
@@ -156,16 +157,17 @@ TEST(Simulate, AWokenRankPaysASwitchOnlyWhereRanksOutnumberCores) {
   auto cores = Placement::synthetic(2, 2, 2);
   auto shared = Placement::synthetic(2, 2, 1);
   ASSERT_TRUE(cores.ok() && shared.ok());
-  EXPECT_NEAR(predictHandBuilt(pair, m, *cores), 4.95 * kUs, 1e-12);
-  EXPECT_NEAR(predictHandBuilt(pair, m, *shared), 6.95 * kUs, 1e-12);
+  EXPECT_NEAR(predictHandBuilt(pair, m, *cores), 8.95 * kUs, 1e-12);
+  EXPECT_NEAR(predictHandBuilt(pair, m, *shared), 11.5 * kUs, 1e-12);
 }
 
 TEST(Simulate, PastTheLastLevelCacheBytesMoveAtOneCoresShareOfMemory) {
   // The same pair: a 4000-byte message, 16000 bytes of buffers on the host (2 ranks, in and
-  // out). With a 1 MiB cache they fit and the message moves at the path's 1 GB/s: posted at
-  // 0.5 us, in at 0.5 + 4 + 0.2 = 4.7 us. With a 4 KiB cache they do not: one core copies at
-  // its share of the 0.5 GB/s two cores copy from memory, 2 / 0.5e9 = 4 ns a byte, and the
-  // message takes 16 us: 0.5 + 16 + 0.2 = 16.7 us.
+  // out). With a 1 MiB cache they fit and each end copies at the path's 1 GB/s: 0.5 + 4 us
+  // of sending, 0.2 us of latency, 4 us of copying out: 8.7 us. With a 4 KiB cache they do
+  // not: each end copies at its share of the 0.5 GB/s two cores copy from memory, 2 / 0.5e9
+  // = 4 ns a byte: 0.5 + 16 + 0.2 + 16 = 32.7 us (the bus carries each copy's 4000 bytes in
+  // 8 us, within its 16).
   ScheduleBuilder a(0, 2), b(1, 2);
   a.send(1, in());
   b.recv(0, out());
@@ -177,9 +179,30 @@ TEST(Simulate, PastTheLastLevelCacheBytesMoveAtOneCoresShareOfMemory) {
   m.llcBytes = 1 << 20;
   auto placement = Placement::synthetic(2, 2, 2);
   ASSERT_TRUE(placement.ok());
-  EXPECT_NEAR(predictHandBuilt(pair, m, *placement), 4.7 * kUs, 1e-12);
+  EXPECT_NEAR(predictHandBuilt(pair, m, *placement), 8.7 * kUs, 1e-12);
   m.llcBytes = 4096;
-  EXPECT_NEAR(predictHandBuilt(pair, m, *placement), 16.7 * kUs, 1e-12);
+  EXPECT_NEAR(predictHandBuilt(pair, m, *placement), 32.7 * kUs, 1e-12);
+}
+
+TEST(Simulate, WhereTheKernelCopiesCheaplyALargeMessageIsCopiedOnceByItsReceiver) {
+  // 1 MiB (262144 float32) on one host, path 1 GB/s, local copies 1 GB/s: through the rings
+  // the sender copies in (0.5 + 1048.576 us) and the receiver out (1048.576 us), 0.2 us of
+  // latency between. With a kernel copy 2x memcpy's (cheap), the receiver alone copies, at
+  // the slower of the path and 2x the local copy: 0.5 + 0.2 + 2097.152 us.
+  constexpr std::uint64_t kMiB = 262144;
+  ScheduleBuilder a(0, 2), b(1, 2);
+  a.send(1, in(kMiB));
+  b.recv(0, out(kMiB));
+  std::vector<Schedule> pair = {std::move(a).build(), std::move(b).build()};
+  MachineModel m = handModel();
+  auto placement = Placement::synthetic(2, 2, 2);
+  ASSERT_TRUE(placement.ok());
+  const double bytes = 4.0 * kMiB;
+  EXPECT_NEAR(predictHandBuilt(pair, m, *placement), 0.5 * kUs + 2 * bytes * 1e-9 + 0.2 * kUs, 1e-12);
+  m.kernelCopyRatio = 2;
+  EXPECT_NEAR(predictHandBuilt(pair, m, *placement), 0.5 * kUs + 0.2 * kUs + bytes * 2e-9, 1e-12);
+  m.kernelCopyRatio = 4;  // costly: the rings again
+  EXPECT_NEAR(predictHandBuilt(pair, m, *placement), 0.5 * kUs + 2 * bytes * 1e-9 + 0.2 * kUs, 1e-12);
 }
 
 TEST(Simulate, MismatchedSchedulesAreAnError) {
