@@ -178,13 +178,6 @@ double bestCpuTime(int minReps, int reps, Clock::time_point until, Body&& body) 
 // host the partner may need a time slice (a few ms) to run at all.
 constexpr auto kGrace = std::chrono::milliseconds(10);
 
-void pinTo(int cpu) {
-  if (cpu < 0) return;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  (void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);  // best effort
-}
 
 // Waits until `word` holds `value`: spins, then gives the CPU away (the two threads may
 // share one). False once `until` has passed.
@@ -220,7 +213,7 @@ class PairProbe {
     std::optional<LinkCost> cost;
     std::thread other([this] { answer(); });
     std::thread leader([&] {
-      pinTo(cpuA_);
+      pinThread(cpuA_);
       cost = lead(contended);
       stop_.store(true, std::memory_order_release);
       seq_.store(~0u, std::memory_order_release);
@@ -289,7 +282,7 @@ class PairProbe {
   }
 
   void answer() {
-    pinTo(cpuB_);
+    pinThread(cpuB_);
     partnerTid_.store(currentTid(), std::memory_order_release);
     std::uint32_t seen = 0;
     while (!stop_.load(std::memory_order_acquire)) {
@@ -343,7 +336,7 @@ class FlatProbe {
     double large = 0;
     std::thread other([this] { follow(); });
     std::thread leader([&] {
-      pinTo(cpus_[0]);
+      pinThread(cpus_[0]);
       const WaitCounter self(currentTid());
       while (followerTid_.load(std::memory_order_acquire) == 0 && Clock::now() < until + kGrace)
         sched_yield();  // past that, the rounds' own waits judge the follower
@@ -407,7 +400,7 @@ class FlatProbe {
   }
 
   void follow() {
-    pinTo(cpus_[1]);
+    pinThread(cpus_[1]);
     followerTid_.store(currentTid(), std::memory_order_release);
     for (std::uint32_t seen = 0;;) {
       if (!waitAtLeast(go_, seen + 1)) return;
@@ -450,7 +443,7 @@ std::pair<double, double> memoryBandwidth(const std::vector<int>& cpus, std::uin
   std::vector<std::thread> threads;
   for (std::size_t i = 0; i < n; ++i) {
     threads.emplace_back([&, i] {
-      pinTo(cpus[i]);
+      pinThread(cpus[i]);
       Buffer src(kBytes), dst(kBytes);
       Buffer bigSrc(large), bigDst(large);
       // The clock starts when every thread has its buffers: they copy at once.

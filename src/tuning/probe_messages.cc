@@ -37,14 +37,6 @@ double secondsSince(ProbeClock::time_point start) {
   return std::chrono::duration<double>(ProbeClock::now() - start).count();
 }
 
-void pin(int cpu) {
-  if (cpu < 0) return;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  (void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);  // best effort
-}
-
 bool await(Transport& t, TransferRequest& request, Deadline deadline, std::int64_t spinNs) {
   while (!request.done()) {
     const std::uint32_t seen = t.progressSignal().snapshot();
@@ -155,6 +147,14 @@ void follow(Transport& t, Deadline deadline, bool& ok) {
 
 }  // namespace
 
+void pinThread(int cpu) {
+  if (cpu < 0) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  (void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);  // best effort
+}
+
 std::optional<MessageCosts> measureLoopback(int cpuA, int cpuB, ProbeClock::time_point until,
                                             std::string* why) {
   std::string ignored;
@@ -169,13 +169,13 @@ std::optional<MessageCosts> measureLoopback(int cpuA, int cpuB, ProbeClock::time
   Best best;
   bool ok0 = true, ok1 = true;
   std::thread leader([&] {
-    pin(cpuA);
+    pinThread(cpuA);
     pair[0]->setDriving(true);
     lead(*pair[0], until, deadline, best, ok0);
     pair[0]->setDriving(false);
   });
   std::thread follower([&] {
-    pin(cpuB);
+    pinThread(cpuB);
     pair[1]->setDriving(true);
     follow(*pair[1], deadline, ok1);
     pair[1]->setDriving(false);
@@ -205,7 +205,7 @@ std::optional<double> measureSwitch(int cpu, ProbeClock::time_point until) {
   double best = 0;
   // Thread 1 answers: whenever the word is odd, it makes it even again.
   std::thread other([&] {
-    pin(cpu);
+    pinThread(cpu);
     std::uint32_t seen = 0;
     while (!stop.load(std::memory_order_acquire)) {
       turn.wait(seen, std::memory_order_acquire);
@@ -217,7 +217,7 @@ std::optional<double> measureSwitch(int cpu, ProbeClock::time_point until) {
     }
   });
   std::thread self([&] {
-    pin(cpu);
+    pinThread(cpu);
     std::uint32_t value = 0;
     // Handing over only works while both run on the one CPU; elsewhere (pinning refused)
     // the figure is a cross-CPU wake-up, still a fair price of a rank's sleep.

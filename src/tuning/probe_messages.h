@@ -20,6 +20,10 @@ struct MessageCosts {
   double beta = 0;
 };
 
+/// Pins the calling thread to `cpu` (-1: leaves it as it is); best effort. The probe's
+/// threads are pinned for their measurement only.
+void pinThread(int cpu);
+
 /// Two TCP transports made in this process over a connection on 127.0.0.1, driven by two
 /// threads pinned to `cpuA` and `cpuB` (-1: not pinned) until `until`. nullopt where the
 /// transports cannot be made here or no batch finished; `*why` then says which.

@@ -49,6 +49,17 @@ CollectiveSpec call(int n) {
   return spec;
 }
 
+// Rank 0 sends `count` float32 to rank 1.
+std::vector<Schedule> sendReceive(std::uint64_t count = kElems) {
+  ScheduleBuilder a(0, 2), b(1, 2);
+  a.send(1, in(count));
+  b.recv(0, out(count));
+  std::vector<Schedule> pair;
+  pair.push_back(std::move(a).build());
+  pair.push_back(std::move(b).build());
+  return pair;
+}
+
 double predictHandBuilt(std::vector<Schedule> schedules, const MachineModel& model,
                         const Placement& placement, const SimOptions& options = {}) {
   handBuilt() = std::move(schedules);
@@ -60,13 +71,9 @@ double predictHandBuilt(std::vector<Schedule> schedules, const MachineModel& mod
 TEST(Simulate, SendReceivePair) {
   // Rank 0's send is posted after 0.5 us of CPU; its 4000 bytes take 4 us and 1 us of
   // latency: the receive (posted at 0.5 us) completes at 5.5 us.
-  ScheduleBuilder a(0, 2), b(1, 2);
-  a.send(1, in());
-  b.recv(0, out());
   auto placement = Placement::synthetic(2, 1, 1);
   ASSERT_TRUE(placement.ok());
-  EXPECT_NEAR(predictHandBuilt({std::move(a).build(), std::move(b).build()}, handModel(), *placement),
-              5.5 * kUs, 1e-12);
+  EXPECT_NEAR(predictHandBuilt(sendReceive(), handModel(), *placement), 5.5 * kUs, 1e-12);
 }
 
 TEST(Simulate, RingStepWithReduction) {
@@ -147,10 +154,7 @@ TEST(Simulate, AWokenRankPaysASwitchOnlyWhereRanksOutnumberCores) {
   // receiver (posted at 0.75 on its own core) copies it out until 8.95 us. With 1 core for
   // both, the receiver posts after the sender (4.75 - 5.5 us), and pays a 2 us switch to run
   // again before its copy: 5.5 + 2 + 4 = 11.5 us.
-  ScheduleBuilder a(0, 2), b(1, 2);
-  a.send(1, in());
-  b.recv(0, out());
-  std::vector<Schedule> pair = {std::move(a).build(), std::move(b).build()};
+  const std::vector<Schedule> pair = sendReceive();
   MachineModel m = handModel();
   m.messageOverhead = 0.25 * kUs;
   m.switchCost = 2 * kUs;
@@ -168,10 +172,7 @@ TEST(Simulate, PastTheLastLevelCacheBytesMoveAtOneCoresShareOfMemory) {
   // not: each end copies at its share of the 0.5 GB/s two cores copy from memory, 2 / 0.5e9
   // = 4 ns a byte: 0.5 + 16 + 0.2 + 16 = 32.7 us (the bus carries each copy's 4000 bytes in
   // 8 us, within its 16).
-  ScheduleBuilder a(0, 2), b(1, 2);
-  a.send(1, in());
-  b.recv(0, out());
-  std::vector<Schedule> pair = {std::move(a).build(), std::move(b).build()};
+  const std::vector<Schedule> pair = sendReceive();
   MachineModel m = handModel();
   m.coresPerHost = 2;
   m.cacheBandwidth = 1e12;
@@ -190,10 +191,7 @@ TEST(Simulate, WhereTheKernelCopiesCheaplyALargeMessageIsCopiedOnceByItsReceiver
   // latency between. With a kernel copy 2x memcpy's (cheap), the receiver alone copies, at
   // the slower of the path and 2x the local copy: 0.5 + 0.2 + 2097.152 us.
   constexpr std::uint64_t kMiB = 262144;
-  ScheduleBuilder a(0, 2), b(1, 2);
-  a.send(1, in(kMiB));
-  b.recv(0, out(kMiB));
-  std::vector<Schedule> pair = {std::move(a).build(), std::move(b).build()};
+  const std::vector<Schedule> pair = sendReceive(kMiB);
   MachineModel m = handModel();
   auto placement = Placement::synthetic(2, 2, 2);
   ASSERT_TRUE(placement.ok());
