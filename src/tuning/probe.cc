@@ -377,9 +377,12 @@ class FlatProbe {
     for (int r = 0; r < kRounds; ++r) {
       char* half = shared_.get() + static_cast<std::size_t>(round_[me] % 2) * 2 * kLargeBytes;
       reduce::copy(half + static_cast<std::size_t>(me) * kLargeBytes, mine_[me].get(), bytes);
-      const std::uint32_t target = 2 * ++round_[me];
-      arrived_.fetch_add(1, std::memory_order_acq_rel);
-      if (!waitAtLeast(arrived_, target)) return false;
+      // Each publishes its round on a cache line of its own and waits for the other's, as
+      // the transport's flat slots do (one counter both increment costs a contended
+      // read-modify-write a round: twice the exchange's time).
+      const std::uint32_t round = ++round_[me];
+      published_[me].round.store(round, std::memory_order_release);
+      if (!waitAtLeast(published_[1 - me].round, round)) return false;
       for (int from = 0; from < 2; ++from)
         reduce::copy(mine_[me].get() + static_cast<std::size_t>(from) * kLargeBytes,
                      half + static_cast<std::size_t>(from) * kLargeBytes, bytes);
@@ -416,7 +419,10 @@ class FlatProbe {
   Buffer mine_[2];
   std::uint32_t round_[2] = {0, 0};
   bool ok_ = true;
-  alignas(64) std::atomic<std::uint32_t> arrived_{0};
+  struct Published {
+    alignas(64) std::atomic<std::uint32_t> round{0};
+  };
+  Published published_[2];
   alignas(64) std::atomic<std::uint32_t> go_{0};
   std::atomic<std::uint32_t> command_{0};
   std::atomic<int> followerTid_{0};
