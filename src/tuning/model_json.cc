@@ -152,17 +152,6 @@ Status readCores(const Value& doc, MachineModel& m) {
   return Status::Ok();
 }
 
-Status readLlc(const Value& doc, MachineModel& m) {
-  const Value* v = doc.find("llc_bytes");
-  if (v == nullptr) return Status::Ok();
-  TUTTI_RETURN_IF_ERROR(expectType(*v, "llc_bytes", Value::Type::kNumber));
-  if (v->number != std::floor(v->number) || v->number < 0 || v->number > 1e15)
-    return errorAt(*v, "llc_bytes",
-                   strFormat("an integer from 0 to 1e15 expected, found %g", v->number));
-  m.llcBytes = static_cast<std::uint64_t>(v->number);
-  return Status::Ok();
-}
-
 Status checkFormat(const Value& doc) {
   const Value* format = doc.find("format");
   if (format == nullptr)
@@ -264,7 +253,7 @@ Result<MachineModel> fromJson(std::string_view text, ModelFileInfo* info) {
   TUTTI_RETURN_IF_ERROR(readNumber(doc, "", "message_overhead", m.messageOverhead));
   TUTTI_RETURN_IF_ERROR(readNumber(doc, "", "switch_cost", m.switchCost));
   TUTTI_RETURN_IF_ERROR(readNumber(doc, "", "kernel_copy_ratio", m.kernelCopyRatio));
-  TUTTI_RETURN_IF_ERROR(readLlc(doc, m));
+  TUTTI_RETURN_IF_ERROR(readBytes(doc, "llc_bytes", m.llcBytes));
   TUTTI_RETURN_IF_ERROR(readNumber(doc, "", "cache_bandwidth", m.cacheBandwidth));
   if (const Value* loopback = doc.find("loopback"))
     TUTTI_RETURN_IF_ERROR(readLink(*loopback, "loopback", m.loopback));

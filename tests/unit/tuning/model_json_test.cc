@@ -165,7 +165,7 @@ TEST(ModelJson, BadFilesNameTheLineAndTheKey) {
             "line 2: flat_alpha: a number expected, found a string");
   EXPECT_EQ(errorOf(head + "\"paths\": []}"), "line 2: paths: an object expected, found an array");
   EXPECT_EQ(errorOf(head + "\"llc_bytes\": 1.5}"),
-            "line 2: llc_bytes: an integer from 0 to 1e15 expected, found 1.5");
+            "line 2: llc_bytes: a whole number of bytes expected, found 1.5");
   EXPECT_EQ(errorOf(head + "\"loopback\": {\"latency\": 1}}"),
             "line 2: loopback.latency: unknown key (known: alpha, beta, overhead)");
   EXPECT_EQ(errorOf(head + "\"switch_cost\": -1}"),
