@@ -26,6 +26,7 @@
 #include "base/wait.h"
 #include "reduce/reduce.h"
 #include "tuning/probe_messages.h"
+#include "tuning/probe_places.h"
 #include "topology/nics.h"
 
 namespace tutti::tuning {
@@ -517,78 +518,7 @@ std::array<double, kNumDataTypes> gammas(Clock::duration share) {
   return out;
 }
 
-// The position of each allowed CPU: its package and L3 group (-1: not known).
-struct Place {
-  int cpu;
-  int package;
-  int l3;
-};
-
-int groupOf(const std::vector<std::vector<int>>& groups, int cpu) {
-  for (std::size_t g = 0; g < groups.size(); ++g)
-    if (std::find(groups[g].begin(), groups[g].end(), cpu) != groups[g].end()) return static_cast<int>(g);
-  return -1;
-}
-
-// The CPUs this host gives its ranks, as far as a thread of this process may run on them:
-// the machine's CPUs (hwloc) within this process's cpuset, whatever its affinity mask says
-// (tutti-run binds each rank to one CPU, and the probe is about the host, not the rank).
-// Found by asking a new thread's affinity for them all and reading what it got; the
-// process's mask where that fails.
-std::vector<int> hostCpus(const topo::Machine& machine) {
-  std::vector<int> cpus;
-  for (const auto& package : machine.packages) cpus.insert(cpus.end(), package.begin(), package.end());
-  std::sort(cpus.begin(), cpus.end());
-  std::vector<int> reachable;
-  if (!cpus.empty() && cpus.back() < CPU_SETSIZE) {
-    std::thread([&] {
-      cpu_set_t set;
-      CPU_ZERO(&set);
-      for (const int cpu : cpus) CPU_SET(cpu, &set);
-      if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0) return;
-      CPU_ZERO(&set);
-      if (pthread_getaffinity_np(pthread_self(), sizeof(set), &set) != 0) return;
-      for (const int cpu : cpus)
-        if (CPU_ISSET(cpu, &set)) reachable.push_back(cpu);
-    }).join();
-  }
-  return reachable.empty() ? allowedCpuList() : reachable;
-}
-
-// The fastest NIC other than loopback that reports a speed, bytes/s; 0 where none does.
-std::pair<double, std::string> fastestNic() {
-  std::pair<double, std::string> best{0, ""};
-  for (const topo::Nic& nic : topo::hostNics()) {
-    if (nic.loopback || nic.speedMbps <= 0) continue;
-    const double bytes = nic.speedMbps * 1e6 / 8;
-    if (bytes > best.first) best = {bytes, nic.name};
-  }
-  return best;
-}
-
 }  // namespace
-
-std::array<std::optional<std::pair<int, int>>, 3> cpuPairsByClass(const topo::Machine& machine,
-                                                                  const std::vector<int>& allowed) {
-  std::array<std::optional<std::pair<int, int>>, 3> pairs;
-  if (allowed.empty()) return pairs;
-  const bool described = machine.error.empty() && !machine.packages.empty();
-  std::vector<Place> places;
-  for (const int cpu : allowed)
-    places.push_back({cpu, described ? groupOf(machine.packages, cpu) : 0,
-                      described && !machine.l3Groups.empty() ? groupOf(machine.l3Groups, cpu) : 0});
-  for (std::size_t i = 0; i < places.size(); ++i) {
-    for (std::size_t j = i + 1; j < places.size(); ++j) {
-      const Place& a = places[i];
-      const Place& b = places[j];
-      int c = 2;  // other packages
-      if (a.package == b.package) c = a.l3 == b.l3 ? 0 : 1;
-      if (!pairs[static_cast<std::size_t>(c)]) pairs[static_cast<std::size_t>(c)] = {{a.cpu, b.cpu}};
-    }
-  }
-  if (places.size() == 1) pairs[0] = {{places[0].cpu, places[0].cpu}};
-  return pairs;
-}
 
 std::vector<std::string> fillMissingClasses(const std::array<std::optional<LinkCost>, 3>& measured,
                                             MachineModel& model) {
@@ -626,10 +556,6 @@ struct Shares {
 // through a shared buffer is two copies and the cache lines' trip between the cores: far
 // past kMaxCopyRatio local copies of the same bytes, a thread was waiting.
 constexpr double kMaxPairAlpha = 10e-6;
-// The same for loopback TCP's messages and a context switch: tens of microseconds through
-// loopback, a few for a switch; far past these, a thread waited for a CPU.
-constexpr double kMaxLoopbackOneWay = 500e-6;
-constexpr double kMaxSwitch = 50e-6;
 constexpr double kMaxCopyRatio = 16;
 
 }  // namespace
@@ -704,56 +630,6 @@ void probeNetwork(ProbeReport& report) {
     report.notes.push_back(strFormat("network: no NIC reports its speed (virtual links): "
                                      "%.0f Mbit/s and %.0f us (defaults)",
                                      m.nicBandwidth * 8 / 1e6, net.alpha * 1e6));
-  }
-}
-
-// The library's own costs (probe_messages.h): a message through TCP over loopback
-// (loopback), and a context switch (switch_cost).
-void probeMessages(const ProbeOptions& options, const std::optional<std::pair<int, int>>& pair,
-                   Clock::duration tcpShare, Clock::duration switchShare,
-                   const std::function<bool(const char*)>& late, ProbeReport& report) {
-  MachineModel& m = report.model;
-  const int a = pair ? pair->first : -1, b = pair ? pair->second : -1;
-  auto distrusted = [&](const char* name, const std::string& why) {
-    report.complete = false;
-    report.notes.push_back(strFormat("%s: %s (defaults)", name, why.c_str()));
-  };
-  Clock::time_point t0 = Clock::now();
-  if (!late("loopback")) {
-    std::string why;
-    const auto tcp = measureLoopback(a, b, Clock::now() + tcpShare, &why);
-    const bool contended = options.contended && options.contended("loopback");
-    if (!tcp) {
-      distrusted("loopback", "the TCP transport over 127.0.0.1: " + why);
-    } else if (contended || tcp->oneWay > kMaxLoopbackOneWay) {
-      distrusted("loopback", strFormat("untrusted (%.1f us one way: a thread was not running)",
-                                       tcp->oneWay * 1e6));
-    } else {
-      // Over loopback no wire waits: the one-way time is the two kernels' work, the
-      // sender's (its send carries the segment to the receiving socket) and the receiver's,
-      // so it is CPU time, half at each end.
-      m.loopback.overhead = tcp->oneWay / 2;
-      m.loopback.alpha = 0;
-      if (tcp->beta > 0) m.loopback.beta = tcp->beta;
-      report.notes.push_back(strFormat("loopback: the TCP transport over 127.0.0.1, %.1f us one "
-                                       "way (CPU time, half at each end), %.2f GB/s (%.1f ms)",
-                                       tcp->oneWay * 1e6, 1e-9 / m.loopback.beta,
-                                       secondsSince(t0) * 1e3));
-    }
-  }
-  t0 = Clock::now();
-  if (!late("switch_cost")) {
-    const auto cost = measureSwitch(a, Clock::now() + switchShare);
-    const bool contended = options.contended && options.contended("switch_cost");
-    if (!cost) {
-      distrusted("switch_cost", "no hand-over finished");
-    } else if (contended || *cost > kMaxSwitch) {
-      distrusted("switch_cost", strFormat("untrusted (%.1f us)", *cost * 1e6));
-    } else {
-      m.switchCost = *cost;
-      report.notes.push_back(strFormat("switch_cost: two threads on CPU %d handing a futex over, "
-                                       "%.2f us (%.1f ms)", a, *cost * 1e6, secondsSince(t0) * 1e3));
-    }
   }
 }
 
@@ -856,7 +732,7 @@ ProbeReport probeHost(const ProbeOptions& options) {
                                      "and 2 MiB each (%.1f ms)",
                                      memoryCpus.size(), ms(t0)));
   }
-  probeMessages(options, flatPair, share(shares.tcp), share(shares.switchCost), late, report);
+  probeLibraryPaths(options, flatPair, share(shares.tcp), share(shares.switchCost), late, report);
   report.seconds = secondsSince(start);
   return report;
 }

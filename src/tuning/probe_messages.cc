@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/fd.h"
+#include "base/strings.h"
 #include "base/net.h"
 #include "transport/link.h"
 #include "transport/tcp/tcp_transport.h"
@@ -145,6 +146,11 @@ void follow(Transport& t, Deadline deadline, bool& ok) {
   }
 }
 
+// Far past these, a thread waited for a CPU: tens of microseconds one way through
+// loopback, a few for a switch.
+constexpr double kMaxLoopbackOneWay = 500e-6;
+constexpr double kMaxSwitch = 50e-6;
+
 }  // namespace
 
 void pinThread(int cpu) {
@@ -241,6 +247,54 @@ std::optional<double> measureSwitch(int cpu, ProbeClock::time_point until) {
   other.join();
   if (best <= 0) return std::nullopt;
   return best;
+}
+
+void probeLibraryPaths(const ProbeOptions& options, const std::optional<std::pair<int, int>>& pair,
+                       ProbeClock::duration tcpShare, ProbeClock::duration switchShare,
+                       const std::function<bool(const char*)>& late, ProbeReport& report) {
+  MachineModel& m = report.model;
+  const int a = pair ? pair->first : -1, b = pair ? pair->second : -1;
+  auto distrusted = [&](const char* name, const std::string& why) {
+    report.complete = false;
+    report.notes.push_back(strFormat("%s: %s (defaults)", name, why.c_str()));
+  };
+  ProbeClock::time_point t0 = ProbeClock::now();
+  if (!late("loopback")) {
+    std::string why;
+    const auto tcp = measureLoopback(a, b, ProbeClock::now() + tcpShare, &why);
+    const bool contended = options.contended && options.contended("loopback");
+    if (!tcp) {
+      distrusted("loopback", "the TCP transport over 127.0.0.1: " + why);
+    } else if (contended || tcp->oneWay > kMaxLoopbackOneWay) {
+      distrusted("loopback", strFormat("untrusted (%.1f us one way: a thread was not running)",
+                                       tcp->oneWay * 1e6));
+    } else {
+      // Over loopback no wire waits: the one-way time is the two kernels' work, the
+      // sender's (its send carries the segment to the receiving socket) and the receiver's,
+      // so it is CPU time, half at each end.
+      m.loopback.overhead = tcp->oneWay / 2;
+      m.loopback.alpha = 0;
+      if (tcp->beta > 0) m.loopback.beta = tcp->beta;
+      report.notes.push_back(strFormat("loopback: the TCP transport over 127.0.0.1, %.1f us one "
+                                       "way (CPU time, half at each end), %.2f GB/s (%.1f ms)",
+                                       tcp->oneWay * 1e6, 1e-9 / m.loopback.beta,
+                                       secondsSince(t0) * 1e3));
+    }
+  }
+  t0 = ProbeClock::now();
+  if (!late("switch_cost")) {
+    const auto cost = measureSwitch(a, ProbeClock::now() + switchShare);
+    const bool contended = options.contended && options.contended("switch_cost");
+    if (!cost) {
+      distrusted("switch_cost", "no hand-over finished");
+    } else if (contended || *cost > kMaxSwitch) {
+      distrusted("switch_cost", strFormat("untrusted (%.1f us)", *cost * 1e6));
+    } else {
+      m.switchCost = *cost;
+      report.notes.push_back(strFormat("switch_cost: two threads on CPU %d handing a futex over, "
+                                       "%.2f us (%.1f ms)", a, *cost * 1e6, secondsSince(t0) * 1e3));
+    }
+  }
 }
 
 }  // namespace tutti::tuning

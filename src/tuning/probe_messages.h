@@ -5,8 +5,12 @@
 // what a context switch costs where a host runs more ranks than cores.
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
+#include <utility>
+
+#include "tuning/probe.h"
 
 namespace tutti::tuning {
 
@@ -34,5 +38,14 @@ std::optional<MessageCosts> measureLoopback(int cpuA, int cpuB, ProbeClock::time
 /// each handing over putting the other to run; half the best round trip. nullopt where no
 /// batch finished by `until`.
 std::optional<double> measureSwitch(int cpu, ProbeClock::time_point until);
+
+/// The probe's phases of these (probe.h): `loopback` through measureLoopback and
+/// `switch_cost` through measureSwitch, on the CPU pair `pair` (nullopt: not pinned), each
+/// in its share, skipped where `late(name)` says the probe's time ran out; a figure past what
+/// a running thread takes, or a phase the options' test seam calls contended, is refused
+/// (defaults kept, the probe incomplete). Writes report.model and report.notes.
+void probeLibraryPaths(const ProbeOptions& options, const std::optional<std::pair<int, int>>& pair,
+                       ProbeClock::duration tcpShare, ProbeClock::duration switchShare,
+                       const std::function<bool(const char*)>& late, ProbeReport& report);
 
 }  // namespace tutti::tuning
