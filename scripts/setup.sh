@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 
 PACKAGES=(
   build-essential g++ cmake ninja-build pkg-config   # toolchain
+  lld                                                # the linker (cmake/linker.cmake)
   libgtest-dev libgmock-dev                          # tests
   libbenchmark-dev                                   # kernel micro-benchmarks
   libcli11-dev                                       # command lines of the tools

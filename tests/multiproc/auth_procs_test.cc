@@ -206,9 +206,10 @@ TEST(AuthProcs, ForeignLauncherWithTheSameSecretWorksAndWithoutOneWarnsWhereItLi
 }
 
 TEST(AuthProcs, ForeignLauncherRankWithoutTheSecretIsRefused) {
-  // Rank 0 serves the store with the secret; rank 1 was not given it.
+  // Rank 0 serves the store with the secret; rank 1 was not given it. Rank 0 waits for
+  // rank 1 until its connect timeout, 5 s here rather than the others' 10.
   auto results = runOpenMpiStyle(
-      2, {{"TUTTI_SECRET=only-rank-zero-has-this-secret-0123"}, {}});
+      2, {{"TUTTI_SECRET=only-rank-zero-has-this-secret-0123", "TUTTI_CONNECT_TIMEOUT=5"}, {}});
   ASSERT_EQ(results.size(), 2u);
   EXPECT_NE(results[1].exitCode(), 0);
   EXPECT_TRUE(has(results[1].out,
