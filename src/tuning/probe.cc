@@ -429,15 +429,13 @@ class FlatProbe {
   std::atomic<int> followerTid_{0};
 };
 
-// Bytes copied per second by `cpus.size()` threads at once, each copying its own 2 MiB
-// with the non-temporal stores reduce::copy uses for large outputs (they write to memory,
-// past the caches); 0 where a thread could not make its buffers.
 // Bytes per second the threads on `cpus` copy at once: 2 MiB each within the caches
 // (first), and from memory to memory (second) through buffers that together hold twice the
 // last-level cache `llcBytes` (16 to 64 MiB each; 0: 16), as a large call's buffers do,
-// 2 MiB at a time with ordinary stores as messages are copied. The
-// large buffers are backed by huge pages where the kernel gives them (a few faults, not
-// thousands); their first pass is not timed.
+// 2 MiB at a time with ordinary stores as messages are copied; 0 where a thread could not
+// make its buffers. The large buffers are backed by huge pages where the kernel gives them
+// (a few faults, not thousands: populating 4 KiB pages was most of the probe's time), and
+// first written whole, untimed.
 std::pair<double, double> memoryBandwidth(const std::vector<int>& cpus, std::uint64_t llcBytes,
                                           Clock::duration share) {
   constexpr std::size_t kBytes = 2 << 20;
@@ -452,7 +450,7 @@ std::pair<double, double> memoryBandwidth(const std::vector<int>& cpus, std::uin
     threads.emplace_back([&, i] {
       pinThread(cpus[i]);
       Buffer src(kBytes), dst(kBytes);
-      Buffer bigSrc(large), bigDst(large);
+      Buffer bigSrc(large, true), bigDst(large, true);
       // The clock starts when every thread has its buffers: they copy at once.
       if (ready.fetch_add(1) + 1 == n)
         startNs.store(Clock::now().time_since_epoch().count(), std::memory_order_release);
@@ -470,7 +468,6 @@ std::pair<double, double> memoryBandwidth(const std::vector<int>& cpus, std::uin
         for (std::size_t at = 0; at < large; at += kBytes)
           reduce::copy(bigDst.get() + at, bigSrc.get() + at, std::min(kBytes, large - at));
       };
-      copyLarge();  // the pages' first touch, untimed
       fromMemory[i] = bestCpuTime(2, 3, begin + share, copyLarge);
     });
   }
