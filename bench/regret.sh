@@ -23,8 +23,10 @@
 # is 2x2,4x2), links shaped to --rate (1gbit) in both directions (tests/multihost/netns.sh;
 # root), over each of --host-transports: hybrid (TUTTI_TRANSPORT=auto: shared memory within
 # a host, TCP between) and tcp. Their cells are named TRANSPORT@HxL (hybrid@2x2). A host's
-# ranks are bound to CPU h * nproc / H, as bench/peers/multihost.sh binds them; explain
-# prices them on a flat network of --rate NICs (--net flat:nic-gbps=...).
+# ranks are bound to CPU h * nproc / H, as bench/peers/multihost.sh binds them. Before the
+# grid, one job on the first two hosts measures the network as every communicator across
+# hosts does at creation (TUTTI_NET_PROBE), and DIR/model-hosts.json (the model with that
+# network path) is what every run and prediction on namespaced hosts uses.
 # One launch of tutti-bench covers every size of a (layout, transport, collective,
 # candidate) (--sizes), out of place only, with -n --iters (200) timed calls per size but at
 # most --iter-bytes (128M) of calls, at least 1 (tutti-bench --iter-bytes), and up to 20
@@ -87,8 +89,6 @@ for t in $host_transports; do
   case $t in hybrid|tcp) ;; *) echo "regret.sh: --host-transports: hybrid or tcp, not '$t'" >&2; exit 2 ;; esac
 done
 [[ $rate =~ ^([0-9]+)(mbit|gbit)$ ]] || { echo "regret.sh: --rate '$rate': e.g. 1gbit, 100mbit" >&2; exit 2; }
-nic_gbps=$(awk -v n="${BASH_REMATCH[1]}" -v u="${BASH_REMATCH[2]}" \
-  'BEGIN { printf "%g", u == "gbit" ? n : n / 1000 }')
 [ -n "$out" ] || out="build/regret-$(date +%Y%m%d-%H%M%S)"
 mkdir -p "$out/logs"
 out=$(readlink -f "$out")
@@ -144,7 +144,9 @@ launch() {  # layout transport file env... -- bench args...
   shift
   local h=${layout%x*} l=${layout#*x} tv=$transport
   [ "$tv" = hybrid ] && tv=auto
-  envs+=(TUTTI_TRANSPORT="$tv" TUTTI_TUNING_FILE="$model" TUTTI_DEBUG=INFO
+  local pinned=$model
+  [ "$h" = 1 ] || pinned=$model_hosts
+  envs+=(TUTTI_TRANSPORT="$tv" TUTTI_TUNING_FILE="$pinned" TUTTI_DEBUG=INFO
          TUTTI_DEBUG_SUBSYS=TUNE TUTTI_TOPO_DUMP_FILE="$out/logs/topo-$layout-$transport.json")
   if [ "$h" = 1 ]; then
     env "${envs[@]}" timeout "$timeout_s" "${prio[@]}" "$bin/tutti-run" -n "$l" \
@@ -179,12 +181,13 @@ explain() {  # layout transport collective bytes segment fixed(0|1) flat_room
   local key="$*"
   if [ -z "${explained[$key]:-}" ]; then
     local h=${layout%x*} l=${layout#*x} a=()
-    a=(explain "$coll" "$b" --ranks $((h * l)) --model "$model" --transport "$transport"
+    local pinned=$model
+    [ "$h" = 1 ] || pinned=$model_hosts
+    a=(explain "$coll" "$b" --ranks $((h * l)) --model "$pinned" --transport "$transport"
        --segment "$seg" --flat-room "$room" --json)
     [ "$fixed" = 1 ] && a+=(--fixed-segment)
     local topo="$out/logs/topo-$layout-$transport.json"
     [ -s "$topo" ] && a+=(--topo "$topo")
-    [ "$h" -gt 1 ] && a+=(--net "flat:nic-gbps=$nic_gbps")
     explained[$key]=$("$bin/tutti-info" "${a[@]}" 2>"$out/logs/explain.err" |
       tr -d '\n') || { echo "regret.sh: explain failed: ${a[*]}" >&2; cat "$out/logs/explain.err" >&2; exit 1; }
   fi
@@ -250,6 +253,35 @@ sizes_above() {  # segment list...
   echo "$out"
 }
 
+# DIR/model-hosts.json: $model with the network path a communicator across two namespaced
+# hosts measures at creation (its TUNE line: core/model_setup.cc), as applyNetworkCosts
+# (tuning/probe_network.h) puts it: alpha, the loopback's overhead, the sustained rate as
+# beta and nic_bandwidth.
+measure_network() {
+  local file="$out/logs/network.out" line
+  model_hosts=""  # unpinned: the probe runs
+  launch 2x1 hybrid "$file" -- barrier -n 1 -w 0 ||
+    { echo "regret.sh: the network probe's job failed" >&2; cat "$file" >&2; exit 1; }
+  line=$(grep -o "network: measured with rank [0-9]*: .* Mbit/s sustained" "$file" | head -n 1) ||
+    { echo "regret.sh: no network measurement in $file" >&2; cat "$file" >&2; exit 1; }
+  echo "# network: $line" >>"$out/header.txt"
+  model_hosts=$out/model-hosts.json
+  /usr/bin/python3 - "$model" "$model_hosts" "$line" <<'PY'
+import json, re, sys
+source, target, line = sys.argv[1:]
+m = re.search(r"\(alpha ([0-9.]+) us\), ([0-9.]+) Mbit/s", line)
+model = json.load(open(source))
+net = model["paths"]["network"]
+net["alpha"] = float(m.group(1)) * 1e-6
+bandwidth = float(m.group(2)) * 1e6 / 8
+net["beta"] = 1 / bandwidth
+if model.get("loopback", {}).get("overhead", 0) > 0:
+    net["overhead"] = model["loopback"]["overhead"]
+model["nic_bandwidth"] = bandwidth
+json.dump(model, open(target, "w"), indent=2)
+PY
+}
+
 measure() {
   if [ -z "$model" ]; then
     # A first communicator probes this host's model and caches it, if nothing is cached.
@@ -267,6 +299,7 @@ measure() {
   for s in $sizes; do all_sizes+="${all_sizes:+,}$(bytes_of "$s")"; done
   : >"$raw"
   : >"$predicted"
+  model_hosts=$model
   {
     echo "# regret.sh $(date -u +%Y-%m-%dT%H:%MZ), tutti $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
     echo "# command: bench/regret.sh ${args[*]}"
@@ -275,6 +308,7 @@ measure() {
     echo "# model: $model"
     [ -z "$hosts" ] || echo "# hosts: $hosts, links $rate"
   } >"$out/header.txt"
+  [ -z "$hosts" ] || measure_network
   local layout transport coll algo seg list
   for round in $(seq 1 "$rounds"); do
     for layout in "${layouts[@]}"; do

@@ -183,6 +183,7 @@ Result<std::unique_ptr<CommImpl>> CommImpl::create(InitParams params) {
                          *config, std::move(params.view));
   TUTTI_RETURN_IF_ERROR(topology.publish());
   // A split child keeps its parent's model, which its ranks agreed on already.
+  const bool splitChild = params.model != nullptr;
   id.model = std::move(params.model);
   if (!id.model) {
     // Rank 0's cache is keyed by the machine it really runs on, whatever TUTTI_SHM_HOST says.
@@ -199,6 +200,14 @@ Result<std::unique_ptr<CommImpl>> CommImpl::create(InitParams params) {
   TUTTI_ASSIGN_OR_RETURN(TransportSetup transport, TransportFactory::build(request, *config));
   id.bindHost = transport.bindHost;
   TUTTI_ASSIGN_OR_RETURN(id.view, topology.finish());
+  // Across hosts the network's figures are measured on the links just made (not by a split
+  // child, whose model is its parent's).
+  if (!splitChild) {
+    TUTTI_ASSIGN_OR_RETURN(id.model, agreeOnNetwork({id.store.get(), id.prefix, id.rank, id.size,
+                                                     id.view.get(), transport.transport.get(),
+                                                     deadline},
+                                                    std::move(id.model), *config));
+  }
   transport.hosts = hostMapOf(*id.view);
   const Parts parts = partsFor(*config, choices, transport);
   return std::unique_ptr<CommImpl>(new CommImpl(std::move(id), std::move(transport), parts));

@@ -102,7 +102,7 @@ Status CallChecker::checkHistory(int peer, std::uint64_t seq, const CallStamp& s
 }
 
 Status CallChecker::onArrival(int peer, Tag tag, const CallStamp& stamp) {
-  if (isP2pTag(tag) || stamp.empty()) return Status::Ok();
+  if (!isCollectiveTag(tag) || stamp.empty()) return Status::Ok();
   const std::uint64_t seq24 = (tag >> 24) & kSeqMask;
   const std::uint64_t begun = begun_.load(std::memory_order_acquire);
   const std::uint64_t seq = widen(seq24, begun == 0 ? 0 : begun - 1);

@@ -4,6 +4,7 @@
 //
 //   collective:  [63:62]=0  [61:48] comm id  [47:24] operation sequence  [23:0] message index
 //   p2p:         [63:62]=1  [61:48] comm id  [47:16] user tag            [15:0] zero
+//   setup:       [63:62]=2  [61:0] index
 //
 // The message index is the k-th message between an ordered pair of ranks within one
 // operation; schedules assign it so that sender and receiver agree (see schedule.h). The
@@ -43,18 +44,29 @@ constexpr Tag p2pTag(std::uint32_t commId, std::uint32_t userTag) {
          (static_cast<Tag>(userTag) << 16);
 }
 
+/// Tag of message `index` of what a communicator's creation exchanges on its own transport
+/// before its first call (the network probe, tuning/probe_network.h): apart from every
+/// collective and point-to-point tag, and every such message is received before creation
+/// ends.
+constexpr Tag setupTag(std::uint32_t index) { return (Tag{2} << 62) | index; }
+
 /// True for the tags p2pTag() makes.
 constexpr bool isP2pTag(Tag tag) { return (tag >> 62) == 1; }
 
+/// True for the tags of a collective call's messages (collectiveTagBase, probeTag): not a
+/// point-to-point message's, nor one of creation's (setupTag).
+constexpr bool isCollectiveTag(Tag tag) { return (tag >> 62) == 0; }
+
 /// True for the tags probeTag() makes.
 constexpr bool isProbeTag(Tag tag) {
-  return !isP2pTag(tag) && (tag & kMaxMessageIndex) == kProbeIndex;
+  return isCollectiveTag(tag) && (tag & kMaxMessageIndex) == kProbeIndex;
 }
 
 /// True when collective tags `earlier` and `later` belong to two operations of one
 /// communicator and `earlier`'s was issued first (sequences compared modulo their wrap).
 constexpr bool isEarlierCall(Tag earlier, Tag later) {
-  if (isP2pTag(earlier) || isP2pTag(later) || (earlier >> 48) != (later >> 48)) return false;
+  if (!isCollectiveTag(earlier) || !isCollectiveTag(later) || (earlier >> 48) != (later >> 48))
+    return false;
   const std::uint64_t ahead = ((later >> 24) - (earlier >> 24)) & 0xffffffu;
   return ahead != 0 && ahead < (1u << 23);
 }

@@ -20,7 +20,7 @@
 //   llc_bytes              the smallest L3 of the host's CPUs (sysfs; L2 where none)
 //   loopback               two TCP transports of this process over 127.0.0.1 (probe_messages.h):
 //                          half the best round trip of 8 bytes, CPU time half at each end
-//                          (overhead), and 256 KiB messages (beta)
+//                          (overhead), and 1 MiB messages (beta)
 //   switch_cost            two threads on one CPU handing a futex word back and forth
 //   message_overhead       not measured (the executor runs above this layer): the default
 //   paths[class]           two threads pinned to a pair of CPUs of the class: alpha is

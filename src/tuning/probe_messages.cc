@@ -1,6 +1,6 @@
 // Messages through the TCP transport between two threads, and a context switch
 // (probe_messages.h). Rank 0's thread leads: before each batch of round trips it sends a
-// head naming the batch's kind (8-byte or 256 KiB messages, or the end), so that rank 1's
+// head naming the batch's kind (8-byte or 1 MiB messages, or the end), so that rank 1's
 // thread follows without a clock of its own; each batch is timed by rank 0 alone, and the
 // best batch of each kind counts.
 #include "tuning/probe_messages.h"
@@ -25,8 +25,10 @@ namespace tutti::tuning {
 
 namespace {
 
-constexpr std::size_t kBulkBytes = 256 << 10;
-constexpr int kRounds = 32;                     // round trips per batch
+// Large enough that the 8-byte round trip's own error (a few microseconds) is small beside
+// its time, which it is subtracted from.
+constexpr std::size_t kBulkBytes = 1 << 20;
+constexpr int kSmallRounds = 32, kBulkRounds = 8;  // round trips per batch
 // Each wait polls until its message comes, as the executor's waits do where every rank has
 // a core (a sleep and its wake-up are switch_cost's part, not a message's).
 constexpr std::int64_t kSpinNs = 2'000'000;
@@ -38,33 +40,8 @@ double secondsSince(ProbeClock::time_point start) {
   return std::chrono::duration<double>(ProbeClock::now() - start).count();
 }
 
-bool await(Transport& t, TransferRequest& request, Deadline deadline, std::int64_t spinNs) {
-  while (!request.done()) {
-    const std::uint32_t seen = t.progressSignal().snapshot();
-    if (request.done()) break;
-    if (!t.waitForProgress(seen, deadline, spinNs) && deadline.expired()) return false;
-  }
-  return request.status().ok();
-}
-
-bool send(Transport& t, int peer, Tag tag, const void* data, std::size_t bytes, Deadline d,
-          std::int64_t spinNs) {
-  TransferRequest request;
-  t.link(peer).postSend(&request, tag, data, bytes);
-  return await(t, request, d, spinNs);
-}
-
-bool recv(Transport& t, int peer, Tag tag, void* data, std::size_t bytes, Deadline d,
-          std::int64_t spinNs) {
-  TransferRequest request;
-  t.link(peer).postRecv(&request, tag, data, bytes);
-  return await(t, request, d, spinNs);
-}
-
-using Pair = std::array<std::unique_ptr<Transport>, 2>;
-
 // Two TCP transports over one connection on 127.0.0.1 (a listener on an ephemeral port).
-bool makeTcp(Pair& pair, Deadline deadline, std::string* why) {
+bool makeTcp(TransportPair& pair, Deadline deadline, std::string* why) {
   auto fail = [&](const Status& s) {
     *why = s.toString();
     return false;
@@ -103,26 +80,31 @@ void lead(Transport& t, ProbeClock::time_point until, Deadline deadline, Best& b
   std::vector<std::uint8_t> bulk(kBulkBytes, 1);
   std::uint64_t small = 0, answer = 0;
   const std::vector<Kind> kinds = {kSmall, kBulk};
+  // The first bulk batch is not timed: a new connection's socket buffers start small and the
+  // kernel grows them with use (autotuning), so that it measured a connection still growing
+  // (3x slower in some probes than in others) where the communicator's are long-lived.
+  constexpr std::size_t kMinBatches = 2 * 2;
   for (std::size_t batch = 0; ok; ++batch) {
-    // At least one batch of each kind; then until the time is up.
-    const Kind kind = batch >= kinds.size() && ProbeClock::now() >= until ? kEnd : kinds[batch % kinds.size()];
+    // At least two batches of each kind; then until the time is up.
+    const Kind kind = batch >= kMinBatches && ProbeClock::now() >= until ? kEnd : kinds[batch % kinds.size()];
     std::uint64_t head = kind;
     const std::int64_t spin = kSpinNs;
-    if (!send(t, 1, kHeadTag, &head, sizeof head, deadline, kSpinNs)) {
+    if (!sendMessage(t, 1, kHeadTag, &head, sizeof head, deadline, kSpinNs)) {
       ok = false;
       return;
     }
     if (kind == kEnd) return;
     const auto start = ProbeClock::now();
-    for (int i = 0; i < kRounds && ok; ++i) {
-      ok = kind == kBulk ? send(t, 1, kDataTag, bulk.data(), bulk.size(), deadline, spin)
-                         : send(t, 1, kDataTag, &small, sizeof small, deadline, spin);
-      ok = ok && recv(t, 1, kDataTag, &answer, sizeof answer, deadline, spin);
+    const int rounds = kind == kBulk ? kBulkRounds : kSmallRounds;
+    for (int i = 0; i < rounds && ok; ++i) {
+      ok = kind == kBulk ? sendMessage(t, 1, kDataTag, bulk.data(), bulk.size(), deadline, spin)
+                         : sendMessage(t, 1, kDataTag, &small, sizeof small, deadline, spin);
+      ok = ok && recvMessage(t, 1, kDataTag, &answer, sizeof answer, deadline, spin);
     }
     if (!ok) return;
-    const double wall = secondsSince(start) / kRounds;
+    const double wall = secondsSince(start) / rounds;
     if (kind == kSmall) best.keep(best.smallWall, wall);
-    if (kind == kBulk) best.keep(best.bulkWall, wall);
+    if (kind == kBulk && batch >= kinds.size()) best.keep(best.bulkWall, wall);
   }
 }
 
@@ -132,16 +114,17 @@ void follow(Transport& t, Deadline deadline, bool& ok) {
   std::uint64_t small = 0, answer = 0;
   while (ok) {
     std::uint64_t head = kEnd;
-    if (!recv(t, 0, kHeadTag, &head, sizeof head, deadline, kSpinNs)) {
+    if (!recvMessage(t, 0, kHeadTag, &head, sizeof head, deadline, kSpinNs)) {
       ok = false;
       return;
     }
     if (head == kEnd) return;
     const std::int64_t spin = kSpinNs;
-    for (int i = 0; i < kRounds && ok; ++i) {
-      ok = head == kBulk ? recv(t, 0, kDataTag, bulk.data(), bulk.size(), deadline, spin)
-                         : recv(t, 0, kDataTag, &small, sizeof small, deadline, spin);
-      ok = ok && send(t, 0, kDataTag, &answer, sizeof answer, deadline, spin);
+    const int rounds = head == kBulk ? kBulkRounds : kSmallRounds;
+    for (int i = 0; i < rounds && ok; ++i) {
+      ok = head == kBulk ? recvMessage(t, 0, kDataTag, bulk.data(), bulk.size(), deadline, spin)
+                         : recvMessage(t, 0, kDataTag, &small, sizeof small, deadline, spin);
+      ok = ok && sendMessage(t, 0, kDataTag, &answer, sizeof answer, deadline, spin);
     }
   }
 }
@@ -152,6 +135,40 @@ constexpr double kMaxLoopbackOneWay = 500e-6;
 constexpr double kMaxSwitch = 50e-6;
 
 }  // namespace
+
+std::optional<TransportPair> tcpPairOnLoopback(Deadline deadline, std::string* why) {
+  TransportPair pair;
+  if (!makeTcp(pair, deadline, why)) return std::nullopt;
+  return pair;
+}
+
+bool awaitRequest(Transport& t, TransferRequest& request, Deadline deadline,
+                  std::int64_t spinNs) {
+  while (!request.done()) {
+    const std::uint32_t seen = t.progressSignal().snapshot();
+    if (request.done()) break;
+    if (!t.waitForProgress(seen, deadline, spinNs) && deadline.expired()) return false;
+  }
+  return request.status().ok();
+}
+
+bool sendMessage(Transport& t, int peer, Tag tag, const void* data, std::size_t bytes,
+                 Deadline deadline, std::int64_t spinNs) {
+  TransferRequest request;
+  t.link(peer).postSend(&request, tag, data, bytes);
+  if (awaitRequest(t, request, deadline, spinNs)) return true;
+  t.link(peer).cancel(&request);
+  return false;
+}
+
+bool recvMessage(Transport& t, int peer, Tag tag, void* data, std::size_t bytes,
+                 Deadline deadline, std::int64_t spinNs) {
+  TransferRequest request;
+  t.link(peer).postRecv(&request, tag, data, bytes);
+  if (awaitRequest(t, request, deadline, spinNs)) return true;
+  t.link(peer).cancel(&request);
+  return false;
+}
 
 void pinThread(int cpu) {
   if (cpu < 0) return;
@@ -170,7 +187,7 @@ std::optional<MessageCosts> measureLoopback(int cpuA, int cpuB, ProbeClock::time
   // failed measurement, never a hang.
   const Deadline deadline = Deadline::afterSeconds(
       std::max(0.0, std::chrono::duration<double>(until - ProbeClock::now()).count()) + 3.0);
-  Pair pair;
+  TransportPair pair;
   if (!makeTcp(pair, deadline, why)) return std::nullopt;
   Best best;
   bool ok0 = true, ok1 = true;
@@ -199,7 +216,7 @@ std::optional<MessageCosts> measureLoopback(int cpuA, int cpuB, ProbeClock::time
   }
   MessageCosts out;
   out.oneWay = best.smallWall / 2;
-  // A bulk round trip: the 256 KiB message one way and 8 bytes back.
+  // A bulk round trip: the 1 MiB message one way and 8 bytes back.
   out.beta = std::max(0.0, best.bulkWall - best.smallWall) / static_cast<double>(kBulkBytes);
   return out;
 }

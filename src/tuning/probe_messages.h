@@ -4,13 +4,19 @@
 // the kernel's loopback, between two threads of this process standing for two ranks, and
 // what a context switch costs where a host runs more ranks than cores.
 
+#include <array>
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 
+#include "transport/link.h"
 #include "tuning/probe.h"
+#include "tutti/deadline.h"
 
 namespace tutti::tuning {
 
@@ -20,9 +26,26 @@ using ProbeClock = std::chrono::steady_clock;
 struct MessageCosts {
   /// Seconds: half the round trip of an 8-byte message and its 8-byte answer.
   double oneWay = 0;
-  /// Seconds per byte of a 256 KiB message beyond an 8-byte one's time.
+  /// Seconds per byte of a 1 MiB message beyond an 8-byte one's time.
   double beta = 0;
 };
+
+/// Waits, driving `t`'s progress (the caller drives: Transport::setDriving), until `request`
+/// is done, polling for about `spinNs` before each block. False where it failed or
+/// `deadline` passed first (the request is then still pending).
+bool awaitRequest(Transport& t, TransferRequest& request, Deadline deadline, std::int64_t spinNs);
+
+/// One message to or from `peer` under `tag`, waited for as awaitRequest does; false where
+/// it failed or `deadline` passed (a request still pending is cancelled).
+bool sendMessage(Transport& t, int peer, Tag tag, const void* data, std::size_t bytes,
+                 Deadline deadline, std::int64_t spinNs);
+bool recvMessage(Transport& t, int peer, Tag tag, void* data, std::size_t bytes,
+                 Deadline deadline, std::int64_t spinNs);
+
+/// Two TCP transports of this process (ranks 0 and 1 of a world of two) over one connection
+/// on 127.0.0.1; nullopt where they cannot be made here, `*why` then says why.
+using TransportPair = std::array<std::unique_ptr<Transport>, 2>;
+std::optional<TransportPair> tcpPairOnLoopback(Deadline deadline, std::string* why);
 
 /// Pins the calling thread to `cpu` (-1: leaves it as it is); best effort. The probe's
 /// threads are pinned for their measurement only.

@@ -21,6 +21,10 @@
 #                        host's ranks name the ranks of the host that did not report
 #   slow_link            the second host's link shaped to 10 Mbit/s (the first's at 1 Gbit/s):
 #                        an all-reduce that takes seconds there completes, every element right
+#   net_probe            2 hosts x 1 rank on links shaped to 1 Gbit/s: the network probe at
+#                        creation (TUTTI_NET_PROBE) sees the shaped rate, not the veth's
+#                        nominal 10 Gbit/s: at most 2 Gbit/s (shaping bounds it from above,
+#                        so no timing can fail this); with TUTTI_NET_PROBE=0 it says so
 #   bench_quick          bench/peers/multihost.sh, tutti alone, one round of a 64 KiB
 #                        all-reduce and all-to-all on 2 hosts x 2 ranks: it runs, every
 #                        output checks right, and its table has both rows
@@ -307,6 +311,33 @@ outside any tutti call): ranks 2-3 on host 1 '[^']*' at 10\.77\.0\.2" ||
         fail "no RESULT OK from rank $r: $all"
     done
     grep "RESULT OK" "$out/out"  # the time each took, for the log
+    ;;
+
+  net_probe)
+    for probe in 1 0; do
+      rc=0
+      timeout 60 "$netns" run --slots 1,1 -- bash -c '
+        tutti_run_hosts --timeout 40 -x TUTTI_DEBUG=INFO -x TUTTI_DEBUG_SUBSYS=TUNE \
+          -x TUTTI_NET_PROBE='"$probe"' sh -c "$0" "$1" repeat 1000 1' \
+        "$bind" "$worker" >"$out/out" 2>"$out/err" || rc=$?
+      all=$(cat "$out/out" "$out/err")
+      [ "$rc" = 0 ] || fail "TUTTI_NET_PROBE=$probe: exit status $rc: $all"
+      for r in 0 1; do
+        grep -q "^\[$r\] RESULT OK rank $r of 2: 1 all-reduces of 1000 " "$out/out" ||
+          fail "TUTTI_NET_PROBE=$probe: no RESULT OK from rank $r: $all"
+      done
+      if [ "$probe" = 1 ]; then
+        line=$(grep -o "network: measured with rank 1: .* Mbit/s sustained" <<<"$all") ||
+          fail "no network measurement logged: $all"
+        echo "$line"
+        mbits=$(sed -E 's/.*\), ([0-9]+) Mbit\/s sustained/\1/' <<<"$line")
+        [ "$mbits" -gt 0 ] && [ "$mbits" -le 2000 ] ||
+          fail "the probe's $mbits Mbit/s is not the link's 1 Gbit/s shaping: $line"
+      else
+        grep -q "network: not measured (TUTTI_NET_PROBE is off)" <<<"$all" ||
+          fail "TUTTI_NET_PROBE=0 was not logged as such: $all"
+      fi
+    done
     ;;
 
   bench_quick)

@@ -117,7 +117,7 @@ void ShmLink::postRecv(TransferRequest* request, Tag tag, void* data, std::size_
   DoneList done;
   {
     std::lock_guard<SpinLock> lock(owner_->mutex_);
-    if (!isP2pTag(tag)) owner_->noteCallLocked(tag);
+    if (isCollectiveTag(tag)) owner_->noteCallLocked(tag);
     request->tag = tag;
     request->data = static_cast<char*>(data);
     request->bytes = bytes;

@@ -148,7 +148,7 @@ bool ShmLink::byRendezvous(Tag tag, const void* data, std::size_t bytes, bool pr
   const ShmTransport::Options& o = owner_->options_;
   const std::uint64_t cma = owner_->cmaFrom_ == 0 ? UINT64_MAX : owner_->cmaFrom_;
   const std::uint64_t mapped = o.mappedBytes == 0 ? UINT64_MAX : o.mappedBytes;
-  if (isP2pTag(tag) || bytes < std::min(cma, mapped) || !owner_->rendezvousTo(peer_))
+  if (!isCollectiveTag(tag) || bytes < std::min(cma, mapped) || !owner_->rendezvousTo(peer_))
     return false;
   *buffer = findUserBuffer(data, bytes);
   return buffer->valid() ? bytes >= mapped : bytes >= cma && !preferCopy;
@@ -228,7 +228,7 @@ bool ShmLink::pumpSendsLocked(DoneList& done) {
 bool ShmLink::canFeed(const Link& to, Tag tag, const void* data, std::size_t bytes,
                       bool preferCopy) const {
   const auto* link = dynamic_cast<const ShmLink*>(&to);
-  return link != nullptr && link->owner_ == owner_ && !isP2pTag(tag) &&
+  return link != nullptr && link->owner_ == owner_ && isCollectiveTag(tag) &&
          link->copiesSend(tag, data, bytes, preferCopy);
 }
 

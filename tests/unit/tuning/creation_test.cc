@@ -9,6 +9,7 @@
 #include "bootstrap/tcp_store.h"
 #include "core/comm_impl.h"
 #include "reduce/reduce.h"
+#include "topology/view.h"
 #include "tuning/model_json.h"
 
 namespace tutti::detail {
@@ -21,6 +22,20 @@ const bool kCacheHere = [] {
   return true;
 }();
 
+// Rank `rank` of `size` of communicator `name` over `store` (a split child's `view` where
+// given: the hosts it sees).
+Result<std::unique_ptr<CommImpl>> createRank(const std::shared_ptr<Store>& store, int rank,
+                                             int size, const std::string& name,
+                                             std::shared_ptr<const topo::View> view = nullptr) {
+  CommImpl::InitParams params;
+  params.store = store;
+  params.rank = rank;
+  params.size = size;
+  params.options.name = name;
+  params.view = std::move(view);
+  return CommImpl::create(std::move(params));
+}
+
 TEST(ModelAtCreation, EveryRankAndEverySplitChildHoldsRankZerosModel) {
   ASSERT_TRUE(kCacheHere);
   constexpr int kRanks = 3;
@@ -31,12 +46,7 @@ TEST(ModelAtCreation, EveryRankAndEverySplitChildHoldsRankZerosModel) {
   std::vector<std::thread> threads;
   for (int r = 0; r < kRanks; ++r) {
     threads.emplace_back([&, r] {
-      CommImpl::InitParams params;
-      params.store = store;
-      params.rank = r;
-      params.size = kRanks;
-      params.options.name = "model";
-      auto comm = CommImpl::create(std::move(params));
+      auto comm = createRank(store, r, kRanks, "model");
       ASSERT_TRUE(comm.ok()) << comm.status().message();
       ASSERT_NE((*comm)->model(), nullptr);
       models[static_cast<std::size_t>(r)] = tuning::toJson(*(*comm)->model());
@@ -61,6 +71,70 @@ TEST(ModelAtCreation, EveryRankAndEverySplitChildHoldsRankZerosModel) {
   }
   // Probed (the first run here) or read from the cache (later runs), never the defaults.
   EXPECT_TRUE(origins[0].rfind("probe", 0) == 0 || origins[0].rfind("cache ", 0) == 0) << origins[0];
+}
+
+// Two pretend hosts of two ranks each: the view a communicator over two machines has.
+std::shared_ptr<const topo::View> twoHosts() {
+  auto view = std::make_shared<topo::View>();
+  for (int h = 0; h < 2; ++h) {
+    topo::HostInfo host;
+    host.name = "node" + std::to_string(h);
+    host.id = "pretend-host-" + std::to_string(h);
+    view->hosts.push_back(host);
+  }
+  for (int r = 0; r < 4; ++r) {
+    topo::RankInfo rank;
+    rank.host = r / 2;
+    rank.localIndex = r % 2;
+    view->ranks.push_back(rank);
+  }
+  return view;
+}
+
+TEST(ModelAtCreation, AcrossHostsEveryRankTakesTheNetworkRankZeroMeasured) {
+  // Rank 0 and rank 2 (the lowest of the other host) probe their link (here the ranks'
+  // shared memory, the hosts being pretend); every rank ends with the same model, its
+  // network path the probe's, and a first all-reduce runs right after.
+  ASSERT_TRUE(kCacheHere);
+  constexpr int kRanks = 4;
+  const auto store = makeMemoryStore();
+  const auto view = twoHosts();
+  std::vector<std::string> models(kRanks), origins(kRanks);
+  std::vector<double> nic(kRanks), beta(kRanks), sums(kRanks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < kRanks; ++r) {
+    threads.emplace_back([&, r] {
+      auto comm = createRank(store, r, kRanks, "network", view);
+      ASSERT_TRUE(comm.ok()) << comm.status().message();
+      const tuning::MachineModel& m = *(*comm)->model();
+      const auto i = static_cast<std::size_t>(r);
+      models[i] = tuning::toJson(m);
+      origins[i] = m.origin;
+      nic[i] = m.nicBandwidth;
+      beta[i] = m.path(tuning::PathClass::kNetwork).beta;
+      double mine = r + 1, sum = 0;
+      OpRequest call;
+      call.spec.kind = Collective::kAllReduce;
+      call.spec.count = 1;
+      call.spec.dtype = DataType::kFloat64;
+      call.spec.op = ReduceOp::kSum;
+      call.input = &mine;
+      call.output = &sum;
+      EXPECT_TRUE((*comm)->runBlocking(std::move(call), CallOptions{}).ok());
+      sums[i] = sum;
+      EXPECT_TRUE((*comm)->leave().ok());
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < kRanks; ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    EXPECT_EQ(models[i], models[0]) << r;
+    EXPECT_EQ(origins[i], origins[0]) << r;
+    EXPECT_EQ(sums[i], 10.0) << r;
+    EXPECT_GT(beta[i], 0) << r;
+    EXPECT_DOUBLE_EQ(nic[i] * beta[i], 1.0) << r;
+  }
+  EXPECT_NE(origins[0].find("network measured with rank 2"), std::string::npos) << origins[0];
 }
 
 }  // namespace

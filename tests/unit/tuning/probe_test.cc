@@ -3,10 +3,14 @@
 // and the filling of classes a host lacks, on described machines.
 #include "tuning/probe.h"
 #include "tuning/probe_messages.h"
+#include "tuning/probe_network.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <thread>
+
+#include "transport/tag.h"
 
 namespace tutti::tuning {
 namespace {
@@ -68,6 +72,79 @@ TEST(Probe, LoopbackMessagesAndASwitchAreMeasuredThroughTheirOwnPaths) {
   const auto cost = measureSwitch(0, ProbeClock::now() + std::chrono::milliseconds(2));
   ASSERT_TRUE(cost.has_value());
   expectPlausibleTime(*cost, "switch");
+}
+
+TEST(NetworkProbe, TwoTransportsMeasureAndLeaveNothingUnread) {
+  // The probe between two TCP transports of this process over 127.0.0.1, as two ranks of
+  // two hosts run it at creation; then a message of a first collective call crosses the
+  // same link both ways, which a message the probe left unread would stand in front of.
+  std::string why;
+  auto pair = tcpPairOnLoopback(Deadline::afterSeconds(30), &why);
+  ASSERT_TRUE(pair.has_value()) << why;
+  const Deadline deadline = Deadline::afterSeconds(60);
+  std::optional<NetworkCosts> costs;
+  std::string leadWhy, followWhy;
+  bool followed = false;
+  std::thread follower([&] {
+    (*pair)[1]->setDriving(true);
+    followed = followNetworkProbe(*(*pair)[1], 0, deadline, &followWhy);
+    (*pair)[1]->setDriving(false);
+  });
+  (*pair)[0]->setDriving(true);
+  costs = leadNetworkProbe(*(*pair)[0], 1, deadline, &leadWhy);
+  (*pair)[0]->setDriving(false);
+  follower.join();
+  ASSERT_TRUE(costs.has_value()) << leadWhy;
+  ASSERT_TRUE(followed) << followWhy;
+  EXPECT_EQ(implausibleNetwork(*costs), "");
+  expectPlausibleTime(costs->oneWay, "one way");
+  expectPlausibleBeta(costs->beta, "beta");
+  EXPECT_GE(costs->roundBytes, std::size_t{256} << 10);
+  EXPECT_GT(costs->seconds, 0);
+
+  const Tag tag = collectiveTagBase(1, 1);
+  std::uint64_t out = 0x1122334455667788ull, in = 0, back = 0;
+  std::thread answer([&] {
+    (*pair)[1]->setDriving(true);
+    std::uint64_t got = 0;
+    if (recvMessage(*(*pair)[1], 0, tag, &got, sizeof got, deadline, 0))
+      (void)sendMessage(*(*pair)[1], 0, tag, &got, sizeof got, deadline, 0);
+    in = got;
+    (*pair)[1]->setDriving(false);
+  });
+  (*pair)[0]->setDriving(true);
+  EXPECT_TRUE(sendMessage(*(*pair)[0], 1, tag, &out, sizeof out, deadline, 0));
+  EXPECT_TRUE(recvMessage(*(*pair)[0], 1, tag, &back, sizeof back, deadline, 0));
+  (*pair)[0]->setDriving(false);
+  answer.join();
+  EXPECT_EQ(in, out);
+  EXPECT_EQ(back, out);
+  for (auto& t : *pair) t->shutdown(Deadline::afterSeconds(1));
+}
+
+TEST(NetworkProbe, ItsFiguresBecomeTheNetworkPathExactly) {
+  MachineModel m = defaults();
+  m.loopback.overhead = 2e-6;
+  const NetworkCosts costs{.oneWay = 30e-6, .beta = 8e-9};
+  applyNetworkCosts(costs, m);
+  const LinkCost& net = m.path(PathClass::kNetwork);
+  // The one-way time less the two ends' CPU time per message (the TCP transport's, measured
+  // over loopback); one stream's rate is the NIC's.
+  EXPECT_DOUBLE_EQ(net.overhead, 2e-6);
+  EXPECT_DOUBLE_EQ(net.alpha, 26e-6);
+  EXPECT_DOUBLE_EQ(net.beta, 8e-9);
+  EXPECT_DOUBLE_EQ(m.nicBandwidth, 1.25e8);
+  // A one-way time under the two overheads leaves no latency, never a negative one.
+  applyNetworkCosts({.oneWay = 3e-6, .beta = 8e-9}, m);
+  EXPECT_DOUBLE_EQ(m.path(PathClass::kNetwork).alpha, 0);
+}
+
+TEST(NetworkProbe, FiguresNoNetworkGivesAreNamed) {
+  EXPECT_EQ(implausibleNetwork({.oneWay = 30e-6, .beta = 8e-9}), "");
+  EXPECT_NE(implausibleNetwork({.oneWay = 30e-6, .beta = 0}), "");
+  EXPECT_NE(implausibleNetwork({.oneWay = 0, .beta = 8e-9}), "");
+  EXPECT_NE(implausibleNetwork({.oneWay = std::nan(""), .beta = 8e-9}), "");
+  EXPECT_NE(implausibleNetwork({.oneWay = 2.0, .beta = 8e-9}), "");
 }
 
 TEST(Probe, ATinyBudgetStillMeasuresEveryPhaseOnce) {
