@@ -322,7 +322,7 @@ std::shared_ptr<WorkState> CallQueue::newWork() {
   // freed as before. They are made a few at a time: the state of the call before is often
   // still held for a moment by the thread that completed it, so a loop of call-and-wait
   // needs two, and the second must not wait for the first time that happens.
-#if defined(__SANITIZE_THREAD__)
+#if defined(TUTTI_TSAN)
   // ThreadSanitizer does not model the fence below (and refuses to build it): under it,
   // every call gets a state of its own, as before the pool.
   return std::make_shared<WorkState>(setup_.workSpinNs, workLink_);

@@ -11,10 +11,14 @@
 // GCC 12's AVX-512 intrinsics header initialises its "undefined" vectors from themselves,
 // which -Wmaybe-uninitialized reports once they are inlined (GCC bug 105593). The warning
 // is switched off for the header's own lines only.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 #pragma GCC diagnostic pop
+#else
+#include <immintrin.h>
+#endif
 
 #include <cstddef>
 #include <cstdint>

@@ -4,6 +4,8 @@
 
 #include "reduce/reduce.h"
 
+#include <cpuid.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -14,6 +16,17 @@
 #include "reduce/kernels.h"
 
 namespace tutti::reduce {
+namespace {
+
+// F16C (the half-precision conversions), from CPUID leaf 1: clang's __builtin_cpu_supports
+// does not know the feature's name.
+bool hasF16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & bit_F16C) != 0;
+}
+
+}  // namespace
+
 namespace detail {
 
 const char* isaName(Isa isa) {
@@ -43,9 +56,9 @@ bool isaSupported(Isa isa) {
     case Isa::kGeneric:
       return true;
     case Isa::kAvxF16c:
-      return __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+      return __builtin_cpu_supports("avx") && hasF16c();
     case Isa::kAvx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+      return __builtin_cpu_supports("avx2") && hasF16c();
     case Isa::kAvx512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");

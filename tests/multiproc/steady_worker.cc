@@ -68,7 +68,7 @@ void noteAllocation() {
 }
 }  // namespace
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(TUTTI_ASAN) || defined(TUTTI_TSAN)
 #define TUTTI_STEADY_COUNTS_MALLOC 0
 #else
 #define TUTTI_STEADY_COUNTS_MALLOC 1

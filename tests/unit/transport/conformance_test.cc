@@ -138,7 +138,7 @@ TEST_P(Conformance, AllPairsExchangeMessagesOfManySizes) {
   // shm's 256 KiB rendezvous threshold and several MiB. Under TSan, where every byte written
   // and compared is instrumented, the largest is 1 MiB: past the rendezvous and TCP's striping
   // thresholds (256 KiB) as 3 MiB is, in fewer pieces.
-#if defined(__SANITIZE_THREAD__)
+#if defined(TUTTI_TSAN)
   constexpr std::size_t kLargest = (1u << 20) + 3;
 #else
   constexpr std::size_t kLargest = 3u << 20;

@@ -497,7 +497,7 @@ TEST_P(ShmShareTest, LargeMessagesArriveWholeWhoeverCopiesThem) {
   setup.cmaShare = GetParam();
   auto ts = connectAll(2, setup);
   ASSERT_EQ(ts.size(), 2u);
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if defined(TUTTI_TSAN) || defined(TUTTI_ASAN)
   // Under the sanitizers every byte copied and compared is instrumented: the 17 MiB message
   // and the repeats took a minute per case under TSan (20 s under ASan), for the same sharing
   // and copying paths the smaller messages take (the release run keeps them).
@@ -543,7 +543,7 @@ TEST_P(ShmShareTest, ExchangedMessagesArriveWholeAndSmallOnesAreWrittenByTheirSe
   std::vector<std::string> errors(2);
   BothOffersOut bothOut;
   // Each order three times; under TSan (instrumented copies, 15 s per case) each order once.
-#if defined(__SANITIZE_THREAD__)
+#if defined(TUTTI_TSAN)
   constexpr int kRounds = 2;
 #else
   constexpr int kRounds = 6;

@@ -104,7 +104,7 @@ TEST(UserBuffers, PeerMappingsRefuseRangesOutsideTheRefAndForeignDescriptors) {
 
 // A buffer from memAlloc, or from the heap, holding `bytes`.
 struct Buffer {
-  Buffer(std::size_t bytes, bool shared) : bytes_(bytes), shared_(shared) {
+  Buffer(std::size_t bytes, bool shared) : shared_(shared) {
     if (shared_) {
       Result<void*> r = memAlloc(bytes);
       EXPECT_TRUE(r.ok()) << r.status().toString();
@@ -122,7 +122,6 @@ struct Buffer {
   std::uint8_t* data() const { return data_; }
 
  private:
-  std::size_t bytes_;
   bool shared_;
   std::vector<std::uint8_t> heap_;
   std::uint8_t* data_ = nullptr;
