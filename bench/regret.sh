@@ -264,7 +264,7 @@ measure_network() {
     { echo "regret.sh: the network probe's job failed" >&2; cat "$file" >&2; exit 1; }
   line=$(grep -o "network: measured with rank [0-9]*: .* Mbit/s sustained" "$file" | head -n 1) ||
     { echo "regret.sh: no network measurement in $file" >&2; cat "$file" >&2; exit 1; }
-  echo "# network: $line" >>"$out/header.txt"
+  echo "# $line" >>"$out/header.txt"
   model_hosts=$out/model-hosts.json
   /usr/bin/python3 - "$model" "$model_hosts" "$line" <<'PY'
 import json, re, sys
