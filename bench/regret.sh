@@ -262,7 +262,7 @@ measure_network() {
   model_hosts=""  # unpinned: the probe runs
   launch 2x1 hybrid "$file" -- barrier -n 1 -w 0 ||
     { echo "regret.sh: the network probe's job failed" >&2; cat "$file" >&2; exit 1; }
-  line=$(grep -o "network: measured with rank [0-9]*: .* Mbit/s sustained" "$file" | head -n 1) ||
+  line=$(grep -o "network: measured with rank [0-9]*: .* Mbit/s sustained.*" "$file" | head -n 1) ||
     { echo "regret.sh: no network measurement in $file" >&2; cat "$file" >&2; exit 1; }
   echo "# $line" >>"$out/header.txt"
   model_hosts=$out/model-hosts.json
@@ -278,6 +278,9 @@ net["beta"] = 1 / bandwidth
 if model.get("loopback", {}).get("overhead", 0) > 0:
     net["overhead"] = model["loopback"]["overhead"]
 model["nic_bandwidth"] = bandwidth
+b = re.search(r"bucket of ([0-9]+) KiB at ([0-9.]+) Mbit/s", line)
+model["nic_burst_bytes"] = int(b.group(1)) * 1024 if b else 0
+model["nic_line_bandwidth"] = float(b.group(2)) * 1e6 / 8 if b else 0
 json.dump(model, open(target, "w"), indent=2)
 PY
 }

@@ -71,12 +71,18 @@ Result<std::shared_ptr<const tuning::MachineModel>> leadNetwork(
   tuning::applyNetworkCosts(*costs, measured);
   measured.origin += strFormat("; network measured with rank %d", follower);
   TUTTI_RETURN_IF_ERROR(setBefore(*q.store, key, bytesOf(encodeModel(measured)), q.deadline));
+  const std::string bucket =
+      costs->burstBytes > 0
+          ? strFormat("; a shaped link's bucket of %llu KiB at %.0f Mbit/s",
+                      static_cast<unsigned long long>(costs->burstBytes >> 10),
+                      measured.nicLineBandwidth * 8e-6)
+          : std::string();
   TUTTI_INFO(kTune,
              "network: measured with rank %d: %.1f us one way (alpha %.1f us), %.0f Mbit/s "
-             "sustained over %zu KiB (%.1f ms)",
+             "sustained over %zu KiB%s (%.1f ms)",
              follower, costs->oneWay * 1e6,
              measured.path(tuning::PathClass::kNetwork).alpha * 1e6, 8e-6 / costs->beta,
-             costs->roundBytes >> 10, costs->seconds * 1e3);
+             costs->roundBytes >> 10, bucket.c_str(), costs->seconds * 1e3);
   return std::make_shared<const tuning::MachineModel>(std::move(measured));
 }
 

@@ -66,6 +66,14 @@ struct MachineModel {
   /// One NIC's bandwidth in each direction, bytes/s, shared by the messages crossing it
   /// (0: the network path's beta alone).
   double nicBandwidth = 0;
+  /// A shaped link's bucket (a token-bucket shaper, as tc tbf or a cloud NIC's burst
+  /// allowance): up to this many bytes pass at nicLineBandwidth once the link has been idle,
+  /// refilled at nicBandwidth; messages beyond it pass at nicBandwidth. 0: no bucket (a
+  /// NIC's own rate holds for every byte).
+  std::uint64_t nicBurstBytes = 0;
+  /// The rate a shaped link's bucket empties at, bytes/s (0: not known, no limit but the
+  /// network path's latency). Meaningful with nicBurstBytes only.
+  double nicLineBandwidth = 0;
   /// Cores the ranks of one host share: CPU work beyond this many at once waits (the
   /// oversubscribed case, ranks > cores).
   int coresPerHost = 1;

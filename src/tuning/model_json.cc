@@ -199,10 +199,12 @@ std::string toJson(const MachineModel& m, const ModelFileInfo& info) {
                      number(m.gamma[static_cast<std::size_t>(t)]).c_str(),
                      t + 1 < kNumDataTypes ? "," : "");
   out += strFormat("  },\n  \"copy_beta\": %s,\n  \"host_memory_bandwidth\": %s,\n"
-                   "  \"nic_bandwidth\": %s,\n  \"cores_per_host\": %d,\n"
+                   "  \"nic_bandwidth\": %s,\n  \"nic_burst_bytes\": %llu,\n"
+                   "  \"nic_line_bandwidth\": %s,\n  \"cores_per_host\": %d,\n"
                    "  \"flat_alpha\": %s,\n  \"flat_beta\": %s,\n",
                    number(m.copyBeta).c_str(), number(m.hostMemoryBandwidth).c_str(),
-                   number(m.nicBandwidth).c_str(), m.coresPerHost, number(m.flatAlpha).c_str(),
+                   number(m.nicBandwidth).c_str(), static_cast<unsigned long long>(m.nicBurstBytes),
+                   number(m.nicLineBandwidth).c_str(), m.coresPerHost, number(m.flatAlpha).c_str(),
                    number(m.flatBeta).c_str());
   out += strFormat("  \"message_overhead\": %s,\n  \"switch_cost\": %s,\n"
                    "  \"kernel_copy_ratio\": %s,\n"
@@ -231,7 +233,8 @@ Result<MachineModel> fromJson(std::string_view text, ModelFileInfo* info) {
   TUTTI_RETURN_IF_ERROR(onlyKnown(doc, "", {"format", "version", "library", "host", "measured",
                                             "complete", "paths",
                                             "gamma", "copy_beta", "host_memory_bandwidth",
-                                            "nic_bandwidth", "cores_per_host", "flat_alpha",
+                                            "nic_bandwidth", "nic_burst_bytes",
+                                            "nic_line_bandwidth", "cores_per_host", "flat_alpha",
                                             "flat_beta", "message_overhead", "switch_cost",
                                             "kernel_copy_ratio", "llc_bytes", "cache_bandwidth", "loopback",
                                             "streaming_stores_from", "ring_blocks_from",
@@ -247,6 +250,8 @@ Result<MachineModel> fromJson(std::string_view text, ModelFileInfo* info) {
   TUTTI_RETURN_IF_ERROR(readNumber(doc, "", "copy_beta", m.copyBeta));
   TUTTI_RETURN_IF_ERROR(readNumber(doc, "", "host_memory_bandwidth", m.hostMemoryBandwidth));
   TUTTI_RETURN_IF_ERROR(readNumber(doc, "", "nic_bandwidth", m.nicBandwidth));
+  TUTTI_RETURN_IF_ERROR(readBytes(doc, "nic_burst_bytes", m.nicBurstBytes));
+  TUTTI_RETURN_IF_ERROR(readNumber(doc, "", "nic_line_bandwidth", m.nicLineBandwidth));
   TUTTI_RETURN_IF_ERROR(readCores(doc, m));
   TUTTI_RETURN_IF_ERROR(readNumber(doc, "", "flat_alpha", m.flatAlpha));
   TUTTI_RETURN_IF_ERROR(readNumber(doc, "", "flat_beta", m.flatBeta));

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "base/cpus.h"
 #include "base/macros.h"
 #include "base/strings.h"
 #include "topology/view.h"
@@ -13,6 +14,28 @@ namespace {
 
 Status badShape(const std::string& what) {
   return Status(ErrorCode::kInvalidArgument, "placement: " + what);
+}
+
+// The cores the ranks of `host` can run on: the host's cores, or fewer where the ranks'
+// affinity masks together hold fewer CPUs (ranks bound to a part of the host, or several
+// pretend hosts of one machine each given its own CPUs), counted in cores where the host has
+// more CPUs (hardware threads) than cores. 0: not known.
+int usableCores(const topo::View& view, int host) {
+  const topo::HostInfo& info = view.hosts[static_cast<std::size_t>(host)];
+  std::vector<int> cpus;
+  for (const topo::RankInfo& r : view.ranks) {
+    if (r.host != host) continue;
+    std::optional<std::vector<int>> mask = parseCpuList(r.cpus);
+    if (!mask || mask->empty()) return std::max(0, info.cores);  // a mask not known
+    cpus.insert(cpus.end(), mask->begin(), mask->end());
+  }
+  std::sort(cpus.begin(), cpus.end());
+  cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+  if (cpus.empty()) return std::max(0, info.cores);
+  int usable = static_cast<int>(cpus.size());
+  if (info.cores > 0 && info.pus > info.cores)
+    usable = std::max(1, (usable * info.cores + info.pus - 1) / info.pus);
+  return info.cores > 0 ? std::min(info.cores, usable) : usable;
 }
 
 // The places of one host of `view` (its ranks in local order).
@@ -29,7 +52,7 @@ std::vector<RankPlace> hostPlaces(const topo::View& view, int host) {
   }
   std::sort(out.begin(), out.end(),
             [](const RankPlace& a, const RankPlace& b) { return a.localIndex < b.localIndex; });
-  const int cores = view.hosts[static_cast<std::size_t>(host)].cores;
+  const int cores = usableCores(view, host);
   for (RankPlace& p : out) p.core = cores > 0 ? p.localIndex % cores : p.localIndex;
   return out;
 }
@@ -69,8 +92,10 @@ Result<Placement> Placement::fromView(const topo::View& view) {
   if (view.ranks.empty()) return badShape("the view holds no rank");
   Placement out;
   out.places_.reserve(view.ranks.size());
+  std::vector<int> hostCores(view.hosts.size());
+  for (std::size_t h = 0; h < view.hosts.size(); ++h) hostCores[h] = usableCores(view, static_cast<int>(h));
   for (const topo::RankInfo& r : view.ranks) {
-    const int cores = view.hosts[static_cast<std::size_t>(r.host)].cores;
+    const int cores = hostCores[static_cast<std::size_t>(r.host)];
     RankPlace p;
     p.host = r.host;
     p.localIndex = r.localIndex;
@@ -86,7 +111,7 @@ Result<Placement> Placement::fromView(const topo::View& view) {
   out.cores_.assign(static_cast<std::size_t>(out.hostCount()), 0);
   for (std::size_t r = 0; r < view.ranks.size(); ++r)
     out.cores_[static_cast<std::size_t>(out.places_[r].host)] =
-        std::max(0, view.hosts[static_cast<std::size_t>(viewHost[r])].cores);
+        hostCores[static_cast<std::size_t>(viewHost[r])];
   out.finish();
   return out;
 }
@@ -109,7 +134,7 @@ Result<Placement> Placement::replicate(const topo::View& view, int hosts) {
       p.host = h;
       out.places_.push_back(p);
     }
-    out.cores_.push_back(std::max(0, view.hosts[static_cast<std::size_t>(h % viewHosts)].cores));
+    out.cores_.push_back(usableCores(view, h % viewHosts));
   }
   out.finish();
   return out;

@@ -43,8 +43,9 @@ struct HostShape {
 
 struct Placement {
   /// From a view: its hosts' places as the view gives them (a place not known counts as
-  /// apart from every other rank), coresPerHost from each host's cores (0 where the view
-  /// does not know: the model's coresPerHost applies).
+  /// apart from every other rank); a host's cores are its cores, or fewer where its ranks'
+  /// affinity masks together hold fewer (0 where the view does not know: the model's
+  /// coresPerHost applies).
   static Result<Placement> fromView(const topo::View& view);
   /// The view's hosts repeated `hosts` times (host h is the view's host h % view hosts,
   /// with ranks in consecutive blocks): what a cluster of such hosts would be.

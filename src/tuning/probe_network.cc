@@ -38,6 +38,9 @@ struct Head {
   std::uint64_t chunk = 0;
 };
 
+// A bucket smaller than this much of the rate is a packet's worth, not a burst allowance.
+constexpr double kLeastBurstSeconds = 1e-3;
+
 double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
@@ -74,6 +77,38 @@ bool stream(Transport& t, int peer, bool sending, char* buffer, std::uint64_t ch
 
 }  // namespace
 
+const StreamRound& fastest(const std::vector<StreamRound>& rounds) {
+  return *std::max_element(rounds.begin(), rounds.end(), [](const StreamRound& a, const StreamRound& b) {
+    return a.rate() < b.rate();
+  });
+}
+
+void applyRounds(const std::vector<StreamRound>& rounds, std::optional<double> drained,
+                 NetworkCosts& out) {
+  if (rounds.empty()) return;
+  const StreamRound& last = rounds.back();
+  out.roundBytes = last.bytes;
+  out.beta = (drained ? *drained : last.seconds) / static_cast<double>(last.bytes);
+  out.burstBytes = 0;
+  out.lineBeta = 0;
+  if (!drained || out.beta <= 0) return;
+  // Every byte of the rounds before the drained one passed on a token: the bucket's at the
+  // start, or one refilled at the rate meanwhile (the link was busy throughout, but for a
+  // round trip between rounds).
+  double bytes = 0, seconds = 0;
+  for (const StreamRound& r : rounds) {
+    bytes += static_cast<double>(r.bytes);
+    seconds += r.seconds;
+  }
+  const double rate = 1 / out.beta;
+  const double burst = bytes - rate * seconds;
+  if (burst < rate * kLeastBurstSeconds) return;
+  out.burstBytes = static_cast<std::uint64_t>(burst);
+  // The fastest round went at the line's rate while the bucket lasted (the first may be
+  // slower, in TCP's slow start): a floor of that rate.
+  out.lineBeta = 1 / fastest(rounds).rate();
+}
+
 std::optional<NetworkCosts> leadNetworkProbe(Transport& t, int peer, Deadline deadline,
                                              std::string* why) {
   std::string ignored;
@@ -101,21 +136,30 @@ std::optional<NetworkCosts> leadNetworkProbe(Transport& t, int peer, Deadline de
     if (out.oneWay == 0 || oneWay < out.oneWay) out.oneWay = oneWay;
   }
   std::vector<char> chunk(kMaxChunk, 1);
-  for (std::uint64_t bytes = kFirstRound;; bytes *= 4) {
+  // One round of `bytes`: from the first send to the follower's word that the last chunk
+  // arrived.
+  auto round = [&](std::uint64_t bytes) -> std::optional<double> {
     head = {kStream, bytes, chunkOf(bytes)};
-    if (!sendMessage(t, peer, kHeadTag, &head, sizeof head, deadline, kSpinNs))
-      return failed("a head");
+    if (!sendMessage(t, peer, kHeadTag, &head, sizeof head, deadline, kSpinNs)) return std::nullopt;
     const Clock::time_point t0 = Clock::now();
     if (!stream(t, peer, true, chunk.data(), head.chunk, bytes / head.chunk, deadline) ||
         !recvMessage(t, peer, kAnswerTag, &word, sizeof word, deadline, kSpinNs))
-      return failed("a stream");
-    // From the first send to the follower's word that the last chunk arrived. The rounds
-    // before have drained a shaped link's bucket; a link's latency is a small part of it.
-    const double round = secondsSince(t0);
-    out.beta = round / static_cast<double>(bytes);
-    out.roundBytes = bytes;
-    if (round >= kLongRound || bytes >= kLastRound) break;
+      return std::nullopt;
+    return secondsSince(t0);
+  };
+  std::vector<StreamRound> rounds;
+  for (std::uint64_t bytes = kFirstRound;; bytes *= 4) {
+    const std::optional<double> seconds = round(bytes);
+    if (!seconds) return failed("a stream");
+    rounds.push_back({bytes, *seconds});
+    if (*seconds >= kLongRound || bytes >= kLastRound) break;
   }
+  // The last round again, right after it: on a link shaped by a token bucket, the rounds
+  // before may have passed at the line's rate until the bucket was empty, and the last one
+  // may still have had some of it; this one finds the bucket drained.
+  const std::optional<double> again = round(rounds.back().bytes);
+  if (!again) return failed("a stream");
+  applyRounds(rounds, again, out);
   head = Head{};
   if (!sendMessage(t, peer, kHeadTag, &head, sizeof head, deadline, kSpinNs))
     return failed("the end");
@@ -168,7 +212,13 @@ void applyNetworkCosts(const NetworkCosts& costs, MachineModel& model) {
   if (model.loopback.overhead > 0) net.overhead = model.loopback.overhead;
   net.alpha = std::max(0.0, costs.oneWay - 2 * net.overhead);
   net.beta = costs.beta;
+  // The bucket empties at the NIC's own speed (the host probe's, from the system), where
+  // that is above what the stream's fastest round showed (a floor of it).
+  const double nominal = model.nicBandwidth;
   model.nicBandwidth = 1 / costs.beta;
+  model.nicBurstBytes = costs.burstBytes;
+  model.nicLineBandwidth =
+      costs.burstBytes > 0 && costs.lineBeta > 0 ? std::max(1 / costs.lineBeta, nominal) : 0;
 }
 
 std::string implausibleNetwork(const NetworkCosts& costs) {

@@ -86,6 +86,40 @@ struct Later {
 struct Fifo {
   double bandwidth = kInf;  // bytes/s
   double free = 0;
+  double carried = 0;  // bytes, over the run
+  // A shaped link's token bucket (MachineModel::nicBurstBytes): up to `burst` bytes pass at
+  // `line` bytes/s, the bucket refilled at `bandwidth`; full when the call starts.
+  double burst = 0;
+  double line = kInf;
+  double tokens = 0;
+  double tokensAt = 0;  // when `tokens` was counted
+  // Seconds `bytes` take from `start` (the fifo free then), taking tokens.
+  double pass(double start, double bytes) {
+    carried += bytes;
+    if (burst <= 0) return bytes / bandwidth;
+    double have = std::min(burst, tokens + (start - tokensAt) * bandwidth);
+    double seconds = 0;
+    if (line <= bandwidth) {
+      seconds = bytes / bandwidth;  // no faster than the rate: the bucket does not matter
+    } else if (std::isinf(line)) {
+      seconds = bytes <= have ? 0 : (bytes - have) / bandwidth;
+      have = std::max(0.0, have - bytes);
+    } else {
+      // At the line's rate while tokens last (taken at line - bandwidth net), then at the
+      // rate.
+      const double lasts = have / (line - bandwidth);
+      if (bytes <= lasts * line) {
+        seconds = bytes / line;
+        have -= bytes - seconds * bandwidth;
+      } else {
+        seconds = lasts + (bytes - lasts * line) / bandwidth;
+        have = 0;
+      }
+    }
+    tokens = have;
+    tokensAt = start + seconds;
+    return seconds;
+  }
 };
 
 // The relabelling group of a run: ranks [0, period) stand for all.
@@ -127,6 +161,27 @@ class Run {
   Status build();
   Status run();
   double finish() const { return finish_; }
+  // Where the call runs again right after `previous` (a shaped link's buckets as that call
+  // left them, refilling since): called between build() and run().
+  void continueAfter(const Run& previous) {
+    auto carry = [&](std::vector<Fifo>& ports, const std::vector<Fifo>& before) {
+      for (std::size_t i = 0; i < ports.size() && i < before.size(); ++i) {
+        ports[i].tokens = before[i].tokens;
+        ports[i].tokensAt = before[i].tokensAt - previous.finish();
+      }
+    };
+    carry(nicOut_, previous.nicOut_);
+    carry(nicIn_, previous.nicIn_);
+  }
+  // The time the busiest NIC port needs for what it carried at its rate: what a call can
+  // take at least when it is repeated back to back, however much a shaped link's bucket
+  // let through faster once.
+  double sustained() const {
+    double out = 0;
+    for (const std::vector<Fifo>* ports : {&nicOut_, &nicIn_})
+      for (const Fifo& f : *ports) out = std::max(out, f.carried / f.bandwidth);
+    return out;
+  }
   std::uint64_t messages() const { return messages_; }
 
  private:
@@ -220,6 +275,7 @@ class Run {
   double copyBeta_ = 0;      // the model's, or one core's share of memory past the cache
   double hostBeta_ = 0;      // a message's floor on a host path past the cache (0: none)
   double reduceCopies_ = 1;  // bytes copied on the memory bus per byte reduced
+  double networkBeta_ = 0;   // a network message's floor, s/byte: the path's, or a bucket's line
 
   std::vector<Rank> ranks_;  // slot = rank, for ranks [0, period_)
   std::priority_queue<Event, std::vector<Event>, Later> events_;
@@ -316,8 +372,17 @@ Status Run::build() {
   const double beta = model_.path(PathClass::kNetwork).beta;
   if (nic <= 0) nic = beta > 0 ? 1 / beta : kInf;
   const std::size_t ports = static_cast<std::size_t>(hosts) * static_cast<std::size_t>(network_.rails);
-  nicOut_.assign(ports, Fifo{nic, 0});
-  nicIn_.assign(ports, Fifo{nic, 0});
+  Fifo port{nic, 0};
+  networkBeta_ = beta;
+  if (model_.nicBurstBytes > 0) {
+    // A shaped link: a message alone passes at the line's rate while the bucket lasts.
+    port.burst = static_cast<double>(model_.nicBurstBytes);
+    port.line = model_.nicLineBandwidth > nic ? model_.nicLineBandwidth : kInf;
+    port.tokens = port.burst;
+    networkBeta_ = 1 / port.line;
+  }
+  nicOut_.assign(ports, port);
+  nicIn_.assign(ports, port);
   if (network_.kind == Network::Kind::kRail && network_.oversub > 1)
     spine_.assign(ports, Fifo{nic / network_.oversub, 0});
   if (network_.kind == Network::Kind::kFatTree) {
@@ -360,7 +425,7 @@ struct Passage {
   double bytes;
   void through(Fifo& f) {
     start = std::max(start, f.free);
-    end = std::max(end, start + bytes / f.bandwidth);
+    end = std::max(end, start + f.pass(start, bytes));
     f.free = end;
   }
 };
@@ -421,7 +486,7 @@ void Run::transmit(std::uint32_t slot, std::uint32_t id, double time) {
   // a host the ends' CPUs copy the bytes (sendCopy, recvCopy): only the latency is left.
   const PathClass path = placement_.pathClass(p, q);
   const bool network = path == PathClass::kNetwork;
-  Passage m{time, time + (network ? bytes(s) * model_.path(path).beta : 0), network ? bytes(s) : 0};
+  Passage m{time, time + (network ? bytes(s) * networkBeta_ : 0), network ? bytes(s) : 0};
   const int host = placement_.place(p).host;
   if (network) {
     const std::size_t out = static_cast<std::size_t>(host * network_.rails + rail(p));
@@ -720,7 +785,16 @@ Result<Prediction> predict(const AlgorithmInfo& algorithm, const CollectiveSpec&
   Run run(algorithm, spec, model, placement, network, options, symmetry);
   TUTTI_RETURN_IF_ERROR(run.build());
   TUTTI_RETURN_IF_ERROR(run.run());
-  out.seconds = run.finish();
+  out.seconds = std::max(run.finish(), run.sustained());
+  if (model.nicBurstBytes > 0) {
+    // A shaped link's buckets start full; a call repeated back to back finds them as the
+    // one before left them. The second call stands for the steady state.
+    Run again(algorithm, spec, model, placement, network, options, symmetry);
+    TUTTI_RETURN_IF_ERROR(again.build());
+    again.continueAfter(run);
+    TUTTI_RETURN_IF_ERROR(again.run());
+    out.seconds = std::max(again.finish(), again.sustained());
+  }
   out.fastPath = period < placement.size();
   out.messages = run.messages();
   out.ranksRun = period;

@@ -46,6 +46,10 @@ std::string describeModel(const tuning::MachineModel& m, const std::vector<std::
                    m.nicBandwidth > 0 ? strFormat("%s (%.0f Mbit/s)", rate(1 / m.nicBandwidth).c_str(),
                                                   m.nicBandwidth * 8 / 1e6).c_str()
                                       : "the network path's bandwidth");
+  if (m.nicBurstBytes > 0)
+    out += strFormat("  NIC bucket          %.0f KiB at %s\n", static_cast<double>(m.nicBurstBytes) / 1024,
+                     m.nicLineBandwidth > 0 ? strFormat("%.0f Mbit/s", m.nicLineBandwidth * 8 / 1e6).c_str()
+                                            : "no limit");
   out += strFormat("  cores per host      %d\n", m.coresPerHost);
   out += strFormat("  flat exchange       %s a round + %s read\n", micro(m.flatAlpha).c_str(),
                    rate(m.flatBeta).c_str());

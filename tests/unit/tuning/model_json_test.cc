@@ -18,6 +18,8 @@ MachineModel sample() {
   m.copyBeta = 1.0 / 11e9;
   m.hostMemoryBandwidth = 23.5e9;
   m.nicBandwidth = 3.125e9;
+  m.nicBurstBytes = 1250000;
+  m.nicLineBandwidth = 4.1e8;
   m.coresPerHost = 48;
   m.flatAlpha = 2.2e-7;
   m.flatBeta = 1.0 / 9e9;
@@ -43,6 +45,8 @@ void expectSame(const MachineModel& a, const MachineModel& b) {
   EXPECT_EQ(a.copyBeta, b.copyBeta);
   EXPECT_EQ(a.hostMemoryBandwidth, b.hostMemoryBandwidth);
   EXPECT_EQ(a.nicBandwidth, b.nicBandwidth);
+  EXPECT_EQ(a.nicBurstBytes, b.nicBurstBytes);
+  EXPECT_EQ(a.nicLineBandwidth, b.nicLineBandwidth);
   EXPECT_EQ(a.coresPerHost, b.coresPerHost);
   EXPECT_EQ(a.flatAlpha, b.flatAlpha);
   EXPECT_EQ(a.flatBeta, b.flatBeta);

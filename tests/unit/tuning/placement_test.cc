@@ -63,6 +63,44 @@ TEST(Placement, ReplicatedView) {
   EXPECT_EQ(same->size(), 2);
 }
 
+TEST(Placement, AHostsCoresAreAtMostTheCpusItsRanksMayRunOn) {
+  // Two pretend hosts of one 4-core machine (2 hardware threads a core), each rank bound
+  // to a CPU: two ranks on CPU 0, two on CPUs 2 and 3.
+  topo::View view;
+  for (const char* name : {"a", "b"}) {
+    topo::HostInfo host;
+    host.name = name;
+    host.id = name;
+    host.cores = 4;
+    host.pus = 8;
+    view.hosts.push_back(host);
+  }
+  const char* masks[] = {"0", "0", "2", "3"};
+  for (int r = 0; r < 4; ++r) {
+    topo::RankInfo rank;
+    rank.host = r / 2;
+    rank.localIndex = r % 2;
+    rank.cpus = masks[r];
+    view.ranks.push_back(rank);
+  }
+  auto p = Placement::fromView(view);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->cores(0), 1);
+  EXPECT_EQ(p->cores(1), 1);  // 2 hardware threads: one core's worth
+  EXPECT_EQ(p->place(0).core, p->place(1).core);
+  auto replicated = Placement::replicate(view, 4);
+  ASSERT_TRUE(replicated.ok());
+  EXPECT_EQ(replicated->cores(2), 1);
+  // Masks wider than the host, or one not known: the host's cores.
+  view.ranks[2].cpus = "0-7";
+  view.ranks[3].cpus = "0-7";
+  view.ranks[1].cpus = "";
+  p = Placement::fromView(view);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->cores(0), 4);
+  EXPECT_EQ(p->cores(1), 4);
+}
+
 TEST(Network, Syntax) {
   auto flat = Network::parse("flat");
   ASSERT_TRUE(flat.ok());

@@ -139,6 +139,70 @@ TEST(NetworkProbe, ItsFiguresBecomeTheNetworkPathExactly) {
   EXPECT_DOUBLE_EQ(m.path(PathClass::kNetwork).alpha, 0);
 }
 
+// The rounds a stream of `bytes` each would take through a link of `rate` bytes/s shaped by
+// a bucket of `burst` bytes (full at the start) emptied at `line` bytes/s, back to back.
+std::vector<StreamRound> shapedRounds(const std::vector<std::uint64_t>& sizes, double rate,
+                                      double burst, double line) {
+  std::vector<StreamRound> out;
+  double tokens = burst;
+  for (std::uint64_t bytes : sizes) {
+    const double n = static_cast<double>(bytes);
+    const double lasts = tokens / (line - rate);  // seconds at the line's rate
+    double seconds;
+    if (n <= lasts * line) {
+      seconds = n / line;
+      tokens -= n - seconds * rate;
+    } else {
+      seconds = lasts + (n - lasts * line) / rate;
+      tokens = 0;
+    }
+    out.push_back({bytes, seconds});
+  }
+  return out;
+}
+
+TEST(NetworkProbe, AShapedLinksBucketIsWhatTheRoundsCarriedBeyondTheRate) {
+  // 1 Gbit/s shaped with a bucket of 1.25 MB emptied at 3.2 Gbit/s: the rounds of 256 KiB,
+  // 1 MiB and 4 MiB, then the last again with the bucket drained.
+  const double rate = 1.25e8, burst = 1.25e6, line = 4e8;
+  std::vector<StreamRound> rounds = shapedRounds({256 << 10, 1 << 20, 4 << 20}, rate, burst, line);
+  ASSERT_GT(rounds.front().rate(), 1.5 * rounds.back().rate());
+  const double drained = static_cast<double>(4 << 20) / rate;
+  NetworkCosts costs;
+  applyRounds(rounds, drained, costs);
+  EXPECT_DOUBLE_EQ(costs.beta, 1 / rate);
+  EXPECT_EQ(costs.roundBytes, std::size_t{4} << 20);
+  // Every byte the rounds carried was the bucket's or refilled at the rate: exactly the
+  // bucket, to rounding.
+  EXPECT_NEAR(static_cast<double>(costs.burstBytes), burst, 1.0);
+  EXPECT_DOUBLE_EQ(costs.lineBeta, 1 / line);  // the first round fit in the bucket
+  MachineModel m = defaults();
+  m.nicBandwidth = 1e8;  // the NIC's speed, below what the rounds showed
+  applyNetworkCosts(costs, m);
+  EXPECT_EQ(m.nicBurstBytes, costs.burstBytes);
+  EXPECT_DOUBLE_EQ(m.nicLineBandwidth, line);
+  EXPECT_DOUBLE_EQ(m.nicBandwidth, rate);
+  // A NIC's speed above the fastest round's rate (a floor of the line's) is the line's.
+  m.nicBandwidth = 1.25e9;
+  applyNetworkCosts(costs, m);
+  EXPECT_DOUBLE_EQ(m.nicLineBandwidth, 1.25e9);
+
+  // An unshaped link (the first rounds slower, in TCP's slow start; the last the same
+  // again): no bucket.
+  NetworkCosts plain;
+  applyRounds({{256 << 10, 2.5e-3}, {1 << 20, 8.5e-3}, {4 << 20, 33.6e-3}}, 33.6e-3, plain);
+  EXPECT_DOUBLE_EQ(plain.beta, 33.6e-3 / static_cast<double>(4 << 20));
+  EXPECT_EQ(plain.burstBytes, 0u);
+  EXPECT_EQ(plain.lineBeta, 0);
+  applyNetworkCosts(plain, m);
+  EXPECT_EQ(m.nicBurstBytes, 0u);
+  EXPECT_EQ(m.nicLineBandwidth, 0);
+  // A bucket under 1 ms of the rate is a packet's worth: none.
+  NetworkCosts small;
+  applyRounds(shapedRounds({256 << 10, 1 << 20, 4 << 20}, rate, 64e3, line), drained, small);
+  EXPECT_EQ(small.burstBytes, 0u);
+}
+
 TEST(NetworkProbe, FiguresNoNetworkGivesAreNamed) {
   EXPECT_EQ(implausibleNetwork({.oneWay = 30e-6, .beta = 8e-9}), "");
   EXPECT_NE(implausibleNetwork({.oneWay = 30e-6, .beta = 0}), "");

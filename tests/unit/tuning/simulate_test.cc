@@ -125,6 +125,33 @@ TEST(Simulate, TwoMessagesShareANic) {
   EXPECT_NEAR(predictHandBuilt(fanOut(), handModel(), *placement, one), 11 * kUs, 1e-12);
 }
 
+TEST(Simulate, AShapedLinksBucketPassesBytesAtTheLinesRateNoFasterThanTheRateSustains) {
+  // A bucket of 1 MB emptied at 4 GB/s on a link shaped to 1 GB/s (the network path's beta).
+  MachineModel m = handModel();
+  m.nicBurstBytes = 1000000;
+  m.nicLineBandwidth = 4e9;
+  auto placement = Placement::synthetic(2, 1, 1);
+  ASSERT_TRUE(placement.ok());
+  // With 10 us of latency, the 4000 bytes pass at the line's rate (1 us): 0.5 + 1 + 10 us,
+  // where the shaped rate alone gives 0.5 + 4 + 10.
+  m.paths[static_cast<int>(PathClass::kNetwork)].alpha = 10 * kUs;
+  EXPECT_NEAR(predictHandBuilt(sendReceive(), m, *placement), 11.5 * kUs, 1e-12);
+  // With 1 us, that would be 2.5 us: but repeated back to back, the call cannot carry its
+  // 4000 bytes faster than the rate refills the bucket, 4 us.
+  m.paths[static_cast<int>(PathClass::kNetwork)].alpha = 1 * kUs;
+  EXPECT_NEAR(predictHandBuilt(sendReceive(), m, *placement), 4 * kUs, 1e-12);
+  // A bucket of 2000 bytes with no line limit: the first call passes 2000 bytes at once and
+  // the rest at the rate (2 us) and lands at 0.5 + 2 + 1 = 3.5 us, its bucket empty at 2.5
+  // us. The call after it starts 3.5 us later and posts its send at 0.5 us: 1.5 us of
+  // refill, 1500 bytes; the other 2500 take 2.5 us: 0.5 + 2.5 + 1 = 4 us.
+  m.nicBurstBytes = 2000;
+  m.nicLineBandwidth = 0;
+  EXPECT_NEAR(predictHandBuilt(sendReceive(), m, *placement), 4 * kUs, 1e-12);
+  // 40000 bytes through that bucket: the call after the first takes 0.5 + 38.5 + 1 us
+  // (1500 bytes of refill again), the rate's 40 us for its bytes.
+  EXPECT_NEAR(predictHandBuilt(sendReceive(10 * kElems), m, *placement), 40 * kUs, 1e-12);
+}
+
 TEST(Simulate, RanksShareTheHostsCores) {
   // Four ranks on one host each copy 4000 bytes (4 us of CPU): on 4 cores at once, on 2
   // cores two after two.
