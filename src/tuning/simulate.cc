@@ -465,7 +465,10 @@ void Run::startStep(std::uint32_t slot, std::uint32_t id, double time) {
     case OpCode::kRecvReduce:
     case OpCode::kRecvReduceSend:
     case OpCode::kRecvCopySend:
-      post(slot, id, cpu(slot, time, overhead(self, s.recvPeer)));
+      // Posting touches nothing but the rank's own table; the receive's CPU time (the
+      // transport's read and matching, the step's completion) comes when its message is
+      // there (recvData).
+      post(slot, id, time);
       return;
     case OpCode::kCopy:
       push(work(slot, time, copyBeta_ * bytes(s), bytes(s)), slot, id, EventKind::kDone);
@@ -570,7 +573,7 @@ void Run::recvData(std::uint32_t slot, std::uint32_t id, double time) {
   const int self = static_cast<int>(slot);
   const double b = bytes(s);
   const double reduce = gamma_ * b;
-  const double wake = wakeCost(slot);
+  const double wake = wakeCost(slot) + overhead(self, s.recvPeer);  // and its own CPU time
   const double in = recvCopy(self, s.recvPeer, b);
   const double inBytes = in > 0 ? b : 0;
   switch (s.op) {

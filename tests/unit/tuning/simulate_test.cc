@@ -70,16 +70,16 @@ double predictHandBuilt(std::vector<Schedule> schedules, const MachineModel& mod
 
 TEST(Simulate, SendReceivePair) {
   // Rank 0's send is posted after 0.5 us of CPU; its 4000 bytes take 4 us and 1 us of
-  // latency: the receive (posted at 0.5 us) completes at 5.5 us.
+  // latency: the message is in at 5.5 us, and the receive's 0.5 us of CPU then end at 6.
   auto placement = Placement::synthetic(2, 1, 1);
   ASSERT_TRUE(placement.ok());
-  EXPECT_NEAR(predictHandBuilt(sendReceive(), handModel(), *placement), 5.5 * kUs, 1e-12);
+  EXPECT_NEAR(predictHandBuilt(sendReceive(), handModel(), *placement), 6 * kUs, 1e-12);
 }
 
 TEST(Simulate, RingStepWithReduction) {
   // Each of 3 ranks (one per host) sends to the next and reduces what the previous sends:
-  // its thread posts the send (0 - 0.5 us) and the receive (0.5 - 1 us); the message lands
-  // at 0.5 + 4 + 1 = 5.5 us and its reduction takes 4 us: 9.5 us.
+  // its thread posts the send (0 - 0.5 us) and the receive; the message lands at 0.5 + 4 +
+  // 1 = 5.5 us, and the receive's 0.5 us and the reduction's 4 follow: 10 us.
   std::vector<Schedule> ring;
   for (int r = 0; r < 3; ++r) {
     ScheduleBuilder b(r, 3);
@@ -89,7 +89,7 @@ TEST(Simulate, RingStepWithReduction) {
   }
   auto placement = Placement::synthetic(3, 1, 1);
   ASSERT_TRUE(placement.ok());
-  EXPECT_NEAR(predictHandBuilt(std::move(ring), handModel(), *placement), 9.5 * kUs, 1e-12);
+  EXPECT_NEAR(predictHandBuilt(std::move(ring), handModel(), *placement), 10 * kUs, 1e-12);
 }
 
 TEST(Simulate, CopyThenReduction) {
@@ -114,15 +114,16 @@ std::vector<Schedule> fanOut() {
 
 TEST(Simulate, TwoMessagesShareANic) {
   // Both sends are posted by 1 us (0.5 us of CPU each); the first holds rank 0's NIC from
-  // 0.5 to 4.5 us, the second takes it then, until 8.5 us, and lands at 9.5 us.
+  // 0.5 to 4.5 us, the second takes it then, until 8.5 us, and lands at 9.5 us; its
+  // receive's 0.5 us end at 10.
   auto placement = Placement::synthetic(3, 1, 1);
   ASSERT_TRUE(placement.ok());
-  EXPECT_NEAR(predictHandBuilt(fanOut(), handModel(), *placement), 9.5 * kUs, 1e-12);
+  EXPECT_NEAR(predictHandBuilt(fanOut(), handModel(), *placement), 10 * kUs, 1e-12);
   // With one step in flight, the second send waits for the first to be delivered (5.5 us),
-  // then takes 0.5 + 4 + 1 us more.
+  // then takes 0.5 + 4 + 1 us more, and its receive 0.5.
   SimOptions one;
   one.maxInflight = 1;
-  EXPECT_NEAR(predictHandBuilt(fanOut(), handModel(), *placement, one), 11 * kUs, 1e-12);
+  EXPECT_NEAR(predictHandBuilt(fanOut(), handModel(), *placement, one), 11.5 * kUs, 1e-12);
 }
 
 TEST(Simulate, AShapedLinksBucketPassesBytesAtTheLinesRateNoFasterThanTheRateSustains) {
@@ -132,23 +133,23 @@ TEST(Simulate, AShapedLinksBucketPassesBytesAtTheLinesRateNoFasterThanTheRateSus
   m.nicLineBandwidth = 4e9;
   auto placement = Placement::synthetic(2, 1, 1);
   ASSERT_TRUE(placement.ok());
-  // With 10 us of latency, the 4000 bytes pass at the line's rate (1 us): 0.5 + 1 + 10 us,
-  // where the shaped rate alone gives 0.5 + 4 + 10.
+  // With 10 us of latency, the 4000 bytes pass at the line's rate (1 us): 0.5 + 1 + 10 us
+  // and the receive's 0.5, where the shaped rate alone gives 0.5 + 4 + 10 + 0.5.
   m.paths[static_cast<int>(PathClass::kNetwork)].alpha = 10 * kUs;
-  EXPECT_NEAR(predictHandBuilt(sendReceive(), m, *placement), 11.5 * kUs, 1e-12);
-  // With 1 us, that would be 2.5 us: but repeated back to back, the call cannot carry its
+  EXPECT_NEAR(predictHandBuilt(sendReceive(), m, *placement), 12 * kUs, 1e-12);
+  // With 1 us, that would be 3 us: but repeated back to back, the call cannot carry its
   // 4000 bytes faster than the rate refills the bucket, 4 us.
   m.paths[static_cast<int>(PathClass::kNetwork)].alpha = 1 * kUs;
   EXPECT_NEAR(predictHandBuilt(sendReceive(), m, *placement), 4 * kUs, 1e-12);
   // A bucket of 2000 bytes with no line limit: the first call passes 2000 bytes at once and
-  // the rest at the rate (2 us) and lands at 0.5 + 2 + 1 = 3.5 us, its bucket empty at 2.5
-  // us. The call after it starts 3.5 us later and posts its send at 0.5 us: 1.5 us of
-  // refill, 1500 bytes; the other 2500 take 2.5 us: 0.5 + 2.5 + 1 = 4 us.
+  // the rest at the rate (2 us), lands at 0.5 + 2 + 1 = 3.5 us and ends at 4 us, its bucket
+  // empty at 2.5 us. The call after it starts then and posts its send at 0.5 us: 2 us of
+  // refill, the whole bucket again: 4 us, as the rate's floor.
   m.nicBurstBytes = 2000;
   m.nicLineBandwidth = 0;
   EXPECT_NEAR(predictHandBuilt(sendReceive(), m, *placement), 4 * kUs, 1e-12);
-  // 40000 bytes through that bucket: the call after the first takes 0.5 + 38.5 + 1 us
-  // (1500 bytes of refill again), the rate's 40 us for its bytes.
+  // 40000 bytes through that bucket: the call after the first takes 0.5 + 38 + 1 + 0.5 us
+  // (2000 bytes of refill again), the rate's 40 us for its bytes.
   EXPECT_NEAR(predictHandBuilt(sendReceive(10 * kElems), m, *placement), 40 * kUs, 1e-12);
 }
 
@@ -178,9 +179,8 @@ TEST(Simulate, AWokenRankPaysASwitchOnlyWhereRanksOutnumberCores) {
   // The pair of SendReceivePair on one host, where the ends' CPUs copy the message (4 us
   // each at the path's 1 GB/s) and a message has 0.2 us of latency; the library adds 0.25 us
   // per message end. The sender's 0.75 + 4 us end at 4.75, the message is in at 4.95 and the
-  // receiver (posted at 0.75 on its own core) copies it out until 8.95 us. With 1 core for
-  // both, the receiver posts after the sender (4.75 - 5.5 us), and pays a 2 us switch to run
-  // again before its copy: 5.5 + 2 + 4 = 11.5 us.
+  // receiver (on its own core) spends 0.75 us on it and copies it out until 9.7 us. With 1
+  // core for both, it also pays a 2 us switch to run again: 4.95 + 2 + 0.75 + 4 = 11.7 us.
   const std::vector<Schedule> pair = sendReceive();
   MachineModel m = handModel();
   m.messageOverhead = 0.25 * kUs;
@@ -188,17 +188,17 @@ TEST(Simulate, AWokenRankPaysASwitchOnlyWhereRanksOutnumberCores) {
   auto cores = Placement::synthetic(2, 2, 2);
   auto shared = Placement::synthetic(2, 2, 1);
   ASSERT_TRUE(cores.ok() && shared.ok());
-  EXPECT_NEAR(predictHandBuilt(pair, m, *cores), 8.95 * kUs, 1e-12);
-  EXPECT_NEAR(predictHandBuilt(pair, m, *shared), 11.5 * kUs, 1e-12);
+  EXPECT_NEAR(predictHandBuilt(pair, m, *cores), 9.7 * kUs, 1e-12);
+  EXPECT_NEAR(predictHandBuilt(pair, m, *shared), 11.7 * kUs, 1e-12);
 }
 
 TEST(Simulate, PastTheLastLevelCacheBytesMoveAtOneCoresShareOfMemory) {
   // The same pair: a 4000-byte message, 16000 bytes of buffers on the host (2 ranks, in and
   // out). With a 1 MiB cache they fit and each end copies at the path's 1 GB/s: 0.5 + 4 us
-  // of sending, 0.2 us of latency, 4 us of copying out: 8.7 us. With a 4 KiB cache they do
-  // not: each end copies at its share of the 0.5 GB/s two cores copy from memory, 2 / 0.5e9
-  // = 4 ns a byte: 0.5 + 16 + 0.2 + 16 = 32.7 us (the bus carries each copy's 4000 bytes in
-  // 8 us, within its 16).
+  // of sending, 0.2 us of latency, 0.5 + 4 us of receiving: 9.2 us. With a 4 KiB cache they
+  // do not: each end copies at its share of the 0.5 GB/s two cores copy from memory, 2 /
+  // 0.5e9 = 4 ns a byte: 0.5 + 16 + 0.2 + 0.5 + 16 = 33.2 us (the bus carries each copy's
+  // 4000 bytes in 8 us, within its 16).
   const std::vector<Schedule> pair = sendReceive();
   MachineModel m = handModel();
   m.coresPerHost = 2;
@@ -207,27 +207,27 @@ TEST(Simulate, PastTheLastLevelCacheBytesMoveAtOneCoresShareOfMemory) {
   m.llcBytes = 1 << 20;
   auto placement = Placement::synthetic(2, 2, 2);
   ASSERT_TRUE(placement.ok());
-  EXPECT_NEAR(predictHandBuilt(pair, m, *placement), 8.7 * kUs, 1e-12);
+  EXPECT_NEAR(predictHandBuilt(pair, m, *placement), 9.2 * kUs, 1e-12);
   m.llcBytes = 4096;
-  EXPECT_NEAR(predictHandBuilt(pair, m, *placement), 32.7 * kUs, 1e-12);
+  EXPECT_NEAR(predictHandBuilt(pair, m, *placement), 33.2 * kUs, 1e-12);
 }
 
 TEST(Simulate, WhereTheKernelCopiesCheaplyALargeMessageIsCopiedOnceByItsReceiver) {
   // 1 MiB (262144 float32) on one host, path 1 GB/s, local copies 1 GB/s: through the rings
-  // the sender copies in (0.5 + 1048.576 us) and the receiver out (1048.576 us), 0.2 us of
-  // latency between. With a kernel copy 2x memcpy's (cheap), the receiver alone copies, at
-  // the slower of the path and 2x the local copy: 0.5 + 0.2 + 2097.152 us.
+  // the sender copies in (0.5 + 1048.576 us) and the receiver out (0.5 + 1048.576 us), 0.2
+  // us of latency between. With a kernel copy 2x memcpy's (cheap), the receiver alone
+  // copies, at the slower of the path and 2x the local copy: 0.5 + 0.2 + 0.5 + 2097.152 us.
   constexpr std::uint64_t kMiB = 262144;
   const std::vector<Schedule> pair = sendReceive(kMiB);
   MachineModel m = handModel();
   auto placement = Placement::synthetic(2, 2, 2);
   ASSERT_TRUE(placement.ok());
   const double bytes = 4.0 * kMiB;
-  EXPECT_NEAR(predictHandBuilt(pair, m, *placement), 0.5 * kUs + 2 * bytes * 1e-9 + 0.2 * kUs, 1e-12);
+  EXPECT_NEAR(predictHandBuilt(pair, m, *placement), 1.2 * kUs + 2 * bytes * 1e-9, 1e-12);
   m.kernelCopyRatio = 2;
-  EXPECT_NEAR(predictHandBuilt(pair, m, *placement), 0.5 * kUs + 0.2 * kUs + bytes * 2e-9, 1e-12);
+  EXPECT_NEAR(predictHandBuilt(pair, m, *placement), 1.2 * kUs + bytes * 2e-9, 1e-12);
   m.kernelCopyRatio = 4;  // costly: the rings again
-  EXPECT_NEAR(predictHandBuilt(pair, m, *placement), 0.5 * kUs + 2 * bytes * 1e-9 + 0.2 * kUs, 1e-12);
+  EXPECT_NEAR(predictHandBuilt(pair, m, *placement), 1.2 * kUs + 2 * bytes * 1e-9, 1e-12);
 }
 
 TEST(Simulate, MismatchedSchedulesAreAnError) {
