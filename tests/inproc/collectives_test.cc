@@ -79,7 +79,8 @@ class EveryCollective
     : public ::testing::TestWithParam<std::tuple<int, Collective, std::string>> {};
 
 TEST_P(EveryCollective, EveryAlgorithmMatchesTheDefinition) {
-  const auto [n, kind, transport] = GetParam();
+  const auto [size, kind, transport] = GetParam();
+  const int n = size;  // a plain variable: clang 14 lets no lambda capture a structured binding
   const std::vector<CollectiveCase> cases = casesFor(kind, n);
   CommOptions options;
   options.transport = transport;
