@@ -7,6 +7,7 @@
 // into [0, P) sends to q's image: so every simulated receive meets exactly the send it
 // would in the full run, at the same time.
 #include "tuning/simulate.h"
+#include "tuning/sim_fifo.h"
 #include "tuning/sim_pending.h"
 
 #include <algorithm>
@@ -82,45 +83,6 @@ struct Later {
   }
 };
 
-// A link, port or bus that carries one message's bytes at a time at its bandwidth.
-struct Fifo {
-  double bandwidth = kInf;  // bytes/s
-  double free = 0;
-  double carried = 0;  // bytes, over the run
-  // A shaped link's token bucket (MachineModel::nicBurstBytes): up to `burst` bytes pass at
-  // `line` bytes/s, the bucket refilled at `bandwidth`; full when the call starts.
-  double burst = 0;
-  double line = kInf;
-  double tokens = 0;
-  double tokensAt = 0;  // when `tokens` was counted
-  // Seconds `bytes` take from `start` (the fifo free then), taking tokens.
-  double pass(double start, double bytes) {
-    carried += bytes;
-    if (burst <= 0) return bytes / bandwidth;
-    double have = std::min(burst, tokens + (start - tokensAt) * bandwidth);
-    double seconds = 0;
-    if (line <= bandwidth) {
-      seconds = bytes / bandwidth;  // no faster than the rate: the bucket does not matter
-    } else if (std::isinf(line)) {
-      seconds = bytes <= have ? 0 : (bytes - have) / bandwidth;
-      have = std::max(0.0, have - bytes);
-    } else {
-      // At the line's rate while tokens last (taken at line - bandwidth net), then at the
-      // rate.
-      const double lasts = have / (line - bandwidth);
-      if (bytes <= lasts * line) {
-        seconds = bytes / line;
-        have -= bytes - seconds * bandwidth;
-      } else {
-        seconds = lasts + (bytes - lasts * line) / bandwidth;
-        have = 0;
-      }
-    }
-    tokens = have;
-    tokensAt = start + seconds;
-    return seconds;
-  }
-};
 
 // The relabelling group of a run: ranks [0, period) stand for all.
 struct Symmetry {
@@ -416,19 +378,6 @@ double Run::cpu(std::uint32_t slot, double time, double work) {
   return end;
 }
 
-// A message through a sequence of resources, cut-through: it starts on each when that is
-// free (and not before it started on the one before) and ends on each no earlier than on
-// the one before; each is busy until the message's end on it.
-struct Passage {
-  double start;
-  double end;
-  double bytes;
-  void through(Fifo& f) {
-    start = std::max(start, f.free);
-    end = std::max(end, start + f.pass(start, bytes));
-    f.free = end;
-  }
-};
 
 double Run::throughMemory(std::uint32_t slot, double start, double end, double bytes) {
   Passage m{start, end, bytes};
