@@ -27,7 +27,8 @@ struct MessageKeyHash {
   }
 };
 struct Pending {
-  double arrival = -1;         // the message's arrival, once sent
+  double arrival = -1;         // the message's arrival (its first byte), once sent
+  double last = 0;             // ... and its last byte's
   double posted = 0;           // when the receive is posted (its CPU work done)
   std::int32_t step = -1;      // the receive's step, once posted
   std::uint32_t elements = 0;  // what was sent, or what the receive expects

@@ -64,8 +64,9 @@ struct Event {
   std::uint32_t step;  // its step (kArrive: the sender's)
   EventKind kind;
   // kArrive only: the sender (a simulated rank), its relation to the receiver (the same
-  // for a message and its images: Symmetry::relation), the message index, and when its
-  // bytes cleared the sender's side.
+  // for a message and its images: Symmetry::relation), the message index. kArrive and
+  // kRecvData: when its last byte cleared the sender's side (kArrive) or reached the
+  // receiver (kRecvData).
   std::uint32_t sender = 0;
   std::uint32_t offset = 0;
   std::uint32_t index = 0;
@@ -174,7 +175,13 @@ class Run {
   void transmit(std::uint32_t slot, std::uint32_t id, double time);
   // ... and through its receiver's side: its arrival, handed to the receive and the send.
   void arrive(const Event& e);
-  void recvData(std::uint32_t slot, std::uint32_t id, double time);
+  // The message of receive `id` is there from `time` (its first slot), and whole at `last`.
+  void recvData(std::uint32_t slot, std::uint32_t id, double time, double last);
+  void pushData(double time, std::uint32_t slot, std::uint32_t step, double last) {
+    Event e{time, slot, step, EventKind::kRecvData};
+    e.cleared = last;
+    events_.push(e);
+  }
   // Receive step `id` is posted at `time` (now or later: posting touches nothing shared,
   // so it is recorded at once): it meets its message, or waits for it.
   void post(std::uint32_t slot, std::uint32_t id, double time);
@@ -206,8 +213,11 @@ class Run {
     return model_.kernelCopyRatio > 0 && model_.kernelCopyRatio <= kCostlyKernelCopyRatio &&
            bytes >= static_cast<double>(kSingleCopyFrom);
   }
+  // One end's copy: half the path's beta, which is the time of a message alone copied in by
+  // its sender and then out by its receiver (the probe's measure); never below the host's
+  // share of memory past the cache.
   double copyBetaOf(int a, int b) const {
-    return std::max(model_.path(placement_.pathClass(a, b)).beta, hostBeta_);
+    return std::max(model_.path(placement_.pathClass(a, b)).beta / 2, hostBeta_);
   }
   double sendCopy(int self, int peer, double bytes) const {
     return onHost(self, peer) && !singleCopy(bytes) ? bytes * copyBetaOf(self, peer) : 0;
@@ -259,9 +269,11 @@ Status Run::build() {
   gamma_ = model_.gamma[static_cast<std::size_t>(spec_.dtype)];
   ranks_.resize(static_cast<std::size_t>(period_));
   CollectiveSpec spec = spec_;
+  std::uint64_t scratch = 0;  // the most scratch elements a rank uses
   for (int r = 0; r < period_; ++r) {
     spec.rank = r;
     const Schedule schedule = algorithm_.build(spec);
+    scratch = std::max(scratch, schedule.scratchCount);
     Rank& rank = ranks_[static_cast<std::size_t>(r)];
     rank.count = static_cast<std::uint32_t>(schedule.steps.size());
     rank.steps.reserve(schedule.steps.size());
@@ -304,11 +316,11 @@ Status Run::build() {
     oversubscribed_[static_cast<std::size_t>(h)] =
         placement_.hosts().ranksOf[static_cast<std::size_t>(h)].size() > cores_[static_cast<std::size_t>(h)].size();
   // The memory bus: at the caches' rate while the buffers of a host's ranks (each one's
-  // largest, in and out) fit in its last-level cache, at memory's beyond.
+  // largest, in and out, and its scratch) fit in its last-level cache, at memory's beyond.
   double footprint = 0;
   if (spec_.kind != Collective::kAllToAllV)
-    footprint = 2.0 * static_cast<double>(largestBufferCount(spec_)) * static_cast<double>(elemSize_) *
-                static_cast<double>(placement_.hosts().ranksOf[0].size());
+    footprint = (2.0 * static_cast<double>(largestBufferCount(spec_)) + static_cast<double>(scratch)) *
+                static_cast<double>(elemSize_) * static_cast<double>(placement_.hosts().ranksOf[0].size());
   const bool cached = model_.llcBytes > 0 && model_.cacheBandwidth > 0 &&
                       footprint <= static_cast<double>(model_.llcBytes);
   Fifo memory;
@@ -380,9 +392,13 @@ double Run::cpu(std::uint32_t slot, double time, double work) {
 
 
 double Run::throughMemory(std::uint32_t slot, double start, double end, double bytes) {
-  Passage m{start, end, bytes};
-  m.through(memory_[static_cast<std::size_t>(hostOf(slot))]);
-  return m.end;
+  // The bus carries the work's bytes from its start (or once it has carried those before),
+  // at its rate: work that runs at a core's pace leaves the rest of the bus to the other
+  // cores' (a sender's and a receiver's copies of one message run at once).
+  Fifo& bus = memory_[static_cast<std::size_t>(hostOf(slot))];
+  const double from = std::max(start, bus.free);
+  bus.free = from + bus.pass(from, bytes);
+  return std::max(end, bus.free);
 }
 
 void Run::issue(std::uint32_t slot, double time) {
@@ -404,12 +420,10 @@ void Run::startStep(std::uint32_t slot, std::uint32_t id, double time) {
   const SimStep& s = step(slot, id);
   const int self = static_cast<int>(slot);
   switch (s.op) {
-    case OpCode::kSend: {
-      const double copy = sendCopy(self, s.sendPeer, bytes(s));
-      push(work(slot, time, overhead(self, s.sendPeer) + copy, copy > 0 ? bytes(s) : 0), slot, id,
-           EventKind::kSendPosted);
+    case OpCode::kSend:
+      // The copy into the shared buffers, if any, runs as the message leaves (transmit).
+      push(work(slot, time, overhead(self, s.sendPeer), 0), slot, id, EventKind::kSendPosted);
       return;
-    }
     case OpCode::kRecv:
     case OpCode::kRecvReduce:
     case OpCode::kRecvReduceSend:
@@ -435,10 +449,12 @@ void Run::transmit(std::uint32_t slot, std::uint32_t id, double time) {
   // The image of this message that a simulated rank receives (itself, in the full run).
   const int receiver = q % period_;
   // No faster than the path's own bandwidth: each resource is held that long at least. On
-  // a host the ends' CPUs copy the bytes (sendCopy, recvCopy): only the latency is left.
+  // a host the ends' CPUs copy the bytes (sendCopy, recvCopy), slot by slot: the receiver
+  // may copy out from the first slot, while the sender copies in the rest.
   const PathClass path = placement_.pathClass(p, q);
   const bool network = path == PathClass::kNetwork;
   Passage m{time, time + (network ? bytes(s) * networkBeta_ : 0), network ? bytes(s) : 0};
+  if (const double copy = sendCopy(p, q, bytes(s)); copy > 0) m.end = work(slot, time, copy, bytes(s));
   const int host = placement_.place(p).host;
   if (network) {
     const std::size_t out = static_cast<std::size_t>(host * network_.rails + rail(p));
@@ -475,13 +491,18 @@ void Run::arrive(const Event& e) {
     }
     m.through(nicIn_[static_cast<std::size_t>(host * network_.rails + rail(r))]);
   }
-  const double arrival = m.end + latency;
+  // A message on a host (copied by the CPUs, nothing in its way) reaches its receiver as
+  // its first slot does; its last byte once its sender has copied it in.
+  const bool onHost = path != PathClass::kNetwork;
+  const double arrival = (onHost ? m.start : m.end) + latency;
+  const double last = m.end + latency;
   // The send is complete once its message is delivered.
-  push(arrival, e.sender, e.step, EventKind::kDone);
+  push(last, e.sender, e.step, EventKind::kDone);
   const std::size_t place = pending_.find(MessageKey{e.slot, static_cast<std::uint32_t>(p), e.index});
   Pending& entry = pending_[place];
   if (entry.step < 0) {
     entry.arrival = arrival;
+    entry.last = last;
     entry.elements = s.elements;
     return;
   }
@@ -493,7 +514,7 @@ void Run::arrive(const Event& e) {
     mismatch_ = true;
     return;
   }
-  push(std::max(arrival, posted), e.slot, recvStep, EventKind::kRecvData);
+  pushData(std::max(arrival, posted), e.slot, recvStep, last);
 }
 
 void Run::post(std::uint32_t slot, std::uint32_t id, double time) {
@@ -508,16 +529,17 @@ void Run::post(std::uint32_t slot, std::uint32_t id, double time) {
     return;
   }
   const double arrival = entry.arrival;
+  const double last = entry.last;
   const std::uint32_t sent = entry.elements;
   pending_.erase(place);
   if (sent != s.elements) {
     mismatch_ = true;
     return;
   }
-  push(std::max(arrival, time), slot, id, EventKind::kRecvData);
+  pushData(std::max(arrival, time), slot, id, last);
 }
 
-void Run::recvData(std::uint32_t slot, std::uint32_t id, double time) {
+void Run::recvData(std::uint32_t slot, std::uint32_t id, double time, double last) {
   const SimStep& s = step(slot, id);
   const int self = static_cast<int>(slot);
   const double b = bytes(s);
@@ -525,28 +547,26 @@ void Run::recvData(std::uint32_t slot, std::uint32_t id, double time) {
   const double wake = wakeCost(slot) + overhead(self, s.recvPeer);  // and its own CPU time
   const double in = recvCopy(self, s.recvPeer, b);
   const double inBytes = in > 0 ? b : 0;
+  // The receive's CPU work from `time`, which ends no earlier than the message's last byte
+  // is there (it copies, and reduces, as the slots come).
+  auto received = [&](double seconds, double through) {
+    return std::max(work(slot, time, seconds, through), last);
+  };
   switch (s.op) {
     case OpCode::kRecv:
-      if (wake + in > 0) push(work(slot, time, wake + in, inBytes), slot, id, EventKind::kDone);
+      if (wake + in > 0 || last > time) push(received(wake + in, inBytes), slot, id, EventKind::kDone);
       else complete(slot, id, time);
       return;
     case OpCode::kRecvReduce:
-      push(work(slot, time, wake + in + reduce, inBytes + reduceCopies_ * b), slot, id,
-           EventKind::kDone);
+      push(received(wake + in + reduce, inBytes + reduceCopies_ * b), slot, id, EventKind::kDone);
       return;
-    case OpCode::kRecvReduceSend: {
-      const double out = sendCopy(self, s.sendPeer, b);
-      push(work(slot, time, wake + in + reduce + overhead(self, s.sendPeer) + out,
-                inBytes + reduceCopies_ * b + (out > 0 ? b : 0)),
+    case OpCode::kRecvReduceSend:
+      push(received(wake + in + reduce + overhead(self, s.sendPeer), inBytes + reduceCopies_ * b),
            slot, id, EventKind::kSendPosted);
       return;
-    }
-    case OpCode::kRecvCopySend: {
-      const double out = sendCopy(self, s.sendPeer, b);
-      push(work(slot, time, wake + in + overhead(self, s.sendPeer) + out, inBytes + (out > 0 ? b : 0)),
-           slot, id, EventKind::kSendPosted);
+    case OpCode::kRecvCopySend:
+      push(received(wake + in + overhead(self, s.sendPeer), inBytes), slot, id, EventKind::kSendPosted);
       return;
-    }
     default:
       return;
   }
@@ -599,7 +619,7 @@ Status Run::run() {
         arrive(e);
         break;
       case EventKind::kRecvData:
-        recvData(e.slot, e.step, e.time);
+        recvData(e.slot, e.step, e.time, e.cleared);
         break;
       case EventKind::kDone:
         complete(e.slot, e.step, e.time);

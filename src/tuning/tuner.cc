@@ -58,9 +58,13 @@ MachineModel effectiveModel(const TunerSetup& setup) {
   MachineModel m = setup.model;
   if (setup.transport == TransportKind::kTcp) {
     // TCP between the ranks of one host goes through the kernel's loopback (its own
-    // measured costs; the network's where a model file has none); no NIC is crossed.
-    const LinkCost& loopback = m.loopback;
+    // measured costs; the network's where a model file has none); no NIC is crossed. A
+    // host path's beta is a message's two copies one after the other (the simulator gives
+    // each end half); the loopback probe times a stream, whose two kernels copy at once,
+    // so each end's copy takes the stream's time.
+    LinkCost loopback = m.loopback;
     const bool known = loopback.alpha > 0 || loopback.beta > 0 || loopback.overhead > 0;
+    loopback.beta *= 2;
     for (int c = 0; c < static_cast<int>(PathClass::kNetwork); ++c)
       m.paths[static_cast<std::size_t>(c)] = known ? loopback : m.path(PathClass::kNetwork);
     m.kernelCopyRatio = 0;  // no copy between processes: each kernel copies

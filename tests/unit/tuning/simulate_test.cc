@@ -176,11 +176,13 @@ TEST(Simulate, RanksShareTheHostsCores) {
 }
 
 TEST(Simulate, AWokenRankPaysASwitchOnlyWhereRanksOutnumberCores) {
-  // The pair of SendReceivePair on one host, where the ends' CPUs copy the message (4 us
-  // each at the path's 1 GB/s) and a message has 0.2 us of latency; the library adds 0.25 us
-  // per message end. The sender's 0.75 + 4 us end at 4.75, the message is in at 4.95 and the
-  // receiver (on its own core) spends 0.75 us on it and copies it out until 9.7 us. With 1
-  // core for both, it also pays a 2 us switch to run again: 4.95 + 2 + 0.75 + 4 = 11.7 us.
+  // The pair of SendReceivePair on one host, where the ends' CPUs copy the message (the
+  // path's beta is both copies one after the other: 2 us each) and a message has 0.2 us of
+  // latency; the library adds 0.25 us per message end. The sender posts after 0.75 us and
+  // copies in until 2.75; the first slot is there at 0.95, where the receiver (on its own
+  // core) spends 0.75 us and copies out as the slots come, until 3.7 us. With 1 core for
+  // both, it also pays a 2 us switch to run again, once the sender's copy leaves it the
+  // core: 2.75 + 2 + 0.75 + 2 = 7.5 us.
   const std::vector<Schedule> pair = sendReceive();
   MachineModel m = handModel();
   m.messageOverhead = 0.25 * kUs;
@@ -188,17 +190,18 @@ TEST(Simulate, AWokenRankPaysASwitchOnlyWhereRanksOutnumberCores) {
   auto cores = Placement::synthetic(2, 2, 2);
   auto shared = Placement::synthetic(2, 2, 1);
   ASSERT_TRUE(cores.ok() && shared.ok());
-  EXPECT_NEAR(predictHandBuilt(pair, m, *cores), 9.7 * kUs, 1e-12);
-  EXPECT_NEAR(predictHandBuilt(pair, m, *shared), 11.7 * kUs, 1e-12);
+  EXPECT_NEAR(predictHandBuilt(pair, m, *cores), 3.7 * kUs, 1e-12);
+  EXPECT_NEAR(predictHandBuilt(pair, m, *shared), 7.5 * kUs, 1e-12);
 }
 
 TEST(Simulate, PastTheLastLevelCacheBytesMoveAtOneCoresShareOfMemory) {
   // The same pair: a 4000-byte message, 16000 bytes of buffers on the host (2 ranks, in and
-  // out). With a 1 MiB cache they fit and each end copies at the path's 1 GB/s: 0.5 + 4 us
-  // of sending, 0.2 us of latency, 0.5 + 4 us of receiving: 9.2 us. With a 4 KiB cache they
-  // do not: each end copies at its share of the 0.5 GB/s two cores copy from memory, 2 /
-  // 0.5e9 = 4 ns a byte: 0.5 + 16 + 0.2 + 0.5 + 16 = 33.2 us (the bus carries each copy's
-  // 4000 bytes in 8 us, within its 16).
+  // out). With a 1 MiB cache they fit and each end copies at half the path's 1 ns a byte:
+  // the sender from 0.5 to 2.5 us, the receiver from the first slot (0.7 us) after its 0.5
+  // us, until 3.2 us. With a 4 KiB cache they do not: each end copies at its share of the
+  // 0.5 GB/s two cores copy from memory, 2 / 0.5e9 = 4 ns a byte: the sender from 0.5 to
+  // 16.5 us, the receiver from 1.2 to 17.2 us. The bus carries each copy's 4000 bytes in 8
+  // us (the sender's from 0.5, the receiver's from 8.5), within their 16.
   const std::vector<Schedule> pair = sendReceive();
   MachineModel m = handModel();
   m.coresPerHost = 2;
@@ -207,27 +210,34 @@ TEST(Simulate, PastTheLastLevelCacheBytesMoveAtOneCoresShareOfMemory) {
   m.llcBytes = 1 << 20;
   auto placement = Placement::synthetic(2, 2, 2);
   ASSERT_TRUE(placement.ok());
-  EXPECT_NEAR(predictHandBuilt(pair, m, *placement), 9.2 * kUs, 1e-12);
+  EXPECT_NEAR(predictHandBuilt(pair, m, *placement), 3.2 * kUs, 1e-12);
   m.llcBytes = 4096;
-  EXPECT_NEAR(predictHandBuilt(pair, m, *placement), 33.2 * kUs, 1e-12);
+  EXPECT_NEAR(predictHandBuilt(pair, m, *placement), 17.2 * kUs, 1e-12);
+  // A bus of 0.125 GB/s that one core's copies fill (coresPerHost 1: a core's share is
+  // all of it, 8 ns a byte, 32 us a copy): the sender's copy holds it from 0.5 to 32.5 us,
+  // the receiver's, which could run from 1.2 us on its own core, from then to 64.5.
+  m.hostMemoryBandwidth = 0.125e9;
+  m.coresPerHost = 1;
+  EXPECT_NEAR(predictHandBuilt(pair, m, *placement), 64.5 * kUs, 1e-12);
 }
 
 TEST(Simulate, WhereTheKernelCopiesCheaplyALargeMessageIsCopiedOnceByItsReceiver) {
-  // 1 MiB (262144 float32) on one host, path 1 GB/s, local copies 1 GB/s: through the rings
-  // the sender copies in (0.5 + 1048.576 us) and the receiver out (0.5 + 1048.576 us), 0.2
-  // us of latency between. With a kernel copy 2x memcpy's (cheap), the receiver alone
-  // copies, at the slower of the path and 2x the local copy: 0.5 + 0.2 + 0.5 + 2097.152 us.
+  // 1 MiB (262144 float32) on one host, path 1 ns a byte for both copies, local copies 1
+  // GB/s: through the rings the sender copies in (0.5 + 524.288 us) and the receiver out as
+  // the slots come, from the first's arrival, 0.2 us after the sender's 0.5: 0.5 + 0.2 +
+  // 0.5 + 524.288 us. With a kernel copy 2x memcpy's (cheap), the receiver alone copies, at
+  // the slower of its half of the path and 2x the local copy: 0.5 + 0.2 + 0.5 + 2097.152 us.
   constexpr std::uint64_t kMiB = 262144;
   const std::vector<Schedule> pair = sendReceive(kMiB);
   MachineModel m = handModel();
   auto placement = Placement::synthetic(2, 2, 2);
   ASSERT_TRUE(placement.ok());
   const double bytes = 4.0 * kMiB;
-  EXPECT_NEAR(predictHandBuilt(pair, m, *placement), 1.2 * kUs + 2 * bytes * 1e-9, 1e-12);
+  EXPECT_NEAR(predictHandBuilt(pair, m, *placement), 1.2 * kUs + bytes * 0.5e-9, 1e-12);
   m.kernelCopyRatio = 2;
   EXPECT_NEAR(predictHandBuilt(pair, m, *placement), 1.2 * kUs + bytes * 2e-9, 1e-12);
   m.kernelCopyRatio = 4;  // costly: the rings again
-  EXPECT_NEAR(predictHandBuilt(pair, m, *placement), 1.2 * kUs + 2 * bytes * 1e-9, 1e-12);
+  EXPECT_NEAR(predictHandBuilt(pair, m, *placement), 1.2 * kUs + bytes * 0.5e-9, 1e-12);
 }
 
 TEST(Simulate, MismatchedSchedulesAreAnError) {
