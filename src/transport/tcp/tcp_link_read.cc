@@ -26,6 +26,15 @@ namespace {
 // others on the loop thread.
 constexpr std::size_t kReadBudgetBytes = 8u << 20;
 
+// A stream's read that found its end (n == 0) or an error in the middle of a message.
+Status closedMidMessage(const std::string& peerName, int peer, int index, ssize_t n) {
+  return Status(ErrorCode::kPeerFailure,
+                strFormat("%s closed stream %d of its connection in the middle of a message (%s): "
+                          "the peer process died or was killed",
+                          peerName.c_str(), index, n == 0 ? "EOF" : std::strerror(errno)),
+                peer);
+}
+
 }  // namespace
 
 bool TcpLink::arrivalConflictsLocked(const FrameHeader& header) {
@@ -345,12 +354,7 @@ void TcpLink::readStreamLocked(int index, Stream& s, DoneList& done) {
         break;
       }
       if (n <= 0) {
-        failLocked(Status(ErrorCode::kPeerFailure,
-                          strFormat("%s closed stream %d of its connection in the middle of a "
-                                    "message (%s): the peer process died or was killed",
-                                    peerName_.c_str(), index, n == 0 ? "EOF" : std::strerror(errno)),
-                          peer_),
-                   done);
+        failLocked(closedMidMessage(peerName_, peer_, index, n), done);
         break;
       }
       s.headerGot += static_cast<std::size_t>(n);
@@ -407,12 +411,7 @@ void TcpLink::readStreamLocked(int index, Stream& s, DoneList& done) {
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
-        failLocked(Status(ErrorCode::kPeerFailure,
-                          strFormat("%s closed stream %d of its connection in the middle of a "
-                                    "message (%s): the peer process died or was killed",
-                                    peerName_.c_str(), index, n == 0 ? "EOF" : std::strerror(errno)),
-                          peer_),
-                   done);
+        failLocked(closedMidMessage(peerName_, peer_, index, n), done);
         break;
       }
       got = static_cast<std::size_t>(n);
