@@ -38,6 +38,8 @@ def main():
             if len(parts) < 8:  # later fields, if any, are for other readers
                 continue
             _, transport, world, coll, size, label, t, algo = parts[:8]
+            if int(size) == 0:  # below one element per rank: a call that moves nothing
+                continue
             cell = (transport, int(world), coll, int(size))
             if cell not in cells:
                 cells.append(cell)

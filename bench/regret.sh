@@ -17,7 +17,9 @@
 #
 # --quick: all-reduce at 8 B, 64 KiB, 4 MiB and 64 MiB, default segments only. Without it:
 # every collective, 8 B to 256 MiB by 8x, and the ring-like algorithms at 64K, 256K and 1M
-# segments (TUTTI_SEGMENT_BYTES) at the sizes above the segment.
+# segments (TUTTI_SEGMENT_BYTES) at the sizes above the segment. A size below one element per
+# rank, where a collective splits it (tutti-bench runs 0 bytes), is measured but left out of
+# the scores.
 # One host: --worlds ranks (2, 4 and 8; "" for none) over each of --transports.
 # --hosts "HxL,...": also H namespaced hosts of L ranks each (2 to 4 hosts; the grid
 # is 2x2,4x2), links shaped to --rate (1gbit) in both directions (tests/multihost/netns.sh;

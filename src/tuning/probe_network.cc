@@ -94,14 +94,13 @@ void applyRounds(const std::vector<StreamRound>& rounds, std::optional<double> d
   if (!drained || out.beta <= 0) return;
   // Every byte of the rounds before the drained one passed on a token: the bucket's at the
   // start, or one refilled at the rate meanwhile (the link was busy throughout, but for a
-  // round trip between rounds).
-  double bytes = 0, seconds = 0;
-  for (const StreamRound& r : rounds) {
-    bytes += static_cast<double>(r.bytes);
-    seconds += r.seconds;
-  }
+  // round trip between rounds). What a round carried beyond the rate came from the bucket;
+  // a round slower than the rate (a sender that waited for a CPU, a stall) took none, and
+  // counts for nothing rather than against the others.
   const double rate = 1 / out.beta;
-  const double burst = bytes - rate * seconds;
+  double burst = 0;
+  for (const StreamRound& r : rounds)
+    burst += std::max(0.0, static_cast<double>(r.bytes) - rate * r.seconds);
   if (burst < rate * kLeastBurstSeconds) return;
   out.burstBytes = static_cast<std::uint64_t>(burst);
   // The fastest round went at the line's rate while the bucket lasted (the first may be

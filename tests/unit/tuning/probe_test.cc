@@ -197,6 +197,16 @@ TEST(NetworkProbe, AShapedLinksBucketIsWhatTheRoundsCarriedBeyondTheRate) {
   applyNetworkCosts(plain, m);
   EXPECT_EQ(m.nicBurstBytes, 0u);
   EXPECT_EQ(m.nicLineBandwidth, 0);
+  // The 4 MiB round held up 30 ms (its sender waited for a CPU): it took nothing from the
+  // bucket, and the rounds before still show most of it (what they carried beyond the rate).
+  std::vector<StreamRound> stalled = rounds;
+  stalled.back().seconds += 30e-3;
+  NetworkCosts held;
+  applyRounds(stalled, drained, held);
+  const double early = static_cast<double>((256 << 10) + (1 << 20)) -
+                       rate * (rounds[0].seconds + rounds[1].seconds);
+  EXPECT_NEAR(static_cast<double>(held.burstBytes), early, 1.0);
+  EXPECT_GT(static_cast<double>(held.burstBytes), 0.5 * burst);
   // A bucket under 1 ms of the rate is a packet's worth: none.
   NetworkCosts small;
   applyRounds(shapedRounds({256 << 10, 1 << 20, 4 << 20}, rate, 64e3, line), drained, small);
