@@ -110,6 +110,9 @@ if [ "$summarize" = 0 ] && [ -n "$hosts" ] && [ -z "${REGRET_INNER:-}" ]; then
   [ "$(id -u)" = 0 ] || { echo "regret.sh: --hosts needs root (network namespaces)" >&2; exit 1; }
   max_hosts=$(for s in $hosts; do echo "${s%x*}"; done | sort -n | tail -n 1)
   export REGRET_INNER=1
+  # The command as given, for the header (the inner run is also told where to write).
+  REGRET_COMMAND=$(printf '%q ' "${args[@]}")
+  export REGRET_COMMAND
   status=0
   tests/multihost/netns.sh run --hosts "$max_hosts" --rate "$rate" -- "$0" "${args[@]}" \
     --out "$out" || status=$?
@@ -307,7 +310,7 @@ measure() {
   model_hosts=$model
   {
     echo "# regret.sh $(date -u +%Y-%m-%dT%H:%MZ), tutti $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
-    echo "# command: bench/regret.sh ${args[*]}"
+    echo "# command: bench/regret.sh ${REGRET_COMMAND:-$(printf '%q ' "${args[@]}")}"
     echo "# machine: $(nproc) CPUs, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n 1), $(uname -r)"
     echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "# model: $model"
