@@ -28,6 +28,9 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 // The shared-memory transport's single-copy threshold (ShmTransport::Options::cmaBytes).
 constexpr std::uint64_t kSingleCopyFrom = 256 << 10;
+// The second of two calls run back to back (Run::calls): its messages' indices, apart from
+// the first call's.
+constexpr std::uint32_t kSecondCall = 1u << 31;
 
 enum StepState : std::uint8_t { kWaiting = 0, kRunning = 1, kComplete = 2 };
 
@@ -108,9 +111,13 @@ struct Symmetry {
 
 class Run {
  public:
+  // `calls`: 1, or 2 for two blocking calls back to back (each rank starts the second once
+  // it has finished the first).
   Run(const AlgorithmInfo& algorithm, const CollectiveSpec& spec, const MachineModel& model,
-      const Placement& placement, const Network& network, const SimOptions& options, Symmetry symmetry)
-      : algorithm_(algorithm),
+      const Placement& placement, const Network& network, const SimOptions& options, Symmetry symmetry,
+      int calls = 1)
+      : calls_(calls),
+        algorithm_(algorithm),
         spec_(spec),
         model_(model),
         placement_(placement),
@@ -124,6 +131,12 @@ class Run {
   Status build();
   Status run();
   double finish() const { return finish_; }
+  // With two calls: the longest a rank took over its second, from the end of its first.
+  double secondCall() const {
+    double out = 0;
+    for (const Rank& rank : ranks_) out = std::max(out, rank.lastDone - rank.firstDone);
+    return out;
+  }
   // Where the call runs again right after `previous` (a shaped link's buckets as that call
   // left them, refilling since): called between build() and run().
   void continueAfter(const Run& previous) {
@@ -157,6 +170,9 @@ class Run {
     std::uint32_t next = 0;   // the next step to issue
     std::uint32_t active = 0;
     std::uint32_t completed = 0;
+    std::uint32_t perCall = 0;  // steps of one call (count, or half of it for two calls)
+    double firstDone = 0;       // when the rank finished its first call, and its last
+    double lastDone = 0;
     double threadFree = 0;    // the rank's one thread: its CPU work runs one at a time
   };
 
@@ -233,6 +249,7 @@ class Run {
   }
   Status stuck() const;
 
+  const int calls_;
   const AlgorithmInfo& algorithm_;
   const CollectiveSpec& spec_;
   const MachineModel& model_;
@@ -300,6 +317,20 @@ Status Run::build() {
       rank.steps.push_back(c);
       rank.deps.insert(rank.deps.end(), schedule.deps.begin() + s.depBegin,
                        schedule.deps.begin() + s.depBegin + s.depCount);
+    }
+    rank.perCall = rank.count;
+    if (calls_ == 2) {
+      // The same steps again, as the next call: its messages apart from the first call's,
+      // its dependencies among its own steps.
+      const std::size_t steps = rank.steps.size(), deps = rank.deps.size();
+      for (std::size_t i = 0; i < steps; ++i) {
+        SimStep c = rank.steps[i];
+        c.recvIndex |= kSecondCall;
+        c.sendIndex |= kSecondCall;
+        rank.steps.push_back(c);
+      }
+      for (std::size_t i = 0; i < deps; ++i) rank.deps.push_back(rank.deps[i] + rank.count);
+      rank.count *= 2;
     }
   }
 
@@ -404,10 +435,11 @@ double Run::throughMemory(std::uint32_t slot, double start, double end, double b
 void Run::issue(std::uint32_t slot, double time) {
   Rank& rank = ranks_[slot];
   const std::uint32_t window =
-      static_cast<std::uint32_t>(std::max(1, std::min<int>(options_.maxInflight, static_cast<int>(rank.count))));
+      static_cast<std::uint32_t>(std::max(1, std::min<int>(options_.maxInflight, static_cast<int>(rank.perCall))));
   // In order, as the executor issues them: a step whose dependencies are not complete
-  // holds back the ones after it.
-  while (rank.next < rank.count && rank.active < window && depsComplete(slot, rank.next)) {
+  // holds back the ones after it; a second call starts once the first is complete.
+  while (rank.next < rank.count && rank.active < window && depsComplete(slot, rank.next) &&
+         (rank.next < rank.perCall || rank.completed >= rank.perCall)) {
     const std::uint32_t id = rank.next++;
     rank.depCursor += rank.steps[id].depCount;
     ++rank.active;
@@ -578,6 +610,8 @@ void Run::complete(std::uint32_t slot, std::uint32_t id, double time) {
   --rank.active;
   ++rank.completed;
   finish_ = std::max(finish_, time);
+  if (rank.completed == rank.perCall) rank.firstDone = time;
+  if (rank.completed == rank.count) rank.lastDone = time;
   issue(slot, time);
 }
 
@@ -720,6 +754,21 @@ double flatExchangeTime(const AlgorithmInfo& algorithm, const CollectiveSpec& sp
   return model.flatAlpha + model.flatBeta * read * share + switches;
 }
 
+// Collectives with a root, whose ranks do not all wait for each other.
+bool rootedCall(Collective kind) {
+  switch (kind) {
+    case Collective::kBroadcast:
+    case Collective::kReduce:
+    case Collective::kGather:
+    case Collective::kScatter:
+    case Collective::kGatherV:
+    case Collective::kScatterV:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 Result<Prediction> predict(const AlgorithmInfo& algorithm, const CollectiveSpec& callSpec,
@@ -754,6 +803,20 @@ Result<Prediction> predict(const AlgorithmInfo& algorithm, const CollectiveSpec&
                                ? findSymmetry(algorithm, spec, placement, network)
                                : Symmetry{placement.size(), false};
   const int period = symmetry.period;
+  if (rootedCall(spec.kind)) {
+    // Nothing makes the root wait for its receivers (nor a reduction's leaves for the
+    // root): calls back to back overlap, one rank's next call under another's last. The
+    // price is a call's in that steady state: the second of two calls run back to back,
+    // from each rank's end of the first (a shaped link's buckets as the first left them).
+    Run run(algorithm, spec, model, placement, network, options, symmetry, 2);
+    TUTTI_RETURN_IF_ERROR(run.build());
+    TUTTI_RETURN_IF_ERROR(run.run());
+    out.seconds = std::max(run.secondCall(), run.sustained() / 2);
+    out.fastPath = period < placement.size();
+    out.messages = run.messages() / 2;
+    out.ranksRun = period;
+    return out;
+  }
   Run run(algorithm, spec, model, placement, network, options, symmetry);
   TUTTI_RETURN_IF_ERROR(run.build());
   TUTTI_RETURN_IF_ERROR(run.run());

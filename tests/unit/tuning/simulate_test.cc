@@ -240,6 +240,39 @@ TEST(Simulate, WhereTheKernelCopiesCheaplyALargeMessageIsCopiedOnceByItsReceiver
   EXPECT_NEAR(predictHandBuilt(pair, m, *placement), 1.2 * kUs + bytes * 0.5e-9, 1e-12);
 }
 
+TEST(Simulate, ARootedCallIsPricedAsCallsBackToBackRun) {
+  // Rank 0 sends to rank 1, which forwards to rank 2, each on its own host: one call alone
+  // takes 12 us (0.5 + 4 + 1 to rank 1, its 0.5 of receiving, then 0.5 + 4 + 1 + 0.5). As a
+  // broadcast, nothing makes rank 0 wait for rank 2: rank 0 starts its second call once its
+  // first message is delivered (5.5 us), and its second message is in at 11; rank 1, done
+  // with its first call at 11.5 (its forward delivered), receives it until 12 and forwards
+  // it, delivered at 17.5; rank 2 has it at 18. Each rank's second call: 5.5, 6 and 6 us.
+  auto chain = [] {
+    ScheduleBuilder a(0, 3), b(1, 3), c(2, 3);
+    a.send(1, in());
+    const StepId got = b.recv(0, out());
+    b.send(2, out(), {got});
+    c.recv(1, out());
+    std::vector<Schedule> three;
+    three.push_back(std::move(a).build());
+    three.push_back(std::move(b).build());
+    three.push_back(std::move(c).build());
+    return three;
+  };
+  auto placement = Placement::synthetic(3, 1, 1);
+  ASSERT_TRUE(placement.ok());
+  EXPECT_NEAR(predictHandBuilt(chain(), handModel(), *placement), 12 * kUs, 1e-12);
+  const AlgorithmInfo rooted{"hand_built", Collective::kBroadcast, "a test's schedules", applies,
+                             buildHandBuilt};
+  handBuilt() = chain();
+  CollectiveSpec spec = call(3);
+  spec.kind = Collective::kBroadcast;
+  auto p = predict(rooted, spec, handModel(), *placement, Network::flat());
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_NEAR(p->seconds, 6 * kUs, 1e-12);
+  EXPECT_EQ(p->messages, 2u);
+}
+
 TEST(Simulate, MismatchedSchedulesAreAnError) {
   // Rank 1 waits for a message rank 0 never sends.
   ScheduleBuilder a(0, 2), b(1, 2);
