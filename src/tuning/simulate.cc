@@ -9,6 +9,7 @@
 #include "tuning/simulate.h"
 #include "tuning/sim_fifo.h"
 #include "tuning/sim_pending.h"
+#include "tuning/sim_symmetry.h"
 
 #include <algorithm>
 #include <cmath>
@@ -87,27 +88,6 @@ struct Later {
   }
 };
 
-
-// The relabelling group of a run: ranks [0, period) stand for all.
-struct Symmetry {
-  int period = 0;
-  bool byXor = false;  // r -> r ^ kP; else r -> r + kP (mod n)
-  // The image of rank p under the element that maps q to q % period.
-  int image(int p, int q, int n) const {
-    const int move = q - q % period;
-    return byXor ? p ^ move : (p - move + n) % n;
-  }
-  // What a message's two ends keep under the group: p - q (mod n) or p ^ q ...
-  std::uint32_t relation(int p, int q, int n) const {
-    return static_cast<std::uint32_t>(byXor ? p ^ q : (p - q + n) % n);
-  }
-  // ... and the sender from the receiver and that relation.
-  int sender(int receiver, std::uint32_t relation, int n) const {
-    return byXor ? receiver ^ static_cast<int>(relation)
-                 : static_cast<int>((static_cast<std::uint32_t>(receiver) + relation) %
-                                    static_cast<std::uint32_t>(n));
-  }
-};
 
 class Run {
  public:
@@ -666,75 +646,6 @@ Status Run::run() {
                             "in size",
                             algorithm_.name));
   return stuck();
-}
-
-// --- the symmetry of the fast path ---------------------------------------------------------
-
-// Whether rank b's schedule is rank a's with every peer relabelled by `map`: the same
-// steps, sizes, message indices and dependencies (regions' places may differ).
-template <typename Map>
-bool sameUpTo(const Schedule& a, const Schedule& b, Map map) {
-  if (a.steps.size() != b.steps.size() || a.deps != b.deps) return false;
-  auto moved = [&](int peer) { return peer < 0 ? peer : map(peer); };
-  for (std::size_t i = 0; i < a.steps.size(); ++i) {
-    const Step& x = a.steps[i];
-    const Step& y = b.steps[i];
-    if (x.op != y.op || moved(x.recvPeer) != y.recvPeer || moved(x.sendPeer) != y.sendPeer ||
-        x.recvIndex != y.recvIndex || x.sendIndex != y.sendIndex ||
-        x.src.count != y.src.count || x.dst.count != y.dst.count || x.depBegin != y.depBegin ||
-        x.depCount != y.depCount)
-      return false;
-  }
-  return true;
-}
-
-bool powerOfTwo(int x) { return x > 0 && (x & (x - 1)) == 0; }
-
-// The smallest block of ranks (whole hosts, and whole leaf switches on a fat tree) whose
-// translations, or XORs, map the schedules onto each other, among the divisors of n and
-// checked on a few ranks against their images; n (every rank) where none is found.
-Symmetry findSymmetry(const AlgorithmInfo& algorithm, const CollectiveSpec& base,
-                      const Placement& placement, const Network& network) {
-  const int n = placement.size();
-  const Symmetry all{n, false};
-  if (!placement.uniform() || placement.hostCount() < 2) return all;
-  const int perHost = static_cast<int>(placement.hosts().ranksOf[0].size());
-  int unit = perHost;
-  if (network.kind == Network::Kind::kFatTree) {
-    if (placement.hostCount() % network.hostsPerLeaf != 0) return all;
-    unit = perHost * network.hostsPerLeaf;
-  }
-  if (n % unit != 0) return all;
-  CollectiveSpec spec = base;
-  auto schedule = [&](int rank) {
-    spec.rank = rank;
-    return algorithm.build(spec);
-  };
-  for (int period = unit; period <= n / 2; period += unit) {
-    if (n % period != 0) continue;
-    for (bool byXor : {false, true}) {
-      if (byXor && !(powerOfTwo(period) && powerOfTwo(n))) continue;
-      // Ranks at both ends and the middle of the first block, against their images in the
-      // next block and the last.
-      bool ok = true;
-      for (int r : {0, period - 1, period / 2}) {
-        const Schedule first = schedule(r);
-        for (int move : {period, n - period}) {
-          const int image = byXor ? r ^ move : r + move;
-          const bool same =
-              byXor ? sameUpTo(first, schedule(image), [&](int p) { return p ^ move; })
-                    : sameUpTo(first, schedule(image), [&](int p) { return (p + move) % n; });
-          if (!same) {
-            ok = false;
-            break;
-          }
-        }
-        if (!ok) break;
-      }
-      if (ok) return Symmetry{period, byXor};
-    }
-  }
-  return all;
 }
 
 // The flat exchange's time: one round in which every rank writes its contribution and
