@@ -31,9 +31,11 @@
 # network path) is what every run and prediction on namespaced hosts uses.
 # One launch of tutti-bench covers every size of a (layout, transport, collective,
 # candidate) (--sizes), out of place only, with -n --iters (200) timed calls per size but at
-# most --iter-bytes (128M) of calls, at least 1 (tutti-bench --iter-bytes), and up to 20
-# warm-ups (no more than the timed calls: an algorithm's first calls set up what it uses, which
-# 2 warm-ups left in the 8-byte figures, 5 us of 0.6).
+# most --iter-bytes (128M) of calls, at least 1 (tutti-bench --iter-bytes), after 12 to 20
+# warm-ups (as many as the timed calls within those bounds: an algorithm's first calls set up
+# what it uses, which 2 warm-ups left in the 8-byte figures, 5 us of 0.6; and a shape's first
+# 4 to 8 calls try each way its large messages may go, core/path_learner.h, which with 2
+# warm-ups put a 64 MiB Rabenseifner on 4 ranks at 146 ms against 44 ms after 16).
 # --model FILE: the machine model every run and prediction uses (TUTTI_TUNING_FILE); default:
 # this host's cached model (a first run probes it), copied to DIR/model.json, so that every
 # round, namespaced host and prediction use the same parameters.
@@ -210,7 +212,7 @@ run_one() {  # layout transport collective label sizes env... -- bench args...
   [ -n "$list" ] || return 0
   local tmp="$out/logs/$layout-$transport-$coll-${label//\//_}.out" status=0
   launch "$layout" "$transport" "$tmp" "${envs[@]}" -- "$coll" --sizes "$list" -n "$iters" \
-    --iter-bytes "$iter_bytes" -w 20 -c 1 --no-in-place "$@" || status=$?
+    --iter-bytes "$iter_bytes" -w 20 --min-warmup 12 -c 1 --no-in-place "$@" || status=$?
   if [ "$status" != 0 ]; then
     if grep -q "does not apply\|algorithms that apply" "$tmp"; then
       local one

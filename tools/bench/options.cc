@@ -136,6 +136,9 @@ void defineFlags(CLI::App& app, RawArgs& raw, BenchOptions& options) {
                "Time and check only the out-of-place form of each size (the in-place "
                "columns print N/A)");
   app.add_option("-w,--warmup_iters", options.warmupIters, "Untimed operations first (5)");
+  app.add_option("--min-warmup", options.minWarmupIters,
+                 "At least this many untimed operations per size, even where --iter-bytes "
+                 "allows fewer than -w (0)");
   app.add_option("-c,--check", options.check, "Checked operations per size, 0 to skip (1)");
   app.add_option("-d,--datatype", raw.dtypes,
                  "Data type: int8 uint8 int32 uint32 int64 uint64 half float double bfloat16 "
@@ -183,6 +186,8 @@ Status finishOptions(const RawArgs& raw, BenchOptions& options) {
   TUTTI_CHECK_ARG(options.iters >= 1, "-n/--iters must be >= 1, got %d", options.iters);
   TUTTI_CHECK_ARG(options.warmupIters >= 0, "-w/--warmup_iters must be >= 0, got %d",
                   options.warmupIters);
+  TUTTI_CHECK_ARG(options.minWarmupIters >= 0, "--min-warmup must be >= 0, got %d",
+                  options.minWarmupIters);
   TUTTI_CHECK_ARG(options.check >= 0, "-c/--check must be >= 0, got %d", options.check);
   TUTTI_CHECK_ARG(options.registerBuffers == 0 || options.registerBuffers == 1,
                   "-R/--register must be 0 or 1, got %d", options.registerBuffers);
@@ -283,7 +288,7 @@ int itersFor(const BenchOptions& options, std::uint64_t rowBytes) {
 }
 
 int warmupItersFor(const BenchOptions& options, std::uint64_t rowBytes) {
-  return std::min(options.warmupIters, itersFor(options, rowBytes));
+  return std::max(options.minWarmupIters, std::min(options.warmupIters, itersFor(options, rowBytes)));
 }
 
 std::vector<DataType> allDataTypes() {

@@ -46,6 +46,10 @@ struct BenchOptions {
   /// false (--no-in-place): only the out-of-place form of each row is timed and checked.
   bool inPlace = true;
   int warmupIters = 5;                        ///< -w, untimed operations before them
+  /// --min-warmup: at least this many untimed operations per row, whatever --iter-bytes
+  /// leaves of -w (a communicator's first calls of a shape still learn how its large
+  /// messages go: core/path_learner.h).
+  int minWarmupIters = 0;
   int check = 1;                              ///< -c, checked operations per row (0: none)
   std::vector<DataType> dtypes{DataType::kFloat32};  ///< -d, in loop order
   std::vector<ReduceOp> ops{ReduceOp::kSum};         ///< -o, in loop order

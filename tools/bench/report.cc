@@ -129,6 +129,9 @@ std::string formatSettings(const BenchOptions& options, std::string_view collect
                      "operations)\n",
                      static_cast<unsigned long long>(options.iterBytes),
                      static_cast<unsigned long long>(options.iterBytes));
+  if (options.minWarmupIters > 0)
+    out += strFormat("# min warmup: %d untimed operations per size at least\n",
+                     options.minWarmupIters);
   if (!options.inPlace) out += "# in place: not run (--no-in-place)\n";
   if (options.computeUs > 0)
     out += strFormat("# compute: %g us after issuing each collective (included in the times)\n",

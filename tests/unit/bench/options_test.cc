@@ -193,6 +193,15 @@ TEST(BenchOptions, IterBytesShrinksTheIterationsOfLargeSizes) {
   EXPECT_EQ(itersFor(o, 0), 100);               // a barrier's row
   EXPECT_EQ(warmupItersFor(o, 1u << 20), 5);
   EXPECT_EQ(warmupItersFor(o, 32u << 20), 2);   // no more warm-ups than timed calls
+  o.minWarmupIters = 4;
+  EXPECT_EQ(warmupItersFor(o, 32u << 20), 4);   // --min-warmup: whatever --iter-bytes leaves
+  EXPECT_EQ(warmupItersFor(o, 1u << 20), 5);    // -w where that is more
+  EXPECT_EQ(itersFor(o, 32u << 20), 2);         // the timed calls unchanged
+}
+
+TEST(BenchOptions, MinWarmupIsParsedAndChecked) {
+  EXPECT_EQ(parseOk({"allreduce", "--min-warmup", "16"}).minWarmupIters, 16);
+  expectError({"allreduce", "--min-warmup", "-1"}, "--min-warmup must be >= 0, got -1");
 }
 
 TEST(BenchOptions, HelpIsNotAnError) {
