@@ -186,11 +186,11 @@ class Run {
     return model_.path(placement_.pathClass(a, b)).overhead + model_.messageOverhead;
   }
   int hostOf(std::uint32_t slot) const { return placement_.place(static_cast<int>(slot)).host; }
-  // What a rank pays to run again after a wait on its host: a context switch where the
-  // host has more ranks than cores (the rank slept, another ran), nothing elsewhere.
-  double wakeCost(std::uint32_t slot) const {
-    return oversubscribed_[static_cast<std::size_t>(hostOf(slot))] ? model_.switchCost : 0;
-  }
+  // What a rank pays to run again once a message ends its wait at `time`, on a host with
+  // more ranks than cores (nothing elsewhere): a context switch, or as many as there are
+  // waiting ranks per core, since waiting ranks hand the cores round (they yield, or sleep
+  // and are woken) and this one runs once the others of its core have had their turn.
+  double wakeCost(std::uint32_t slot, double time) const;
   // Work of `bytes` through the host's memory from `start` to `end` (its CPU time): it ends
   // no earlier than the memory bus, shared by the host's ranks, can carry them.
   double throughMemory(std::uint32_t slot, double start, double end, double bytes);
@@ -402,6 +402,23 @@ double Run::cpu(std::uint32_t slot, double time, double work) {
 }
 
 
+double Run::wakeCost(std::uint32_t slot, double time) const {
+  const std::size_t host = static_cast<std::size_t>(hostOf(slot));
+  if (!oversubscribed_[host]) return 0;
+  // The other ranks of the host waiting now: those whose thread has no work left at `time`.
+  // Where the fast path runs some of them only, those it runs stand for the rest.
+  int waiting = 0, seen = 0;
+  const std::vector<int>& ranks = placement_.hosts().ranksOf[host];
+  for (const int r : ranks) {
+    if (r == static_cast<int>(slot) || r >= period_) continue;
+    ++seen;
+    const Rank& other = ranks_[static_cast<std::size_t>(r)];
+    if (other.completed < other.count && other.threadFree < time) ++waiting;
+  }
+  const double others = seen > 0 ? waiting * static_cast<double>(ranks.size() - 1) / seen : 0;
+  return model_.switchCost * std::max(1.0, others / static_cast<double>(cores_[host].size()));
+}
+
 double Run::throughMemory(std::uint32_t slot, double start, double end, double bytes) {
   // The bus carries the work's bytes from its start (or once it has carried those before),
   // at its rate: work that runs at a core's pace leaves the rest of the bus to the other
@@ -556,7 +573,7 @@ void Run::recvData(std::uint32_t slot, std::uint32_t id, double time, double las
   const int self = static_cast<int>(slot);
   const double b = bytes(s);
   const double reduce = gamma_ * b;
-  const double wake = wakeCost(slot) + overhead(self, s.recvPeer);  // and its own CPU time
+  const double wake = wakeCost(slot, time) + overhead(self, s.recvPeer);  // and its own CPU time
   const double in = recvCopy(self, s.recvPeer, b);
   const double inBytes = in > 0 ? b : 0;
   // The receive's CPU work from `time`, which ends no earlier than the message's last byte

@@ -194,6 +194,38 @@ TEST(Simulate, AWokenRankPaysASwitchOnlyWhereRanksOutnumberCores) {
   EXPECT_NEAR(predictHandBuilt(pair, m, *shared), 7.5 * kUs, 1e-12);
 }
 
+TEST(Simulate, AWokenRankWaitsForTheTurnsOfTheOtherWaitingRanksOfItsCore) {
+  // The pair above on 1 core, and ranks 2 and 3, which wait for an empty message that rank 0
+  // sends each once its first is delivered. When the first slot reaches rank 1 (0.95 us),
+  // ranks 2 and 3 wait and rank 0 copies: 2 waiting ranks per core, so rank 1 pays 2
+  // switches. The core is rank 0's until 2.75, then rank 1's: 2.75 + 4 + 0.75 + 2 = 9.5 us
+  // (7.5 with 1 switch). Rank 0's two sends then cost 0.75 us each: 9.5-10.25 and
+  // 10.25-11. Rank 2's message is in at 10.45, while rank 0 still works and rank 3 alone
+  // waits: 1 switch, 2.75 us of CPU from 11 to 13.75. Rank 3's is in at 11.2 (nobody else
+  // waits: 1 switch), 2.75 us from 13.75 to 16.5.
+  std::vector<Schedule> schedules = sendReceive();
+  {
+    ScheduleBuilder a(0, 4);
+    const StepId first = a.send(1, in());
+    a.send(2, in(0), {first});
+    a.send(3, in(0), {first});
+    schedules[0] = std::move(a).build();
+  }
+  for (int r : {1, 2, 3}) {
+    ScheduleBuilder b(r, 4);
+    if (r == 1) b.recv(0, out());
+    else b.recv(0, out(0));
+    if (r == 1) schedules[1] = std::move(b).build();
+    else schedules.push_back(std::move(b).build());
+  }
+  MachineModel m = handModel();
+  m.messageOverhead = 0.25 * kUs;
+  m.switchCost = 2 * kUs;
+  auto shared = Placement::synthetic(4, 4, 1);
+  ASSERT_TRUE(shared.ok());
+  EXPECT_NEAR(predictHandBuilt(std::move(schedules), m, *shared), 16.5 * kUs, 1e-12);
+}
+
 TEST(Simulate, PastTheLastLevelCacheBytesMoveAtOneCoresShareOfMemory) {
   // The same pair: a 4000-byte message, 16000 bytes of buffers on the host (2 ranks, in and
   // out). With a 1 MiB cache they fit and each end copies at half the path's 1 ns a byte:
