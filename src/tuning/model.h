@@ -50,6 +50,10 @@ struct LinkCost {
   /// CPU time each end spends per message (posting, matching, the copy's set-up), which
   /// occupies a core where alpha's wait does not.
   double overhead = 0;
+  /// On a host path, the receiver's CPU seconds per byte where its end costs less than the
+  /// sender's (0: the two ends alike, beta / 2 each). Not in a model file: the tuner derives
+  /// it for TCP between ranks of one host (effectiveModel), whose receiver only copies out.
+  double recvBeta = 0;
 };
 
 /// The parameters of one host (every host of a communicator is assumed alike; the view

@@ -203,7 +203,8 @@ class Run {
   // the sender writes it into the shared buffers and the receiver reads it out, each at the
   // path's beta (one core's share of memory past the cache); or, on a host whose kernel
   // copies between processes cheaply, the receiver alone copies one past the transport's
-  // single-copy threshold. Over TCP on one host the two kernels copy alike.
+  // single-copy threshold. Over TCP on one host the receiver's end may cost less than the
+  // sender's (LinkCost::recvBeta).
   bool onHost(int a, int b) const { return placement_.pathClass(a, b) != PathClass::kNetwork; }
   bool singleCopy(double bytes) const {
     return model_.kernelCopyRatio > 0 && model_.kernelCopyRatio <= kCostlyKernelCopyRatio &&
@@ -220,7 +221,8 @@ class Run {
   }
   double recvCopy(int self, int peer, double bytes) const {
     if (!onHost(self, peer)) return 0;
-    const double beta = copyBetaOf(self, peer);
+    const double own = model_.path(placement_.pathClass(self, peer)).recvBeta;
+    const double beta = own > 0 ? std::max(own, hostBeta_) : copyBetaOf(self, peer);
     return bytes * (singleCopy(bytes) ? std::max(beta, copyBeta_ * model_.kernelCopyRatio) : beta);
   }
   int rail(int rank) const { return placement_.place(rank).localIndex % network_.rails; }

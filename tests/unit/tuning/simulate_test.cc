@@ -194,6 +194,24 @@ TEST(Simulate, AWokenRankPaysASwitchOnlyWhereRanksOutnumberCores) {
   EXPECT_NEAR(predictHandBuilt(pair, m, *shared), 7.5 * kUs, 1e-12);
 }
 
+TEST(Simulate, AReceiverThatOnlyCopiesOutPaysItsOwnBeta) {
+  // The pair above on 2 cores, where the receiver's end costs 0.25 ns a byte (recvBeta, as
+  // over TCP on one host) and the sender's half the path's 1 ns: the sender posts after
+  // 0.75 us and copies in until 2.75; the receiver, from the first slot at 0.95, spends
+  // 0.75 us and 1 us copying out, until 2.7, but the last byte is there only at 2.95. With
+  // the two ends alike it ends at 3.7 (AWokenRankPaysASwitchOnlyWhereRanksOutnumberCores).
+  MachineModel m = handModel();
+  m.messageOverhead = 0.25 * kUs;
+  for (LinkCost& path : m.paths) path.recvBeta = 0.25e-9;
+  m.paths[static_cast<int>(PathClass::kNetwork)].recvBeta = 0;
+  auto cores = Placement::synthetic(2, 2, 2);
+  ASSERT_TRUE(cores.ok());
+  EXPECT_NEAR(predictHandBuilt(sendReceive(), m, *cores), 2.95 * kUs, 1e-12);
+  // Where its end is the slower one, the receiver sets the pace: 0.95 + 0.75 + 4 = 5.7.
+  for (LinkCost& path : m.paths) path.recvBeta = 1e-9;
+  EXPECT_NEAR(predictHandBuilt(sendReceive(), m, *cores), 5.7 * kUs, 1e-12);
+}
+
 TEST(Simulate, AWokenRankWaitsForTheTurnsOfTheOtherWaitingRanksOfItsCore) {
   // The pair above on 1 core, and ranks 2 and 3, which wait for an empty message that rank 0
   // sends each once its first is delivered. When the first slot reaches rank 1 (0.95 us),

@@ -203,5 +203,28 @@ TEST(Tuner, TcpOnOneHostPricesTheHostLikeTheNetwork) {
             fastModel().path(PathClass::kSameL3).alpha);
 }
 
+TEST(Tuner, TcpOnOneHostSendsAtTheLoopbackStreamsPaceAndReceivesAtTheKernelsCopy) {
+  MachineModel model = fastModel();
+  model.loopback = LinkCost{0, 3e-10, 5e-6};
+  model.copyBeta = 2.5e-11;
+  model.kernelCopyRatio = 4;
+  TunerSetup setup = setupFor(model, 4, 4, TransportKind::kTcp);
+  // The sender's end takes the stream's 0.3 ns a byte (half of beta), the receiver's the
+  // kernel's copy, 4 x 0.025 ns.
+  MachineModel m = effectiveModel(setup);
+  EXPECT_DOUBLE_EQ(m.path(PathClass::kSameHost).beta, 6e-10);
+  EXPECT_DOUBLE_EQ(m.path(PathClass::kSameHost).recvBeta, 1e-10);
+  EXPECT_EQ(m.kernelCopyRatio, 0);  // no copy between processes over TCP
+  // Never more than the stream's own pace; not known without the kernel's ratio.
+  setup.model.kernelCopyRatio = 40;
+  EXPECT_DOUBLE_EQ(effectiveModel(setup).path(PathClass::kSameHost).recvBeta, 3e-10);
+  setup.model.kernelCopyRatio = 0;
+  EXPECT_EQ(effectiveModel(setup).path(PathClass::kSameHost).recvBeta, 0);
+  // Shared memory keeps the host's own paths, the two ends alike.
+  setup.model.kernelCopyRatio = 4;
+  setup.transport = TransportKind::kShm;
+  EXPECT_EQ(effectiveModel(setup).path(PathClass::kSameHost).recvBeta, 0);
+}
+
 }  // namespace
 }  // namespace tutti::tuning
