@@ -203,7 +203,7 @@ void Run::postFedSend(Slot& slot, const Step& step) {
   // A reduction whose result is kept (not forwardOnly: the last reduce-scatter step of a
   // ring, every one on 2 ranks) is sent once it is whole. Fed, each piece is reduced into
   // the next ring and copied back into dst, and the ring all-reduce on 2 ranks took
-  // 1.5-1.7x as long from 64 KiB to 1 MiB (0.9-1.0x at 16 MiB) and 1.05-1.1x on 4 ranks,
+  // 1.4-1.6x as long from 64 KiB to 4 MiB (even from 16 MiB) and 1.05-1.15x on 4 ranks,
   // on 2 AMD vCPUs; intermediate steps, which never store their sums, stay fed.
   if (step.op == OpCode::kRecvReduceSend && !step.forwardOnly) return;
   const std::size_t bytes = step.dst.count * elemSize_;
