@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Summarizes bench/regret.sh's runs: per cell (transport, world, collective, size) the best
-forced algorithm's time and the tuner's and the table's times over it (medians over
-rounds); a table on stdout, the cells as CSV, and a heat-map PNG of both ratios.
+forced algorithm (the least median time over rounds) and the tuner's and the table's ratios
+to it (the median over rounds of the ratio within a round, whose candidates ran in one
+launch); a table on stdout, the cells as CSV, and a heat-map PNG of both ratios.
 
     bench/plot_regret.py RAW [--csv CELLS.csv] [--png REGRET.png]
 
@@ -30,6 +31,7 @@ def main():
     ap.add_argument("--png")
     args = ap.parse_args()
     times = defaultdict(list)  # (cell, label) -> times
+    by_round = {}  # (cell, label, round) -> time
     chosen = {}  # (cell, label) -> the algorithm tutti-bench reported
     cells = []
     with open(args.raw) as f:
@@ -37,13 +39,14 @@ def main():
             parts = line.split()
             if len(parts) < 8:  # later fields, if any, are for other readers
                 continue
-            _, transport, world, coll, size, label, t, algo = parts[:8]
+            rnd, transport, world, coll, size, label, t, algo = parts[:8]
             if int(size) == 0:  # below one element per rank: a call that moves nothing
                 continue
             cell = (transport, int(world), coll, int(size))
             if cell not in cells:
                 cells.append(cell)
             times[(cell, label)].append(float(t))
+            by_round[(cell, label, rnd)] = float(t)
             chosen[(cell, label)] = algo
     rows = []
     for cell in cells:
@@ -55,13 +58,22 @@ def main():
         best = forced[best_label]
         tuner = statistics.median(times[(cell, "tuner")])
         table = statistics.median(times[(cell, "table")])
+
+        def ratio(who, value):
+            """The median of the ratio within each round (paired), else of the medians."""
+            pairs = [t / by_round[(cell, best_label, r)] for (c, w, r), t in by_round.items()
+                     if c == cell and w == who and by_round.get((cell, best_label, r), 0) > 0]
+            if pairs:
+                return statistics.median(pairs)
+            return value / best if best > 0 else 1.0
+
         rows.append({
             "transport": cell[0], "world": cell[1], "collective": cell[2], "bytes": cell[3],
             "best": best_label, "best_us": best,
             "tuner": chosen[(cell, "tuner")], "tuner_us": tuner,
-            "tuner_ratio": tuner / best if best > 0 else 1.0,
+            "tuner_ratio": ratio("tuner", tuner),
             "table": chosen[(cell, "table")], "table_us": table,
-            "table_ratio": table / best if best > 0 else 1.0,
+            "table_ratio": ratio("table", table),
         })
     if not rows:
         print("plot_regret.py: no complete cell in", args.raw, file=sys.stderr)

@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # Regret of the algorithm choice, and the simulator against measurements (issue 39). Over a
-# grid of cells (layout x transport x collective x size), every applicable algorithm is
-# forced (and, in the full grid, each segment where it matters), then the model's tuner
-# (TUTTI_TUNER=model) and the old table (TUTTI_TUNER=table) run the cell unforced, all in
-# the same round. Per cell: the best forced time, tuner/best and table/best; the summary
-# gives the share of cells within 10% of the best and the worst ratio of each
+# grid of cells (layout x transport x collective x size), the model's tuner
+# (TUTTI_TUNER=model, the library's choice) and every applicable algorithm, forced, run in
+# one launch of tutti-bench per (layout, transport, collective), their timed calls taking
+# turns (--algo auto,A,B,... : A B C A B C ..., 5 blocks per size), so that all of a cell's
+# candidates meet the same state of the machine: on a shared VM separate launches of one
+# algorithm differ by 10-40% (where the hypervisor puts the vCPUs), more than most gaps
+# between algorithms. In the full grid the ring-like algorithms also run at each segment
+# (TUTTI_SEGMENT_BYTES, a launch per segment). Per cell: the best forced time, tuner/best and
+# table/best; the old table (TUTTI_TUNER=table) is scored by its choice's time in the same
+# launch (explain names it; it runs with the segment the model gives it). The summary gives
+# the share of cells within 10% of the best and the worst ratio of each
 # (bench/plot_regret.py). Every forced run's time is also compared with the model's
 # prediction for that shape and candidate (tutti-info explain --json, priced as the run's
 # communicator logged its segment and flat room; bench/sim_validate.py). Every run checks its
@@ -29,9 +35,9 @@
 # grid, one job on the first two hosts measures the network as every communicator across
 # hosts does at creation (TUTTI_NET_PROBE), and DIR/model-hosts.json (the model with that
 # network path) is what every run and prediction on namespaced hosts uses.
-# One launch of tutti-bench covers every size of a (layout, transport, collective,
-# candidate) (--sizes), out of place only, with -n --iters (200) timed calls per size but at
-# most --iter-bytes (128M) of calls, at least 1 (tutti-bench --iter-bytes), after 12 to 20
+# One launch of tutti-bench covers every size and candidate of a (layout, transport,
+# collective) (--sizes), out of place only, with -n --iters (2000) timed calls per size but at
+# most --iter-bytes (512M) of calls, at least 1 (tutti-bench --iter-bytes), after 12 to 20
 # warm-ups (as many as the timed calls within those bounds: an algorithm's first calls set up
 # what it uses, which 2 warm-ups left in the 8-byte figures, 5 us of 0.6; and a shape's first
 # 4 to 8 calls try each way its large messages may go, core/path_learner.h, which with 2
@@ -39,8 +45,9 @@
 # --model FILE: the machine model every run and prediction uses (TUTTI_TUNING_FILE); default:
 # this host's cached model (a first run probes it), copied to DIR/model.json, so that every
 # round, namespaced host and prediction use the same parameters.
-# Round r runs every candidate once; a figure is the median over rounds of the cell's
-# out-of-place time (tutti-bench, mean over ranks). Writes DIR/raw.txt (one line per run
+# Round r runs every launch once; a time is the median over rounds of the cell's
+# out-of-place time (tutti-bench, mean over ranks), a ratio the median over rounds of the
+# ratio within a round's launch. Writes DIR/raw.txt (one line per run
 # and size: round transport world collective bytes label time_us chosen), DIR/predicted.txt
 # (transport world collective bytes label, then explain's JSON), DIR/cells.csv, DIR/regret.png
 # (bench/plot_regret.py), DIR/validation.md, DIR/validation.csv and DIR/sim-vs-measured.png
@@ -53,7 +60,7 @@ args=("$@")
 
 quick=0 rounds=1 out="" summarize=0 model="" timeout_s=1800
 transports="shm tcp" worlds="2 4 8" collectives="" sizes="" hosts="" host_transports="hybrid tcp"
-rate=1gbit iters=200 iter_bytes=128M
+rate=1gbit iters=2000 iter_bytes=512M
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
@@ -201,52 +208,74 @@ explain() {  # layout transport collective bytes segment fixed(0|1) flat_room
   explain_json=${explained[$key]}
 }
 
-# One launch: every size of a (layout, transport, collective, candidate). A candidate that
-# does not apply to some size is retried size by size, skipping those it does not apply to.
-run_one() {  # layout transport collective label sizes env... -- bench args...
-  local layout=$1 transport=$2 coll=$3 label=$4 list=$5
-  shift 5
+# One launch: every size of a (layout, transport, collective) with every candidate of LIST
+# (comma-separated; auto is the model's tuner), their timed calls taking turns (tutti-bench
+# --algo A,B,... --blocks), so that they are compared under the same state of the machine.
+# SUFFIX ("" or "/64K") follows the forced algorithms' labels. A size that some candidate
+# does not apply to is rerun alone, without the candidates that do not apply to it.
+run_one() {  # layout transport collective candidates suffix sizes env... -- bench args...
+  local layout=$1 transport=$2 coll=$3 candidates=$4 suffix=$5 list=$6
+  shift 6
   local envs=()
   while [ "$1" != -- ]; do envs+=("$1"); shift; done
   shift
-  [ -n "$list" ] || return 0
-  local tmp="$out/logs/$layout-$transport-$coll-${label//\//_}.out" status=0
+  [ -n "$list" ] && [ -n "$candidates" ] || return 0
+  local tmp="$out/logs/$layout-$transport-$coll${suffix//\//_}.out" status=0
   launch "$layout" "$transport" "$tmp" "${envs[@]}" -- "$coll" --sizes "$list" -n "$iters" \
-    --iter-bytes "$iter_bytes" -w 20 --min-warmup 12 -c 1 --no-in-place "$@" || status=$?
+    --iter-bytes "$iter_bytes" -w 20 --min-warmup 12 -c 1 --no-in-place --algo "$candidates" \
+    "$@" || status=$?
   if [ "$status" != 0 ]; then
-    if grep -q "does not apply\|algorithms that apply" "$tmp"; then
+    local refused
+    refused=$(sed -n 's/.*--algo \([A-Za-z0-9_]*\) does not apply to.*/\1/p' "$tmp" | head -n 1)
+    if [ -n "$refused" ]; then
       local one
       if [[ $list == *,* ]]; then
         for one in ${list//,/ }; do
-          run_one "$layout" "$transport" "$coll" "$label" "$one" "${envs[@]}" -- "$@"
+          run_one "$layout" "$transport" "$coll" "$candidates" "$suffix" "$one" "${envs[@]}" -- "$@"
         done
+      else
+        local kept
+        kept=$(echo ",$candidates," | sed "s/,$refused,/,/; s/^,//; s/,$//")
+        run_one "$layout" "$transport" "$coll" "$kept" "$suffix" "$list" "${envs[@]}" -- "$@"
       fi
       return 0
     fi
-    echo "regret.sh: FAILED $layout $transport $coll $list $label" >&2; cat "$tmp" >&2; exit 1
+    echo "regret.sh: FAILED $layout $transport $coll $list $candidates" >&2; cat "$tmp" >&2; exit 1
   fi
   awk '$1 == "[0]" && $2 ~ /^[0-9]+$/ && $10 != 0 && $10 != "N/A" {bad = 1} END {exit bad}' "$tmp" ||
-    { echo "regret.sh: WRONG $layout $transport $coll $label" >&2; cat "$tmp" >&2; exit 1; }
+    { echo "regret.sh: WRONG $layout $transport $coll $candidates" >&2; cat "$tmp" >&2; exit 1; }
   local rt n
   rt=$(record_transport "$layout" "$transport")
   n=$((${layout%x*} * ${layout#*x}))
-  # round transport world collective bytes label time_us chosen
-  awk -v r="$round" -v t="$rt" -v n="$n" -v c="$coll" -v l="$label" \
-    '$1 == "[0]" && $2 ~ /^[0-9]+$/ {print r, t, n, c, $2, l, $7, $NF}' "$tmp" >>"$raw"
-  [ "$round" = 1 ] || return 0
   # The communicator's segment and flat room (comm_impl.cc's TUNE line at creation).
-  local seg room
+  local seg room fixed=0
   seg=$(sed -n 's/.*: segment \([0-9]*\) bytes (.*flat exchange room \([0-9]*\) bytes.*/\1/p' "$tmp" | head -n 1)
   room=$(sed -n 's/.*flat exchange room \([0-9]*\) bytes.*/\1/p' "$tmp" | head -n 1)
   if [ -z "$seg" ] || [ -z "$room" ]; then
     echo "regret.sh: no segment line (TUNE) in $tmp" >&2; exit 1
   fi
-  local fixed=1 b
-  [ "$label" = tuner ] && fixed=0
-  while read -r b; do
+  [ -z "$suffix" ] || fixed=1
+  # Rows: size, time, then the algorithm (auto:NAME for the tuner's row).
+  local b t algo label chosen
+  while read -r b t algo; do
+    if [[ $algo == auto:* ]]; then label=tuner chosen=${algo#auto:}; else label=$algo$suffix chosen=$algo; fi
+    # round transport world collective bytes label time_us chosen
+    echo "$round $rt $n $coll $b $label $t $chosen" >>"$raw"
     explain "$layout" "$transport" "$coll" "$b" "$seg" "$fixed" "$room"
-    echo "$rt $n $coll $b $label $explain_json" >>"$predicted"
-  done < <(awk '$1 == "[0]" && $2 ~ /^[0-9]+$/ {print $2}' "$tmp")
+    [ "$round" != 1 ] || echo "$rt $n $coll $b $label $explain_json" >>"$predicted"
+    [ "$label" = tuner ] || continue
+    # The old table is scored by its algorithm's time in this launch (with the segment the
+    # model gives it): explain names the table's choice for the shape.
+    local pick
+    pick=$(sed -n 's/.*"table": "\([^"]*\)".*/\1/p' <<<"$explain_json")
+    local pt
+    pt=$(awk -v a="$pick" '$1 == "[0]" && $2 == "'"$b"'" && $NF == a {print $7}' "$tmp" | head -n 1)
+    if [ -n "$pt" ]; then
+      echo "$round $rt $n $coll $b table $pt $pick" >>"$raw"
+    else
+      echo "regret.sh: the table's choice $pick for $rt $n $coll $b was not run" >&2
+    fi
+  done < <(awk '$1 == "[0]" && $2 ~ /^[0-9]+$/ {print $2, $7, $NF}' "$tmp")
 }
 
 # The sizes of LIST above SEGMENT bytes, comma-separated.
@@ -319,7 +348,7 @@ measure() {
     [ -z "$hosts" ] || echo "# hosts: $hosts, links $rate"
   } >"$out/header.txt"
   [ -z "$hosts" ] || measure_network
-  local layout transport coll algo seg list
+  local layout transport coll seg list
   for round in $(seq 1 "$rounds"); do
     for layout in "${layouts[@]}"; do
       local tlist=$transports
@@ -328,17 +357,17 @@ measure() {
         for coll in $collectives; do
           mapfile -t algos < <(algorithms_for "$layout" "$transport" "$coll")
           echo "== round $round: $layout $transport $coll: ${#algos[@]} algorithms, sizes $sizes" >&2
-          run_one "$layout" "$transport" "$coll" tuner "$all_sizes" TUTTI_TUNER=model --
-          run_one "$layout" "$transport" "$coll" table "$all_sizes" TUTTI_TUNER=table --
+          local all=auto segmented_list="" algo
           for algo in "${algos[@]}"; do
-            run_one "$layout" "$transport" "$coll" "$algo" "$all_sizes" TUTTI_TUNER=table -- --algo "$algo"
-            segmented "$algo" || continue
-            for seg in $segments; do
-              # shellcheck disable=SC2086
-              list=$(sizes_above "$seg" $sizes)
-              run_one "$layout" "$transport" "$coll" "$algo/$seg" "$list" TUTTI_TUNER=table \
-                TUTTI_SEGMENT_BYTES="$seg" -- --algo "$algo"
-            done
+            all+=",$algo"
+            segmented "$algo" && segmented_list+="${segmented_list:+,}$algo"
+          done
+          run_one "$layout" "$transport" "$coll" "$all" "" "$all_sizes" TUTTI_TUNER=model --
+          for seg in $segments; do
+            # shellcheck disable=SC2086
+            list=$(sizes_above "$seg" $sizes)
+            run_one "$layout" "$transport" "$coll" "$segmented_list" "/$seg" "$list" \
+              TUTTI_TUNER=model TUTTI_SEGMENT_BYTES="$seg" --
           done
         done
       done

@@ -211,6 +211,30 @@ TEST(BenchProcs, ForcedAlgorithmIsReportedOrRefusedClearly) {
   EXPECT_EQ(refused.out.find("# Collective"), std::string::npos) << refused.out;
 }
 
+// Several candidates in one run: a row per size and candidate, in the order given, the
+// library's choice marked "auto:", every one checked, in place and out of place.
+TEST(BenchProcs, SeveralCandidatesRunInOneLaunchEachCheckedAndReported) {
+  ProcessResult run = runBench(3, {"allreduce", "-b", "8", "-e", "64K", "-f", "8192", "-n", "7",
+                                   "-w", "1", "-c", "1", "--algo", "auto,ring,rabenseifner",
+                                   "--blocks", "3"});
+  ASSERT_FALSE(run.timedOut) << run.out << run.err;
+  ASSERT_EQ(run.exitCode(), 0) << run.out << run.err;
+  const auto rows = tableRows(run.out);
+  ASSERT_EQ(rows.count("allreduce"), 1u) << run.out;
+  const auto& table = rows.at("allreduce");
+  ASSERT_EQ(table.size(), 6u) << run.out;  // 8 B and 64 KiB, three candidates each
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    ASSERT_EQ(table[i].size(), kCells) << run.out;
+    EXPECT_EQ(table[i][0], i < 3 ? "8" : "65536");
+    EXPECT_EQ(table[i][8], "0") << run.out;   // out of place
+    EXPECT_EQ(table[i][12], "0") << run.out;  // in place
+  }
+  for (std::size_t i : {0u, 3u}) EXPECT_EQ(table[i].back().rfind("auto:", 0), 0u) << run.out;
+  EXPECT_EQ(table[1].back(), "ring");
+  EXPECT_EQ(table[5].back(), "rabenseifner");
+  EXPECT_NE(run.out.find("# candidates: 3 in this one run"), std::string::npos) << run.out;
+}
+
 // --verify proves every row's schedules (all ranks', both placements) before running them;
 // five ranks (not a power of two) and every root, so folding and rooted trees are covered.
 TEST(BenchProcs, VerifyProvesEveryRowBeforeRunning) {

@@ -23,6 +23,7 @@ struct RawArgs {
   int average = static_cast<int>(TimeAverage::kMean);
   std::string dtypes = "float";
   std::string ops = "sum";
+  std::string algorithms;
 };
 
 Status invalid(std::string message) {
@@ -71,6 +72,23 @@ Result<std::vector<std::uint64_t>> parseSizeList(const std::string& text) {
     if (out.size() >= kMaxSweepSizes)
       return invalid(strFormat("--sizes: more than %zu sizes", kMaxSweepSizes));
     out.push_back(*bytes);
+  }
+  return out;
+}
+
+// --algo: names separated by commas, each at most once; "auto" is the library's choice ("").
+Result<std::vector<std::string>> parseAlgorithms(const std::string& text) {
+  if (text.empty()) return std::vector<std::string>{std::string()};
+  std::vector<std::string> out;
+  for (const std::string& item : splitString(text, ',')) {
+    std::string name(trim(item));
+    if (name.empty()) return invalid(strFormat("--algo '%s': an empty name", text.c_str()));
+    if (name == "auto") name.clear();
+    if (std::find(out.begin(), out.end(), name) != out.end()) {
+      return invalid(strFormat("--algo '%s': %s is listed twice", text.c_str(),
+                               candidateName(name).c_str()));
+    }
+    out.push_back(std::move(name));
   }
   return out;
 }
@@ -147,7 +165,14 @@ void defineFlags(CLI::App& app, RawArgs& raw, BenchOptions& options) {
   app.add_option("-r,--root", options.root, "Root of rooted collectives, -1 for each (0)");
   app.add_option("-a,--average", raw.average,
                  "Reported time: 0 rank 0's, 1 mean, 2 min, 3 max over ranks (1)");
-  app.add_option("--algo", options.algorithm, "Force this algorithm (name, e.g. ring)");
+  app.add_option("--algo", raw.algorithms,
+                 "Force this algorithm (name, e.g. ring); a comma-separated list (auto: the "
+                 "library's choice) runs every size with each, their timed calls taking turns "
+                 "in --blocks blocks, all in this one run (a row per size and candidate)");
+  app.add_option("--blocks", options.blocks,
+                 "With several --algo candidates: the blocks each one's timed calls of a size "
+                 "are split into, the candidates taking turns block by block (5; at most the "
+                 "timed calls)");
   app.add_flag("--verify", options.verify,
                "Before running, prove every row's schedules correct with the verifier (all "
                "ranks' schedules, symbolically, no network); a finding stops the run");
@@ -202,6 +227,8 @@ Status finishOptions(const RawArgs& raw, BenchOptions& options) {
   options.average = static_cast<TimeAverage>(raw.average);
   TUTTI_ASSIGN_OR_RETURN(options.dtypes, parseDataTypes(raw.dtypes));
   TUTTI_ASSIGN_OR_RETURN(options.ops, parseReduceOps(raw.ops));
+  TUTTI_ASSIGN_OR_RETURN(options.algorithms, parseAlgorithms(raw.algorithms));
+  TUTTI_CHECK_ARG(options.blocks >= 0, "--blocks must be >= 0, got %d", options.blocks);
   // Validates the sweep now, before any rank waits for the others.
   TUTTI_ASSIGN_OR_RETURN(std::vector<std::uint64_t> sizes, sizeSweep(options));
   TUTTI_ASSERT(!sizes.empty());
@@ -289,6 +316,16 @@ int itersFor(const BenchOptions& options, std::uint64_t rowBytes) {
 
 int warmupItersFor(const BenchOptions& options, std::uint64_t rowBytes) {
   return std::max(options.minWarmupIters, std::min(options.warmupIters, itersFor(options, rowBytes)));
+}
+
+int blocksFor(const BenchOptions& options, int iters) {
+  int blocks = options.blocks;
+  if (blocks == 0) blocks = options.algorithms.size() > 1 ? kDefaultBlocks : 1;
+  return std::max(1, std::min(blocks, iters));
+}
+
+std::string candidateName(const std::string& algorithm) {
+  return algorithm.empty() ? std::string("auto") : algorithm;
 }
 
 std::vector<DataType> allDataTypes() {

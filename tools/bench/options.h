@@ -27,6 +27,8 @@ inline constexpr std::uint64_t kDefaultStepBytes = 1ull << 20;
 /// The most sizes one sweep may have, so that a small -i on a large range is an error
 /// rather than a run that never ends.
 inline constexpr std::size_t kMaxSweepSizes = 1 << 16;
+/// Blocks per row when several --algo candidates take turns and --blocks is not given.
+inline constexpr int kDefaultBlocks = 5;
 
 /// Everything the command line sets.
 struct BenchOptions {
@@ -55,7 +57,15 @@ struct BenchOptions {
   std::vector<ReduceOp> ops{ReduceOp::kSum};         ///< -o, in loop order
   int root = 0;                               ///< -r, for rooted collectives; -1: each in turn
   TimeAverage average = TimeAverage::kMean;   ///< -a
-  std::string algorithm;                      ///< --algo, empty: the library chooses
+  /// --algo: the candidates every row runs, in order; "" (written "auto") lets the library
+  /// choose. One candidate, the library's choice, by default. With several, each row runs
+  /// all of them in one process, their timed calls interleaved (--blocks), so that they are
+  /// compared under the same conditions (the machine's state drifts between launches).
+  std::vector<std::string> algorithms{std::string()};
+  /// --blocks: into how many blocks each candidate's timed calls of a row are split, the
+  /// candidates taking turns block by block; 0: kDefaultBlocks with several candidates, 1
+  /// with one (blocksFor()).
+  int blocks = 0;
   bool verify = false;                        ///< --verify: prove each row's schedules first
   /// -R: 1 allocates the buffers with tutti::memAlloc (peers on this host map them), as
   /// nccl-tests' -R registers its buffers; 0 (default) with the heap.
@@ -96,6 +106,13 @@ int itersFor(const BenchOptions& options, std::uint64_t rowBytes);
 
 /// The warm-up operations of a row: -w, but never more than the row's timed ones.
 int warmupItersFor(const BenchOptions& options, std::uint64_t rowBytes);
+
+/// The blocks a row of `iters` timed calls per candidate is split into: --blocks (or its
+/// default), at most `iters`, at least 1.
+int blocksFor(const BenchOptions& options, int iters);
+
+/// The --algo entry as written: the name, or "auto" for the library's choice.
+std::string candidateName(const std::string& algorithm);
 
 /// Data types in nccl-tests' order for "-d all": int8 uint8 int32 uint32 int64 uint64
 /// float16 float32 float64 bfloat16.

@@ -77,6 +77,7 @@ void appendPlacementJson(const RowResult& row, bool inPlace, std::string& out) {
   out += ", \"op\": " + (row.op ? jsonString(reduceOpName(*row.op)) : std::string("null"));
   out += strFormat(", \"root\": %d", row.root);
   out += ", \"algorithm\": " + jsonString(row.algorithm);
+  if (!row.candidate.empty()) out += ", \"candidate\": " + jsonString(row.candidate);
   out += strFormat(", \"in_place\": %s", inPlace ? "true" : "false");
   out += strFormat(", \"ranks\": %d, \"iters\": %d, \"warmup_iters\": %d", row.ranks, row.iters,
                    row.warmupIters);
@@ -106,6 +107,9 @@ std::string formatSettings(const BenchOptions& options, std::string_view collect
       options.stepFactor > 1
           ? strFormat("%llu(factor)", static_cast<unsigned long long>(options.stepFactor))
           : strFormat("%llu(bytes)", static_cast<unsigned long long>(options.stepBytes));
+  std::string algorithmsText;
+  for (const std::string& algorithm : options.algorithms)
+    algorithmsText += (algorithmsText.empty() ? "" : ",") + candidateName(algorithm);
   std::string out;
   out += strFormat("# Collective %s  ranks %d\n", std::string(collective).c_str(), nranks);
   out += strFormat(
@@ -115,7 +119,7 @@ std::string formatSettings(const BenchOptions& options, std::string_view collect
       static_cast<unsigned long long>(options.maxBytes), step.c_str(), options.warmupIters,
       options.iters, options.check, static_cast<int>(options.average),
       timeAverageName(options.average),
-      options.algorithm.empty() ? "auto" : options.algorithm.c_str(),
+      algorithmsText.c_str(),
       options.registerBuffers == 1 ? "memAlloc" : "heap",
       options.async == 1 ? "async" : "blocking");
   if (!options.sizeList.empty()) {
@@ -132,6 +136,10 @@ std::string formatSettings(const BenchOptions& options, std::string_view collect
   if (options.minWarmupIters > 0)
     out += strFormat("# min warmup: %d untimed operations per size at least\n",
                      options.minWarmupIters);
+  if (options.algorithms.size() > 1)
+    out += strFormat("# candidates: %zu in this one run, each size's timed calls taking turns "
+                     "in up to %d blocks (a time: the median of its blocks' from 3 blocks)\n",
+                     options.algorithms.size(), blocksFor(options, options.iters));
   if (!options.inPlace) out += "# in place: not run (--no-in-place)\n";
   if (options.computeUs > 0)
     out += strFormat("# compute: %g us after issuing each collective (included in the times)\n",
@@ -165,7 +173,8 @@ std::string formatRow(const RowResult& row) {
                    row.sized ? dataTypeName(row.dtype) : "none",
                    row.op ? reduceOpName(*row.op) : "none", strFormat("%d", row.root),
                    placementCells(row.outOfPlace),
-                   row.inPlace ? placementCells(*row.inPlace) : absent, row.algorithm);
+                   row.inPlace ? placementCells(*row.inPlace) : absent,
+                   row.candidate == "auto" ? "auto:" + row.algorithm : row.algorithm);
 }
 
 std::string formatTime(double timeUs) {

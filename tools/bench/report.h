@@ -42,6 +42,10 @@ struct RowResult {
   int root = -1;
   /// The algorithm the library ran (or was forced to run).
   std::string algorithm;
+  /// Where the run compares several --algo candidates: the one that ran this row, as
+  /// written ("auto" for the library's choice, whose row prints "auto:" before the
+  /// algorithm it chose); empty in a run of one candidate.
+  std::string candidate;
   /// The run's settings, repeated in every JSON object so each stands alone.
   int ranks = 1;
   int iters = 0;

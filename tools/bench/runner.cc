@@ -105,7 +105,8 @@ struct Totals {
 struct CollectivePlan {
   const CollectiveEntry* entry = nullptr;
   std::vector<RowPlan> rows;
-  std::vector<std::string> algorithms;
+  /// Per row, the algorithm each --algo candidate runs (the library's choice resolved).
+  std::vector<std::vector<std::string>> algorithms;
   /// Calls (row x placement) proven by the verifier, with --verify.
   std::size_t verifiedCalls = 0;
 };
@@ -122,16 +123,20 @@ class Runner {
                                         const std::vector<std::uint64_t>& sizes) const;
   Status allocateBuffers(const std::vector<CollectivePlan>& plans);
   Status runCollective(const CollectivePlan& plan, RunSummary& summary);
-  Result<RowResult> runRow(const RowPlan& plan, const std::string& algorithm);
-  Result<std::string> algorithmFor(const CollectiveEntry& entry, const RowPlan& plan) const;
-  Result<std::size_t> verifyRow(const CollectiveEntry& entry, const RowPlan& plan) const;
-  Result<PlacementResult> runPlacement(const RowPlan& plan, const std::string& algorithm,
-                                       bool inPlace);
-  Result<double> timeOperations(const RowPlan& plan, const CallArgs& call,
-                                const std::string& algorithm);
+  Result<std::vector<RowResult>> runRow(const RowPlan& plan,
+                                        const std::vector<std::string>& algorithms);
+  Result<std::string> algorithmFor(const CollectiveEntry& entry, const RowPlan& plan,
+                                   const std::string& forced) const;
+  Result<std::size_t> verifyRow(const CollectiveEntry& entry, const RowPlan& plan,
+                                const std::string& forced) const;
+  Result<std::vector<PlacementResult>> runPlacement(const RowPlan& plan,
+                                                    const std::vector<std::string>& algorithms,
+                                                    bool inPlace);
+  Result<std::vector<double>> timeOperations(const RowPlan& plan, const CallArgs& call,
+                                             const std::vector<std::string>& algorithms);
   Result<std::int64_t> checkOperation(const RowPlan& plan, const CallArgs& call,
                                       const std::string& algorithm, bool inPlace);
-  Result<double> combineTime(double seconds);
+  Result<std::vector<double>> combineTimes(std::vector<double> seconds);
   void* inputBuffer(const RowPlan& plan, bool inPlace) const;
   CallArgs placeCall(const RowPlan& plan, bool inPlace) const;
   DataContext dataContext(const RowPlan& plan) const;
@@ -181,11 +186,14 @@ Result<CollectivePlan> Runner::planCollective(const CollectiveEntry& entry,
   plan.entry = &entry;
   TUTTI_ASSIGN_OR_RETURN(plan.rows, planRows(entry, options_, sizes, comm_.size()));
   for (const RowPlan& row : plan.rows) {
-    TUTTI_ASSIGN_OR_RETURN(std::string algorithm, algorithmFor(entry, row));
-    plan.algorithms.push_back(std::move(algorithm));
-    if (options_.verify) {
-      TUTTI_ASSIGN_OR_RETURN(std::size_t verified, verifyRow(entry, row));
-      plan.verifiedCalls += verified;
+    std::vector<std::string>& names = plan.algorithms.emplace_back();
+    for (const std::string& forced : options_.algorithms) {
+      TUTTI_ASSIGN_OR_RETURN(std::string algorithm, algorithmFor(entry, row, forced));
+      names.push_back(std::move(algorithm));
+      if (options_.verify) {
+        TUTTI_ASSIGN_OR_RETURN(std::size_t verified, verifyRow(entry, row, forced));
+        plan.verifiedCalls += verified;
+      }
     }
   }
   return plan;
@@ -222,16 +230,21 @@ Status Runner::runCollective(const CollectivePlan& plan, RunSummary& summary) {
   print(formatSettings(options_, entry_->name(), comm_.size()) + verified + formatColumnHeader());
   Totals totals;
   for (std::size_t i = 0; i < plan.rows.size(); ++i) {
-    TUTTI_ASSIGN_OR_RETURN(RowResult row, runRow(plan.rows[i], plan.algorithms[i]));
-    print(formatRow(row));
-    totals.add(row);
-    summary.rows.push_back(std::move(row));
+    TUTTI_ASSIGN_OR_RETURN(std::vector<RowResult> rows, runRow(plan.rows[i], plan.algorithms[i]));
+    for (RowResult& row : rows) {
+      print(formatRow(row));
+      totals.add(row);
+      summary.rows.push_back(std::move(row));
+    }
   }
   print(formatSummary(totals.wrong, options_.check > 0, totals.meanBusbw()));
   return Status::Ok();
 }
 
-Result<RowResult> Runner::runRow(const RowPlan& plan, const std::string& algorithm) {
+// One row per candidate, measured together: each placement's timed calls of all candidates
+// take turns (timeOperations).
+Result<std::vector<RowResult>> Runner::runRow(const RowPlan& plan,
+                                              const std::vector<std::string>& algorithms) {
   // The expectation does not depend on the placement: compute it once per row. A
   // collective that moves no data has nothing to compare.
   checkedCount_ = 0;
@@ -246,33 +259,42 @@ Result<RowResult> Runner::runRow(const RowPlan& plan, const std::string& algorit
   row.sized = entry_->sized;
   row.op = plan.op;
   row.root = plan.root;
-  row.algorithm = algorithm;
   row.ranks = comm_.size();
   row.iters = itersFor(options_, plan.bytes);
   row.warmupIters = warmupItersFor(options_, plan.bytes);
   row.average = options_.average;
-  TUTTI_ASSIGN_OR_RETURN(row.outOfPlace, runPlacement(plan, algorithm, /*inPlace=*/false));
-  if (entry_->inPlace && options_.inPlace) {
-    TUTTI_ASSIGN_OR_RETURN(row.inPlace, runPlacement(plan, algorithm, /*inPlace=*/true));
+  std::vector<RowResult> rows(algorithms.size(), row);
+  for (std::size_t c = 0; c < rows.size(); ++c) {
+    rows[c].algorithm = algorithms[c];
+    if (options_.algorithms.size() > 1) rows[c].candidate = candidateName(options_.algorithms[c]);
   }
-  return row;
+  TUTTI_ASSIGN_OR_RETURN(std::vector<PlacementResult> outOfPlace,
+                         runPlacement(plan, algorithms, /*inPlace=*/false));
+  for (std::size_t c = 0; c < rows.size(); ++c) rows[c].outOfPlace = outOfPlace[c];
+  if (entry_->inPlace && options_.inPlace) {
+    TUTTI_ASSIGN_OR_RETURN(std::vector<PlacementResult> inPlace,
+                           runPlacement(plan, algorithms, /*inPlace=*/true));
+    for (std::size_t c = 0; c < rows.size(); ++c) rows[c].inPlace = inPlace[c];
+  }
+  return rows;
 }
 
-Result<std::string> Runner::algorithmFor(const CollectiveEntry& entry, const RowPlan& plan) const {
-  Result<std::string> name =
-      comm_.algorithmFor(entry.kind, plan.counts.param, plan.dtype, options_.algorithm);
+Result<std::string> Runner::algorithmFor(const CollectiveEntry& entry, const RowPlan& plan,
+                                         const std::string& forced) const {
+  Result<std::string> name = comm_.algorithmFor(entry.kind, plan.counts.param, plan.dtype, forced);
   if (name.ok()) return name;
-  if (options_.algorithm.empty()) {
+  if (forced.empty()) {
     return name.status().withContext("choosing the algorithm for " + describeRow(entry, plan));
   }
   return Status(ErrorCode::kInvalidArgument,
-                strFormat("--algo %s does not apply to %s: %s", options_.algorithm.c_str(),
+                strFormat("--algo %s does not apply to %s: %s", forced.c_str(),
                           describeRow(entry, plan).c_str(), name.status().message().c_str()));
 }
 
 // Both placements the row will run, as the library will run them. Every rank verifies
 // the same calls (the schedules of all ranks), so all stop alike on a finding.
-Result<std::size_t> Runner::verifyRow(const CollectiveEntry& entry, const RowPlan& plan) const {
+Result<std::size_t> Runner::verifyRow(const CollectiveEntry& entry, const RowPlan& plan,
+                                      const std::string& forced) const {
   std::size_t verified = 0;
   // One rank's sendrecv is a message to itself: no schedules of two ranks to verify.
   if (entry.kind == Collective::kSend && comm_.size() == 1) return verified;
@@ -285,59 +307,108 @@ Result<std::size_t> Runner::verifyRow(const CollectiveEntry& entry, const RowPla
     call.op = plan.op.value_or(ReduceOp::kSum);
     call.root = std::max(plan.root, 0);
     call.inPlace = inPlace;
-    Status status = comm_.verifyCall(call, options_.algorithm);
+    Status status = comm_.verifyCall(call, forced);
     if (!status.ok()) {
       return status.withContext("--verify: " + describeRow(entry, plan) +
-                                (inPlace ? ", in place" : ", out of place"));
+                                (inPlace ? ", in place" : ", out of place") +
+                                (options_.algorithms.size() > 1 ? ", " + candidateName(forced) : ""));
     }
     ++verified;
   }
   return verified;
 }
 
-Result<PlacementResult> Runner::runPlacement(const RowPlan& plan, const std::string& algorithm,
-                                             bool inPlace) {
+// Every candidate's measurement of one placement of the row, in candidate order. Each runs
+// as its algorithm, resolved before anything ran (the library's choice too), so that a row
+// reports what ran.
+Result<std::vector<PlacementResult>> Runner::runPlacement(
+    const RowPlan& plan, const std::vector<std::string>& algorithms, bool inPlace) {
   const std::string context =
       describeRow(*entry_, plan) + (inPlace ? ", in place" : ", out of place");
   const CallArgs call = placeCall(plan, inPlace);
   entry_->fillInput(inputBuffer(plan, inPlace), plan.counts, dataContext(plan));
-  Result<double> seconds = timeOperations(plan, call, algorithm);
+  Result<std::vector<double>> seconds = timeOperations(plan, call, algorithms);
   if (!seconds.ok()) return seconds.status().withContext(context);
-  PlacementResult result;
-  result.timeUs = *seconds * 1e6;
   const std::size_t typeSize = dataTypeSize(plan.dtype);
-  result.algbwGBs = algorithmBandwidth(
-      algorithmBytes(entry_->kind, plan.counts, typeSize, comm_.size()), *seconds);
-  result.busbwGBs = result.algbwGBs * busBandwidthFactor(entry_->kind, comm_.size());
-  // A collective that moves no data has nothing to check: its #wrong stays N/A.
-  for (int i = 0; entry_->sized && i < options_.check; ++i) {
-    Result<std::int64_t> wrong = checkOperation(plan, call, algorithm, inPlace);
-    if (!wrong.ok()) return wrong.status().withContext(context + ", checking");
-    result.wrong = *wrong;
-    // As nccl-tests: one failed check is enough, further ones would repeat it.
-    if (*wrong != 0) break;
+  const bool several = options_.algorithms.size() > 1;
+  std::vector<PlacementResult> results;
+  for (std::size_t c = 0; c < algorithms.size(); ++c) {
+    const std::string& algorithm = algorithms[c];
+    PlacementResult& result = results.emplace_back();
+    result.timeUs = (*seconds)[c] * 1e6;
+    result.algbwGBs = algorithmBandwidth(
+        algorithmBytes(entry_->kind, plan.counts, typeSize, comm_.size()), (*seconds)[c]);
+    result.busbwGBs = result.algbwGBs * busBandwidthFactor(entry_->kind, comm_.size());
+    // A collective that moves no data has nothing to check: its #wrong stays N/A.
+    for (int i = 0; entry_->sized && i < options_.check; ++i) {
+      Result<std::int64_t> wrong = checkOperation(plan, call, algorithm, inPlace);
+      if (!wrong.ok()) {
+        return wrong.status().withContext(
+            context + (several ? ", " + candidateName(options_.algorithms[c]) : "") + ", checking");
+      }
+      result.wrong = *wrong;
+      // As nccl-tests: one failed check is enough, further ones would repeat it.
+      if (*wrong != 0) break;
+    }
   }
-  return result;
+  return results;
 }
 
-Result<double> Runner::timeOperations(const RowPlan& plan, const CallArgs& call,
-                                      const std::string& algorithm) {
+// The time per operation of each candidate. Each runs its warm-ups, in turn; then the
+// timed calls, split into blocks (blocksFor), go candidate by candidate, block by block,
+// each block starting one candidate later: A B C, B C A, C A B ..., so that a drift of the
+// machine's speed (another process, where the hypervisor puts the vCPUs) falls on all of
+// them alike, and so does following a given other one. With one candidate and one block this
+// is nccl-tests' loop. A barrier before each block lines the ranks up, so the clock measures
+// the collective rather than a late rank; the timed calls of a block run back to back. Each
+// block's time per operation is combined over ranks (-a); a candidate's time is their mean
+// weighted by calls (the mean per operation) with up to two blocks, and their median with
+// three or more, so that a block disturbed by another process's burst does not move it.
+Result<std::vector<double>> Runner::timeOperations(const RowPlan& plan, const CallArgs& call,
+                                                   const std::vector<std::string>& candidates) {
   TUTTI_ASSERT(plan.counts.param == call.count);
   const int iters = itersFor(options_, plan.bytes);
   const int warmups = warmupItersFor(options_, plan.bytes);
-  for (int i = 0; i < warmups; ++i) {
-    TUTTI_RETURN_IF_ERROR(entry_->run(comm_, call, algorithm));
+  const int blocks = blocksFor(options_, iters);
+  for (const std::string& algorithm : candidates) {
+    for (int i = 0; i < warmups; ++i) TUTTI_RETURN_IF_ERROR(entry_->run(comm_, call, algorithm));
   }
-  // The barrier lines the ranks up, so the clock measures the collective rather than a
-  // late rank's warm-up. The timed calls run back to back, as nccl-tests', and the time
-  // per operation is their mean.
-  TUTTI_RETURN_IF_ERROR(comm_.barrier(std::string()));
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < iters; ++i) {
-    TUTTI_RETURN_IF_ERROR(entry_->run(comm_, call, algorithm));
+  const std::size_t count = candidates.size();
+  // Seconds per operation of candidate c's block b, at [c * blocks + b].
+  std::vector<double> perBlock(count * static_cast<std::size_t>(blocks), 0.0);
+  std::vector<int> callsOf(static_cast<std::size_t>(blocks), 0);
+  for (int b = 0; b < blocks; ++b) {
+    // Calls of block b: the iters spread evenly, the first blocks taking the remainder.
+    const int calls = iters / blocks + (b < iters % blocks ? 1 : 0);
+    callsOf[static_cast<std::size_t>(b)] = calls;
+    for (std::size_t k = 0; k < count; ++k) {
+      const std::size_t c = (k + static_cast<std::size_t>(b)) % count;
+      TUTTI_RETURN_IF_ERROR(comm_.barrier(std::string()));
+      const auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < calls; ++i) {
+        TUTTI_RETURN_IF_ERROR(entry_->run(comm_, call, candidates[c]));
+      }
+      const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+      perBlock[c * static_cast<std::size_t>(blocks) + static_cast<std::size_t>(b)] =
+          took.count() / calls;
+    }
   }
-  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
-  return combineTime(elapsed.count() / iters);
+  TUTTI_ASSIGN_OR_RETURN(perBlock, combineTimes(std::move(perBlock)));
+  std::vector<double> out;
+  for (std::size_t c = 0; c < count; ++c) {
+    const auto first = perBlock.begin() + static_cast<std::ptrdiff_t>(c * static_cast<std::size_t>(blocks));
+    std::vector<double> mine(first, first + blocks);
+    if (blocks >= 3) {
+      std::sort(mine.begin(), mine.end());
+      const std::size_t mid = mine.size() / 2;
+      out.push_back(mine.size() % 2 == 1 ? mine[mid] : (mine[mid - 1] + mine[mid]) / 2);
+    } else {
+      double total = 0;
+      for (int b = 0; b < blocks; ++b) total += mine[static_cast<std::size_t>(b)] * callsOf[static_cast<std::size_t>(b)];
+      out.push_back(total / iters);
+    }
+  }
+  return out;
 }
 
 Result<std::int64_t> Runner::checkOperation(const RowPlan& plan, const CallArgs& call,
@@ -356,22 +427,25 @@ Result<std::int64_t> Runner::checkOperation(const RowPlan& plan, const CallArgs&
   return total;
 }
 
-// Each rank measured its own time; -a picks which number describes the row. All ranks
+// Each rank measured its own times; -a picks which number describes the row. All ranks
 // get the same result, so they agree on the whole report.
-Result<double> Runner::combineTime(double seconds) {
+Result<std::vector<double>> Runner::combineTimes(std::vector<double> seconds) {
   // Rank 0's time is a sum in which every other rank contributes zero.
-  double value = seconds;
   ReduceOp op = ReduceOp::kSum;
   switch (options_.average) {
-    case TimeAverage::kRank0: value = comm_.rank() == 0 ? seconds : 0.0; break;
+    case TimeAverage::kRank0:
+      if (comm_.rank() != 0) std::fill(seconds.begin(), seconds.end(), 0.0);
+      break;
     case TimeAverage::kMean: break;
     case TimeAverage::kMin: op = ReduceOp::kMin; break;
     case TimeAverage::kMax: op = ReduceOp::kMax; break;
   }
-  double combined = 0;
-  TUTTI_RETURN_IF_ERROR(
-      comm_.allreduce(&value, &combined, 1, DataType::kFloat64, op, std::string()));
-  if (options_.average == TimeAverage::kMean) combined /= comm_.size();
+  std::vector<double> combined(seconds.size(), 0.0);
+  TUTTI_RETURN_IF_ERROR(comm_.allreduce(seconds.data(), combined.data(), seconds.size(),
+                                        DataType::kFloat64, op, std::string()));
+  if (options_.average == TimeAverage::kMean) {
+    for (double& value : combined) value /= comm_.size();
+  }
   return combined;
 }
 

@@ -54,7 +54,10 @@ struct RunSummary {
 /// operations, a barrier, then times `iters` operations back to back and combines the
 /// per-operation time over ranks as -a says; then, -c times, fills the input afresh, runs
 /// once and compares every output element the definition specifies on this rank with the
-/// expectation, summing the wrong count over ranks. Rank 0 prints, per collective, the
+/// expectation, summing the wrong count over ranks. With several --algo candidates, a row
+/// becomes one row per candidate: each candidate's warm-ups run in turn, then their timed
+/// calls take turns in blocks (A B C, B C A, ..., each block after a barrier), then each
+/// is checked. Rank 0 prints, per collective, the
 /// settings, the table and its summary to `out` (and a total line when there are several),
 /// and writes options.jsonPath; other ranks print nothing.
 /// Blocks in collective calls, each bounded by the communicator's deadlines. Errors: the

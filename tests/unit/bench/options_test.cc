@@ -46,7 +46,9 @@ TEST(BenchOptions, DefaultsAreNcclTests) {
   EXPECT_EQ(o.ops, std::vector<ReduceOp>{ReduceOp::kSum});
   EXPECT_EQ(o.root, 0);
   EXPECT_EQ(o.average, TimeAverage::kMean);
-  EXPECT_TRUE(o.algorithm.empty());
+  EXPECT_EQ(o.algorithms, std::vector<std::string>{""});  // the library chooses
+  EXPECT_EQ(o.blocks, 0);
+  EXPECT_EQ(blocksFor(o, 20), 1);
   EXPECT_TRUE(o.jsonPath.empty());
   EXPECT_EQ(o.async, 0);
   EXPECT_EQ(o.computeUs, 0.0);
@@ -71,7 +73,7 @@ TEST(BenchOptions, ShortFlags) {
   EXPECT_EQ(o.ops, std::vector<ReduceOp>{ReduceOp::kMax});
   EXPECT_EQ(o.root, -1);
   EXPECT_EQ(o.average, TimeAverage::kMax);
-  EXPECT_EQ(o.algorithm, "ring");
+  EXPECT_EQ(o.algorithms, std::vector<std::string>{"ring"});
   EXPECT_EQ(o.jsonPath, "r.json");
   EXPECT_EQ(o.async, 1);
 }
@@ -202,6 +204,24 @@ TEST(BenchOptions, IterBytesShrinksTheIterationsOfLargeSizes) {
 TEST(BenchOptions, MinWarmupIsParsedAndChecked) {
   EXPECT_EQ(parseOk({"allreduce", "--min-warmup", "16"}).minWarmupIters, 16);
   expectError({"allreduce", "--min-warmup", "-1"}, "--min-warmup must be >= 0, got -1");
+}
+
+TEST(BenchOptions, AlgoListsCandidatesInOrderAndBlocksSplitTheirCalls) {
+  BenchOptions o = parseOk({"allreduce", "--algo", "auto,ring, rabenseifner"});
+  EXPECT_EQ(o.algorithms, (std::vector<std::string>{"", "ring", "rabenseifner"}));
+  EXPECT_EQ(blocksFor(o, 200), kDefaultBlocks);  // several candidates take turns
+  EXPECT_EQ(blocksFor(o, 3), 3);                 // never more blocks than calls
+  EXPECT_EQ(blocksFor(o, 1), 1);
+  EXPECT_EQ(candidateName(o.algorithms[0]), "auto");
+  EXPECT_EQ(candidateName(o.algorithms[1]), "ring");
+  o = parseOk({"allreduce", "--algo", "ring,tree", "--blocks", "2"});
+  EXPECT_EQ(blocksFor(o, 200), 2);
+  o = parseOk({"allreduce", "--algo", "ring", "--blocks", "4"});
+  EXPECT_EQ(blocksFor(o, 200), 4);  // one candidate may be split too
+  EXPECT_EQ(parseOk({"allreduce", "--algo", "auto"}).algorithms, std::vector<std::string>{""});
+  expectError({"allreduce", "--algo", "ring,auto,ring"}, "--algo 'ring,auto,ring': ring is listed twice");
+  expectError({"allreduce", "--algo", "auto,"}, "--algo 'auto,': an empty name");
+  expectError({"allreduce", "--blocks", "-1"}, "--blocks must be >= 0, got -1");
 }
 
 TEST(BenchOptions, HelpIsNotAnError) {

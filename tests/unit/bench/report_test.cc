@@ -161,7 +161,7 @@ TEST(BenchReport, SettingsNameTheRun) {
       << text;
   EXPECT_NE(text.find("# Command: tutti-bench allreduce -b 8 -e 16M -f 4\n"), std::string::npos);
   options.stepFactor = 1;
-  options.algorithm = "ring";
+  options.algorithms = {"ring"};
   const std::string added = formatSettings(options, "allreduce", 2);
   EXPECT_NE(added.find("step: 1048576(bytes)"), std::string::npos) << added;
   EXPECT_NE(added.find("algorithm: ring"), std::string::npos) << added;
@@ -189,6 +189,26 @@ TEST(BenchReport, JsonHasOneObjectPerRowAndPlacement) {
   EXPECT_EQ(formatJson({}), "[\n]\n");
   row.op.reset();
   EXPECT_NE(formatJson({row}).find("\"op\": null"), std::string::npos);
+}
+
+TEST(BenchReport, ACandidateOfSeveralIsNamedInTheRowAndTheJson) {
+  RowResult row = sampleRow();
+  row.algorithm = "ring";
+  EXPECT_EQ(formatJson({row}).find("candidate"), std::string::npos);  // one candidate
+  row.candidate = "auto";
+  EXPECT_EQ(tokens(formatRow(row)).back().second, "auto:ring\n");  // the library chose ring
+  EXPECT_NE(formatJson({row}).find("\"algorithm\": \"ring\", \"candidate\": \"auto\","),
+            std::string::npos);
+  row.candidate = "ring";
+  EXPECT_EQ(tokens(formatRow(row)).back().second, "ring\n");  // forced
+  BenchOptions options;
+  options.algorithms = {"", "ring", "rabenseifner"};
+  const std::string settings = formatSettings(options, "allreduce", 4);
+  EXPECT_NE(settings.find("algorithm: auto,ring,rabenseifner "), std::string::npos) << settings;
+  EXPECT_NE(settings.find("# candidates: 3 in this one run, each size's timed calls taking "
+                          "turns in up to 5 blocks"),
+            std::string::npos)
+      << settings;
 }
 
 std::string readFile(const std::string& path) {

@@ -51,12 +51,17 @@ class FakeComm : public BenchComm {
 
   Status allreduce(const void* send, void* recv, std::size_t count, DataType dtype, ReduceOp op,
                    const std::string& algorithm) override {
-    if (count == 1 && (dtype == DataType::kFloat64 || dtype == DataType::kInt64)) {
+    // Data calls name the algorithm they run; the runner's own calls leave it to the library.
+    if (algorithm.empty() && (dtype == DataType::kFloat64 || dtype == DataType::kInt64)) {
       Call call{Collective::kAllReduce, count, dtype, op, -1, algorithm, 0.0};
       if (dtype == DataType::kFloat64) std::memcpy(&call.scalar, send, sizeof(double));
       calls.push_back(call);
       if (failAtCall == calls.size()) return failure();
-      bookkeeping(send, recv, dtype, op);
+      for (std::size_t i = 0; i < count; ++i) {
+        const std::size_t at = i * dataTypeSize(dtype);
+        bookkeeping(static_cast<const unsigned char*>(send) + at,
+                    static_cast<unsigned char*>(recv) + at, dtype, op, i);
+      }
       return Status::Ok();
     }
     return data(Collective::kAllReduce, send, recv, count, dtype, op, -1, algorithm);
@@ -121,6 +126,7 @@ class FakeComm : public BenchComm {
   unsigned char corruptFirstByte = 0;  // xor-ed into element 0 of every data result
   bool dropOutput = false;             // data calls write nothing
   double fixedSeconds = 0;             // > 0: every rank "measured" this time
+  std::vector<double> fixedTimes;      // element i of a time all-reduce, where given
 
  private:
   static Status failure() {
@@ -151,7 +157,8 @@ class FakeComm : public BenchComm {
     return Status::Ok();
   }
 
-  void bookkeeping(const void* send, void* recv, DataType dtype, ReduceOp op) {
+  // Element `index` of a bookkeeping all-reduce.
+  void bookkeeping(const void* send, void* recv, DataType dtype, ReduceOp op, std::size_t index) {
     if (dtype == DataType::kInt64) {
       std::int64_t v;
       std::memcpy(&v, send, sizeof v);
@@ -162,6 +169,7 @@ class FakeComm : public BenchComm {
     double v;
     std::memcpy(&v, send, sizeof v);
     if (fixedSeconds > 0) v = fixedSeconds;
+    if (index < fixedTimes.size()) v = fixedTimes[index];
     if (op == ReduceOp::kSum) v *= size_;
     std::memcpy(recv, &v, sizeof v);
   }
@@ -256,7 +264,7 @@ TEST(BenchRunner, CallsFollowWarmupTimingAndCheckCounts) {
   BenchOptions o = smallOptions();
   o.minBytes = o.maxBytes = 64;
   o.check = 2;
-  o.algorithm = "ring";
+  o.algorithms = {"ring"};
   const Captured run = runCaptured(comm, o);
   ASSERT_TRUE(run.summary.ok()) << run.summary.status().toString();
   ASSERT_EQ(run.summary->rows.size(), 1u);
@@ -404,10 +412,72 @@ TEST(BenchRunner, FailedCallStopsTheRunWithContext) {
   EXPECT_EQ(comm.calls.size(), 4u);
 }
 
+TEST(BenchRunner, CandidatesTakeTurnsInBlocksAndEachGetsItsRow) {
+  FakeComm comm(0, 1);
+  BenchOptions o = smallOptions();
+  o.minBytes = o.maxBytes = 64;
+  o.iters = 5;
+  o.warmupIters = 1;
+  o.inPlace = false;
+  o.algorithms = {"", "ring"};
+  o.blocks = 2;
+  const Captured run = runCaptured(comm, o);
+  ASSERT_TRUE(run.summary.ok()) << run.summary.status().toString();
+  ASSERT_EQ(run.summary->rows.size(), 2u);
+  EXPECT_EQ(run.summary->rows[0].algorithm, "fake");  // what the library chose
+  EXPECT_EQ(run.summary->rows[0].candidate, "auto");
+  EXPECT_EQ(run.summary->rows[1].algorithm, "ring");
+  EXPECT_EQ(run.summary->rows[1].candidate, "ring");
+  EXPECT_EQ(run.summary->rows[1].iters, 5);
+  // Warm-ups in turn, then blocks of 3 and 2 timed calls in turn, then each one's check.
+  std::string order;
+  for (const Call& call : comm.calls) {
+    if (call.dtype == DataType::kFloat32) order += call.algorithm == "fake" ? 'f' : 'r';
+  }
+  EXPECT_EQ(order, "fr" "fffrrr" "rrff" "fr");  // the second block starts with the second
+  EXPECT_EQ(comm.barriers, 4);  // before each block of each candidate
+  EXPECT_NE(run.output.find("auto:fake"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("algorithm: auto,ring "), std::string::npos) << run.output;
+  for (const RowResult& row : run.summary->rows) EXPECT_EQ(row.outOfPlace.wrong, 0);
+}
+
+TEST(BenchRunner, ACandidatesTimeIsItsBlocksMedianFromThreeBlocksElseTheirMean) {
+  FakeComm comm(0, 1);
+  BenchOptions o = smallOptions();
+  o.minBytes = o.maxBytes = 64;
+  o.iters = 5;
+  o.inPlace = false;
+  o.algorithms = {"", "ring"};
+  o.blocks = 3;  // 2, 2 and 1 calls
+  // Per operation, in the order the runner combines them: the blocks of each candidate.
+  comm.fixedTimes = {1e-6, 9e-6, 2e-6, 3e-6, 3e-6, 30e-6};
+  Captured run = runCaptured(comm, o);
+  ASSERT_TRUE(run.summary.ok()) << run.summary.status().toString();
+  EXPECT_DOUBLE_EQ(run.summary->rows.at(0).outOfPlace.timeUs, 2.0);  // median of 1, 9, 2
+  EXPECT_DOUBLE_EQ(run.summary->rows.at(1).outOfPlace.timeUs, 3.0);  // of 3, 3, 30
+  o.blocks = 2;  // 3 and 2 calls: their mean per operation
+  comm.fixedTimes = {1e-6, 2e-6, 4e-6, 4e-6};
+  run = runCaptured(comm, o);
+  ASSERT_TRUE(run.summary.ok()) << run.summary.status().toString();
+  EXPECT_DOUBLE_EQ(run.summary->rows.at(0).outOfPlace.timeUs, (3 * 1.0 + 2 * 2.0) / 5);
+  EXPECT_DOUBLE_EQ(run.summary->rows.at(1).outOfPlace.timeUs, 4.0);
+}
+
+TEST(BenchRunner, ACandidateThatDoesNotApplyStopsTheRunBeforeAnythingRuns) {
+  FakeComm comm(0, 2);
+  BenchOptions o = smallOptions();
+  o.algorithms = {"", "ring", "bogus"};
+  const Captured run = runCaptured(comm, o);
+  ASSERT_FALSE(run.summary.ok());
+  EXPECT_NE(run.summary.status().message().find("--algo bogus does not apply"), std::string::npos)
+      << run.summary.status().message();
+  EXPECT_TRUE(comm.calls.empty());
+}
+
 TEST(BenchRunner, InapplicableAlgorithmIsAClearError) {
   FakeComm comm(0, 2);
   BenchOptions o = smallOptions();
-  o.algorithm = "bogus";
+  o.algorithms = {"bogus"};
   const Captured run = runCaptured(comm, o);
   ASSERT_FALSE(run.summary.ok());
   EXPECT_EQ(run.summary.status().code(), ErrorCode::kInvalidArgument);
@@ -570,7 +640,7 @@ TEST(BenchRunner, SendRecvAloneRunsOnOneRank) {
 TEST(BenchRunner, ForcedAlgorithmMustApplyToEveryCollectiveBeforeAnythingRuns) {
   FakeComm comm(0, 2);
   BenchOptions o = allOptions();
-  o.algorithm = "ring";
+  o.algorithms = {"ring"};
   const Captured run = runCaptured(comm, o);
   ASSERT_FALSE(run.summary.ok());
   EXPECT_EQ(run.summary.status().code(), ErrorCode::kInvalidArgument);
