@@ -53,7 +53,8 @@ struct CallOptions {
   /// (TUTTI_HANG_REPORT_SEC, 3 s by default), and its message ends with a hang report: which
   /// ranks were in this call, which in another one, and which did not report.
   std::optional<std::chrono::milliseconds> timeout;
-  /// Forces an algorithm by name ("ring", ...); empty lets tutti choose.
+  /// Forces an algorithm by name ("ring", ...), optionally with its pipeline's segment
+  /// ("ring@256K"); empty lets tutti choose. Every rank must force the same.
   std::string algorithm;
 };
 

@@ -49,6 +49,18 @@ const AlgorithmInfo* defaultAlgorithm(const CollectiveSpec& spec);
 /// name, or one that does not apply, is kInvalidArgument listing the names that do.
 Result<const AlgorithmInfo*> selectAlgorithm(const CollectiveSpec& spec, std::string_view forced);
 
+/// A forced choice as written: an algorithm's name, optionally with the segment its pipeline
+/// runs at, "ring@256K" (bytes, with an optional K, M or G suffix).
+struct ForcedChoice {
+  std::string_view algorithm;
+  /// 0: none given (the tuner's best segment for the algorithm, or the communicator's).
+  std::uint64_t segmentBytes = 0;
+};
+
+/// Splits `forced` at its '@'. kInvalidArgument, quoting `forced`, for a segment that is not
+/// a size from 1 byte to 1 GiB, or a name missing before the '@'.
+Result<ForcedChoice> parseForcedChoice(std::string_view forced);
+
 /// Parses TUTTI_ALGO-style overrides, "allreduce:ring,bcast:binomial" (collective names as
 /// parseCollective() accepts them), into one algorithm name per collective. Names are not
 /// checked here (a name that does not apply to a call is an error of that call).

@@ -2,6 +2,7 @@
 // initialisers. For each collective the first applicable entry is the default until the
 // tuner exists.
 
+#include <optional>
 #include <string>
 
 #include "algorithms/algorithm.h"
@@ -204,6 +205,24 @@ Result<std::vector<std::pair<Collective, std::string>>> parseAlgorithmOverrides(
                               static_cast<int>(entry.size()), entry.data()));
     out.emplace_back(*kind, std::string(name));
   }
+  return out;
+}
+
+Result<ForcedChoice> parseForcedChoice(std::string_view forced) {
+  ForcedChoice out;
+  const std::size_t at = forced.find('@');
+  out.algorithm = forced.substr(0, at);
+  if (at == std::string_view::npos) return out;
+  const std::string_view segment = forced.substr(at + 1);
+  const std::optional<std::uint64_t> bytes = parseBytes(segment);
+  constexpr std::uint64_t kMostSegment = 1ull << 30;
+  if (out.algorithm.empty() || !bytes || *bytes == 0 || *bytes > kMostSegment) {
+    return Status(ErrorCode::kInvalidArgument,
+                  strFormat("forced algorithm '%.*s': expected NAME or NAME@SEGMENT, the segment "
+                            "from 1 byte to 1G (e.g. ring@256K)",
+                            static_cast<int>(forced.size()), forced.data()));
+  }
+  out.segmentBytes = *bytes;
   return out;
 }
 

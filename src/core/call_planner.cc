@@ -128,12 +128,16 @@ Result<CallPlanner::Chosen> CallPlanner::choose(const CollectiveSpec& spec,
   // Shapes the model does not price (send/recv, all-to-allv, one rank) skip the tuner.
   const bool tuned = setup_.tuner != nullptr && tuning::rankable(spec);
   if (!tuned || !forced.empty()) {
-    auto algorithm = selectAlgorithm(spec, forced);
+    auto named = parseForcedChoice(forced);
+    if (!named.ok()) return named.status();
+    auto algorithm = selectAlgorithm(spec, named->algorithm);
     if (!algorithm.ok()) return algorithm.status();
     choice.algorithm = *algorithm;
-    // A forced choice runs with the segment the model finds best for it, and is logged
-    // where the model predicts it slow.
-    if (tuned)
+    // A forced choice runs with the segment forced with it ("ring@256K"), else with the one
+    // the model finds best for it, and is logged where the model predicts it slow.
+    if (named->segmentBytes > 0)
+      choice.segmentCount = std::max<std::uint64_t>(1, named->segmentBytes / elem);
+    else if (tuned)
       choice.segmentCount =
           std::max<std::uint64_t>(1, setup_.tuner->checkForced(spec, **algorithm) / elem);
     return choice;

@@ -166,9 +166,10 @@ void defineFlags(CLI::App& app, RawArgs& raw, BenchOptions& options) {
   app.add_option("-a,--average", raw.average,
                  "Reported time: 0 rank 0's, 1 mean, 2 min, 3 max over ranks (1)");
   app.add_option("--algo", raw.algorithms,
-                 "Force this algorithm (name, e.g. ring); a comma-separated list (auto: the "
-                 "library's choice) runs every size with each, their timed calls taking turns "
-                 "in --blocks blocks, all in this one run (a row per size and candidate)");
+                 "Force this algorithm (name, e.g. ring; ring@256K also forces its segment); "
+                 "a comma-separated list (auto: the library's choice) runs every size with "
+                 "each, their timed calls taking turns in --blocks blocks, all in this one run "
+                 "(a row per size and candidate)");
   app.add_option("--blocks", options.blocks,
                  "With several --algo candidates: the blocks each one's timed calls of a size "
                  "are split into, the candidates taking turns block by block (5; at most the "

@@ -189,6 +189,9 @@ Result<CollectivePlan> Runner::planCollective(const CollectiveEntry& entry,
     std::vector<std::string>& names = plan.algorithms.emplace_back();
     for (const std::string& forced : options_.algorithms) {
       TUTTI_ASSIGN_OR_RETURN(std::string algorithm, algorithmFor(entry, row, forced));
+      // A segment forced with the algorithm ("ring@256K") stays in what the row reports.
+      const std::size_t at = forced.find('@');
+      if (at != std::string::npos) algorithm += forced.substr(at);
       names.push_back(std::move(algorithm));
       if (options_.verify) {
         TUTTI_ASSIGN_OR_RETURN(std::size_t verified, verifyRow(entry, row, forced));

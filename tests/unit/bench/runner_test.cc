@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -101,11 +102,12 @@ class FakeComm : public BenchComm {
     return data(Collective::kSend, send, recv, count, dtype, ReduceOp::kSum, -1, algorithm);
   }
 
-  // Every algorithm is "fake"; --algo ring applies to all-reduce only.
+  // Every algorithm is "fake"; --algo ring (ring@SEGMENT too) applies to all-reduce only.
   Result<std::string> algorithmFor(Collective kind, std::size_t, DataType,
                                    const std::string& forced) const override {
     if (forced.empty()) return std::string("fake");
-    if (forced == "ring" && kind == Collective::kAllReduce) return forced;
+    if ((forced == "ring" || forced.rfind("ring@", 0) == 0) && kind == Collective::kAllReduce)
+      return std::string("ring");
     return Status(ErrorCode::kNotSupported, "no algorithm named '" + forced + "' for " +
                                                 collectiveName(kind));
   }
@@ -439,6 +441,25 @@ TEST(BenchRunner, CandidatesTakeTurnsInBlocksAndEachGetsItsRow) {
   EXPECT_NE(run.output.find("auto:fake"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("algorithm: auto,ring "), std::string::npos) << run.output;
   for (const RowResult& row : run.summary->rows) EXPECT_EQ(row.outOfPlace.wrong, 0);
+}
+
+TEST(BenchRunner, ACandidateForcedWithItsSegmentKeepsItInTheCallsAndTheRow) {
+  FakeComm comm(0, 1);
+  BenchOptions o = smallOptions();
+  o.minBytes = o.maxBytes = 64;
+  o.inPlace = false;
+  o.algorithms = {"ring", "ring@64K"};
+  const Captured run = runCaptured(comm, o);
+  ASSERT_TRUE(run.summary.ok()) << run.summary.status().toString();
+  ASSERT_EQ(run.summary->rows.size(), 2u);
+  EXPECT_EQ(run.summary->rows[0].algorithm, "ring");
+  EXPECT_EQ(run.summary->rows[1].algorithm, "ring@64K");
+  EXPECT_EQ(run.summary->rows[1].candidate, "ring@64K");
+  std::set<std::string> forced;
+  for (const Call& call : comm.calls) {
+    if (call.dtype == DataType::kFloat32) forced.insert(call.algorithm);
+  }
+  EXPECT_EQ(forced, (std::set<std::string>{"ring", "ring@64K"}));
 }
 
 TEST(BenchRunner, ACandidatesTimeIsItsBlocksMedianFromThreeBlocksElseTheirMean) {

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "core/call_planner.h"
@@ -250,6 +252,44 @@ TEST(CallPlanner, TheTunersChoiceAndSegmentArePlanned) {
     tuned.segmentCount = c.segmentBytes / 4;  // the ring's best segment comes first
     EXPECT_EQ(ring->plan->schedule.steps.size(), ring->algorithm->build(tuned).steps.size());
     break;
+  }
+}
+
+// "NAME@SEGMENT" forces the segment with the algorithm, with a tuner or without; each
+// segment has its own plan; a malformed one is refused, quoting it.
+TEST(CallPlanner, AForcedSegmentRunsThePipelineAtIt) {
+  tuning::TunerSetup tuning;
+  tuning.model = tuning::defaults();
+  tuning.placement = *tuning::Placement::synthetic(kSize, kSize, 4);
+  for (const bool tuned : {false, true}) {
+    CallPlanner::Setup s = setup();
+    s.sharedMemory = true;
+    if (tuned) s.tuner = std::make_shared<tuning::Tuner>(tuning);
+    CallPlanner planner(s);
+    std::vector<float> a(1 << 20), b(1 << 20);
+    OpRequest r = allreduce(a.data(), b.data(), a.size());
+    ASSERT_TRUE(planner.check(r).status.ok());
+    Status error;
+    std::map<std::uint64_t, const Plan*> plans;
+    for (const std::uint64_t kib : {64, 256}) {
+      const CallPlan* plan = planner.plan(r, "ring@" + std::to_string(kib) + "K", &error);
+      ASSERT_NE(plan, nullptr) << error.toString();
+      EXPECT_STREQ(plan->algorithm->name, "ring");
+      CollectiveSpec spec = r.spec;
+      spec.segmentCount = kib * 1024 / 4;
+      EXPECT_EQ(plan->plan->schedule.steps.size(), plan->algorithm->build(spec).steps.size())
+          << kib << " KiB, tuned " << tuned;
+      plans[kib] = plan->plan;
+    }
+    EXPECT_NE(plans[64], plans[256]);
+    EXPECT_EQ(planner.plan(r, "ring@64K", &error)->plan, plans[64]);  // kept
+    for (const char* bad : {"ring@", "ring@0", "@64K", "ring@2G", "ring@64Q"}) {
+      EXPECT_EQ(planner.plan(r, bad, &error), nullptr) << bad;
+      EXPECT_NE(error.message().find(std::string("forced algorithm '") + bad +
+                                     "': expected NAME or NAME@SEGMENT"),
+                std::string::npos)
+          << error.message();
+    }
   }
 }
 
