@@ -104,6 +104,7 @@ class CallPlanner {
     s.inPlace = issued_.inPlace;
     s.segmentCount = segmentCounts_[static_cast<std::size_t>(s.dtype)];
     s.sharedMemory = setup_.sharedMemory;
+    s.hosts = setup_.hosts.get();
     request.memo = issued_.generation;
     return true;
   }

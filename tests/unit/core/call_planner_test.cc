@@ -199,6 +199,27 @@ TEST(CallPlanner, ARecalledCallGetsTheLastPlanUnlessTheChoiceDiffers) {
   EXPECT_EQ(other->plan, ring.plan);  // the same algorithm and shape: the cached plan
 }
 
+// A recalled call is planned with the communicator's hosts as a checked one is: a
+// hierarchical algorithm forced after another algorithm, on the same arguments, applies.
+TEST(CallPlanner, ARecalledCallKeepsTheHostsForItsPlan) {
+  std::vector<float> a(64), b(64);
+  CallPlanner::Setup s = setup();
+  s.hosts = std::make_shared<const HostMap>(HostMap::fromLabels({0, 0, 1, 1}));
+  CallPlanner planner(s);
+  bool reused = true;
+  Status error;
+  OpRequest first = allreduce(a.data(), b.data(), 8);
+  ASSERT_TRUE(check(planner, first, &reused).ok());
+  ASSERT_NE(planner.plan(first, "ring", &error), nullptr) << error.message();
+  OpRequest again = allreduce(a.data(), b.data(), 8);
+  ASSERT_TRUE(check(planner, again, &reused).ok());
+  ASSERT_TRUE(reused);
+  EXPECT_EQ(again.spec.hosts, s.hosts.get());
+  const CallPlan* hier = planner.plan(again, "hier_rs_ag", &error);
+  ASSERT_NE(hier, nullptr) << error.message();
+  EXPECT_STREQ(hier->algorithm->name, "hier_rs_ag");
+}
+
 // While held (point-to-point calls in flight), no plan moves however many shapes come.
 TEST(CallPlanner, HeldPlansStayWhereTheyAre) {
   std::vector<float> a(256), b(256);
