@@ -361,7 +361,8 @@ Result<std::vector<PlacementResult>> Runner::runPlacement(
 // timed calls, split into blocks (blocksFor), go candidate by candidate, block by block,
 // each block starting one candidate later: A B C, B C A, C A B ..., so that a drift of the
 // machine's speed (another process, where the hypervisor puts the vCPUs) falls on all of
-// them alike, and so does following a given other one. With one candidate and one block this
+// them alike, and so does following a given other one; each block of several candidates
+// starts with an untimed call of its candidate. With one candidate and one block this
 // is nccl-tests' loop. A barrier before each block lines the ranks up, so the clock measures
 // the collective rather than a late rank; the timed calls of a block run back to back. Each
 // block's time per operation is combined over ranks (-a); a candidate's time is their mean
@@ -386,6 +387,10 @@ Result<std::vector<double>> Runner::timeOperations(const RowPlan& plan, const Ca
     callsOf[static_cast<std::size_t>(b)] = calls;
     for (std::size_t k = 0; k < count; ++k) {
       const std::size_t c = (k + static_cast<std::size_t>(b)) % count;
+      // Each block starts with one untimed call where several candidates take turns: the
+      // others' calls since this one's last may have taken what it keeps between calls
+      // (pooled buffers, whose pages fault in again; caches), which one call brings back.
+      if (count > 1) TUTTI_RETURN_IF_ERROR(entry_->run(comm_, call, candidates[c]));
       TUTTI_RETURN_IF_ERROR(comm_.barrier(std::string()));
       const auto start = std::chrono::steady_clock::now();
       for (int i = 0; i < calls; ++i) {

@@ -56,8 +56,8 @@ struct RunSummary {
 /// once and compares every output element the definition specifies on this rank with the
 /// expectation, summing the wrong count over ranks. With several --algo candidates, a row
 /// becomes one row per candidate: each candidate's warm-ups run in turn, then their timed
-/// calls take turns in blocks (A B C, B C A, ..., each block after a barrier), then each
-/// is checked. Rank 0 prints, per collective, the
+/// calls take turns in blocks (A B C, B C A, ..., each block after an untimed call of its
+/// candidate and a barrier), then each is checked. Rank 0 prints, per collective, the
 /// settings, the table and its summary to `out` (and a total line when there are several),
 /// and writes options.jsonPath; other ranks print nothing.
 /// Blocks in collective calls, each bounded by the communicator's deadlines. Errors: the

@@ -436,7 +436,9 @@ TEST(BenchRunner, CandidatesTakeTurnsInBlocksAndEachGetsItsRow) {
   for (const Call& call : comm.calls) {
     if (call.dtype == DataType::kFloat32) order += call.algorithm == "fake" ? 'f' : 'r';
   }
-  EXPECT_EQ(order, "fr" "fffrrr" "rrff" "fr");  // the second block starts with the second
+  // Each block of a candidate starts with one untimed call; the second block starts with
+  // the second candidate.
+  EXPECT_EQ(order, "fr" "ffffrrrr" "rrrfff" "fr");
   EXPECT_EQ(comm.barriers, 4);  // before each block of each candidate
   EXPECT_NE(run.output.find("auto:fake"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("algorithm: auto,ring "), std::string::npos) << run.output;
