@@ -38,16 +38,49 @@ int usableCores(const topo::View& view, int host) {
   return info.cores > 0 ? std::min(info.cores, usable) : usable;
 }
 
+// Per rank of `view`, the core its work is bound to: where its affinity mask is one CPU
+// (tutti-run binds ranks in blocks where there are more of them than CPUs), that CPU's place
+// among the CPUs its host's ranks can use; -1 where it may run on several, where a mask is
+// not known, or where the host's CPUs are hardware threads rather than cores.
+std::vector<int> boundCores(const topo::View& view) {
+  std::vector<int> out(view.ranks.size(), -1);
+  for (std::size_t h = 0; h < view.hosts.size(); ++h) {
+    const topo::HostInfo& info = view.hosts[h];
+    if (info.cores > 0 && info.pus > info.cores) continue;
+    std::vector<int> cpus;
+    std::vector<std::pair<std::size_t, int>> single;  // (rank index, its one CPU)
+    bool known = true;
+    for (std::size_t r = 0; r < view.ranks.size() && known; ++r) {
+      if (view.ranks[r].host != static_cast<int>(h)) continue;
+      std::optional<std::vector<int>> mask = parseCpuList(view.ranks[r].cpus);
+      if (!mask || mask->empty()) known = false;
+      if (!known) break;
+      cpus.insert(cpus.end(), mask->begin(), mask->end());
+      if (mask->size() == 1) single.emplace_back(r, mask->front());
+    }
+    if (!known) continue;
+    std::sort(cpus.begin(), cpus.end());
+    cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+    if (info.cores > 0 && static_cast<int>(cpus.size()) > info.cores) continue;
+    for (const auto& [r, cpu] : single)
+      out[r] = static_cast<int>(std::lower_bound(cpus.begin(), cpus.end(), cpu) - cpus.begin());
+  }
+  return out;
+}
+
 // The places of one host of `view` (its ranks in local order).
 std::vector<RankPlace> hostPlaces(const topo::View& view, int host) {
   std::vector<RankPlace> out;
-  for (const topo::RankInfo& r : view.ranks) {
+  const std::vector<int> bound = boundCores(view);
+  for (std::size_t i = 0; i < view.ranks.size(); ++i) {
+    const topo::RankInfo& r = view.ranks[i];
     if (r.host != host) continue;
     RankPlace p;
     p.host = host;
     p.localIndex = r.localIndex;
     p.package = r.package;
     p.l3Group = r.l3Group;
+    p.boundCore = bound[i];
     out.push_back(p);
   }
   std::sort(out.begin(), out.end(),
@@ -79,7 +112,8 @@ void Placement::finish() {
     for (std::size_t i = 0; i < ranks.size(); ++i) {
       const RankPlace& a = place(first[i]);
       const RankPlace& b = place(ranks[i]);
-      if (a.package != b.package || a.l3Group != b.l3Group || a.core != b.core) {
+      if (a.package != b.package || a.l3Group != b.l3Group || a.core != b.core ||
+          a.boundCore != b.boundCore) {
         uniform_ = false;
         break;
       }
@@ -94,7 +128,9 @@ Result<Placement> Placement::fromView(const topo::View& view) {
   out.places_.reserve(view.ranks.size());
   std::vector<int> hostCores(view.hosts.size());
   for (std::size_t h = 0; h < view.hosts.size(); ++h) hostCores[h] = usableCores(view, static_cast<int>(h));
-  for (const topo::RankInfo& r : view.ranks) {
+  const std::vector<int> bound = boundCores(view);
+  for (std::size_t i = 0; i < view.ranks.size(); ++i) {
+    const topo::RankInfo& r = view.ranks[i];
     const int cores = hostCores[static_cast<std::size_t>(r.host)];
     RankPlace p;
     p.host = r.host;
@@ -102,6 +138,7 @@ Result<Placement> Placement::fromView(const topo::View& view) {
     p.package = r.package;
     p.l3Group = r.l3Group;
     p.core = cores > 0 ? r.localIndex % cores : r.localIndex;
+    p.boundCore = bound[i];
     out.places_.push_back(p);
   }
   // finish() renumbers the hosts in order of their lowest rank; their cores follow.

@@ -31,6 +31,10 @@ struct RankPlace {
   int package = 0;
   int l3Group = 0;
   int core = 0;  // the core its work runs on when the host has cores to spare
+  /// The core (0 to the host's cores - 1) its work is bound to, where its affinity mask is
+  /// one CPU (tutti-run binds ranks in blocks when there are more than CPUs); -1: any of
+  /// the host's cores.
+  int boundCore = -1;
 };
 
 /// A synthetic host's inside: how many packages, and L3 groups per package, its cores are

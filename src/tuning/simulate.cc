@@ -162,8 +162,8 @@ class Run {
   SimStep& step(std::uint32_t slot, std::uint32_t id) { return ranks_[slot].steps[id]; }
   double bytes(const SimStep& s) const { return static_cast<double>(s.elements) * static_cast<double>(elemSize_); }
   bool depsComplete(std::uint32_t slot, std::uint32_t id);
-  // Runs `work` seconds of CPU on the rank's thread and one of its host's cores, from
-  // `time` or when both are free; returns its end.
+  // Runs `work` seconds of CPU on the rank's thread and one of its host's cores (the one
+  // it is bound to, where it is), from `time` or when both are free; returns its end.
   double cpu(std::uint32_t slot, double time, double work);
   void issue(std::uint32_t slot, double time);
   void startStep(std::uint32_t slot, std::uint32_t id, double time);
@@ -257,6 +257,9 @@ class Run {
   std::vector<std::vector<double>> cores_;
   std::vector<Fifo> memory_;
   std::vector<bool> oversubscribed_;  // per host: more ranks than cores
+  // Per host: every rank bound to one core (RankPlace::boundCore), whose free time in cores_
+  // its work waits for; else cores_ is a min-heap any rank's work takes the first free of.
+  std::vector<bool> bound_;
   std::vector<Fifo> nicOut_, nicIn_, spine_;
   std::vector<Fifo> leafUp_, leafDown_;
   double finish_ = 0;
@@ -325,6 +328,13 @@ Status Run::build() {
     cores_[static_cast<std::size_t>(h)].assign(static_cast<std::size_t>(c), 0.0);
   }
   oversubscribed_.assign(static_cast<std::size_t>(hosts), false);
+  bound_.assign(static_cast<std::size_t>(hosts), true);
+  for (int r = 0; r < placement_.size(); ++r) {
+    const RankPlace& p = placement_.place(r);
+    if (p.host >= hosts) continue;
+    const std::size_t h = static_cast<std::size_t>(p.host);
+    if (p.boundCore < 0 || p.boundCore >= static_cast<int>(cores_[h].size())) bound_[h] = false;
+  }
   for (int h = 0; h < hosts; ++h)
     oversubscribed_[static_cast<std::size_t>(h)] =
         placement_.hosts().ranksOf[static_cast<std::size_t>(h)].size() > cores_[static_cast<std::size_t>(h)].size();
@@ -393,7 +403,15 @@ bool Run::depsComplete(std::uint32_t slot, std::uint32_t id) {
 double Run::cpu(std::uint32_t slot, double time, double work) {
   if (work <= 0) return time;
   Rank& rank = ranks_[slot];
-  std::vector<double>& cores = cores_[static_cast<std::size_t>(placement_.place(static_cast<int>(slot)).host)];
+  const RankPlace& place = placement_.place(static_cast<int>(slot));
+  std::vector<double>& cores = cores_[static_cast<std::size_t>(place.host)];
+  if (bound_[static_cast<std::size_t>(place.host)]) {
+    // Its own core: the other ranks bound there run before or after it, never beside it.
+    double& core = cores[static_cast<std::size_t>(place.boundCore)];
+    const double start = std::max({time, rank.threadFree, core});
+    core = rank.threadFree = start + work;
+    return core;
+  }
   std::pop_heap(cores.begin(), cores.end(), std::greater<>());
   const double start = std::max({time, rank.threadFree, cores.back()});
   const double end = start + work;

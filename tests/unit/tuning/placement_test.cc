@@ -101,6 +101,52 @@ TEST(Placement, AHostsCoresAreAtMostTheCpusItsRanksMayRunOn) {
   EXPECT_EQ(p->cores(1), 4);
 }
 
+TEST(Placement, ARankWhoseMaskIsOneCpuIsBoundToItsCore) {
+  // One 2-core host, four ranks bound in blocks as tutti-run binds them: 0 and 1 on CPU 0,
+  // 2 and 3 on CPU 1.
+  topo::View view;
+  topo::HostInfo host;
+  host.name = host.id = "h";
+  host.cores = host.pus = 2;
+  view.hosts.push_back(host);
+  const char* masks[] = {"0", "0", "1", "1"};
+  for (int r = 0; r < 4; ++r) {
+    topo::RankInfo rank;
+    rank.localIndex = r;
+    rank.cpus = masks[r];
+    view.ranks.push_back(rank);
+  }
+  auto p = Placement::fromView(view);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->cores(0), 2);
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(p->place(r).boundCore, r / 2) << r;
+  auto replicated = Placement::replicate(view, 3);
+  ASSERT_TRUE(replicated.ok());
+  EXPECT_EQ(replicated->place(9).boundCore, 0);  // host 2's second rank
+  EXPECT_EQ(replicated->place(11).boundCore, 1);
+  EXPECT_TRUE(replicated->uniform());
+  // A rank free to run on both CPUs is bound to neither; one mask not known binds nobody.
+  view.ranks[1].cpus = "0-1";
+  p = Placement::fromView(view);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->place(0).boundCore, 0);
+  EXPECT_EQ(p->place(1).boundCore, -1);
+  view.ranks[1].cpus = "";
+  p = Placement::fromView(view);
+  ASSERT_TRUE(p.ok());
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(p->place(r).boundCore, -1) << r;
+  // Hardware threads are not cores: no binding is assumed on them.
+  view.ranks[1].cpus = "0";
+  view.hosts[0].pus = 4;
+  p = Placement::fromView(view);
+  ASSERT_TRUE(p.ok());
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(p->place(r).boundCore, -1) << r;
+  // Synthetic placements bind nobody.
+  auto synthetic = Placement::synthetic(4, 4, 2);
+  ASSERT_TRUE(synthetic.ok());
+  EXPECT_EQ(synthetic->place(3).boundCore, -1);
+}
+
 TEST(Network, Syntax) {
   auto flat = Network::parse("flat");
   ASSERT_TRUE(flat.ok());

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "topology/view.h"
 #include "tuning/simulate.h"
 
 namespace tutti::tuning {
@@ -173,6 +174,41 @@ TEST(Simulate, RanksShareTheHostsCores) {
   auto unknown = Placement::synthetic(4, 4, 0);
   ASSERT_TRUE(unknown.ok());
   EXPECT_NEAR(predictHandBuilt(copies, oneCore, *unknown), 16 * kUs, 1e-12);
+}
+
+TEST(Simulate, RanksBoundToACoreTakeTurnsOnIt) {
+  // Ranks 0 and 1 each copy 4000 bytes (4 us of CPU), ranks 2 and 3 have nothing to do, on
+  // a host of 2 cores: free to run anywhere, the two copies run at once (4 us); bound in
+  // blocks as tutti-run binds them (0 and 1 on the first core), one after the other (8 us).
+  std::vector<Schedule> copies;
+  for (int r = 0; r < 4; ++r) {
+    ScheduleBuilder b(r, 4);
+    if (r < 2) b.copy(in(), out());
+    copies.push_back(std::move(b).build());
+  }
+  auto pool = Placement::synthetic(4, 4, 2);
+  ASSERT_TRUE(pool.ok());
+  EXPECT_NEAR(predictHandBuilt(copies, handModel(), *pool), 4 * kUs, 1e-12);
+  topo::View view;
+  topo::HostInfo host;
+  host.name = host.id = "h";
+  host.cores = host.pus = 2;
+  view.hosts.push_back(host);
+  for (int r = 0; r < 4; ++r) {
+    topo::RankInfo rank;
+    rank.localIndex = r;
+    rank.cpus = r < 2 ? "0" : "1";
+    view.ranks.push_back(rank);
+  }
+  auto bound = Placement::fromView(view);
+  ASSERT_TRUE(bound.ok()) << bound.status().message();
+  EXPECT_NEAR(predictHandBuilt(copies, handModel(), *bound), 8 * kUs, 1e-12);
+  // Bound one to each core, the two copies run at once again.
+  view.ranks[1].cpus = "1";
+  view.ranks[2].cpus = "0";
+  bound = Placement::fromView(view);
+  ASSERT_TRUE(bound.ok());
+  EXPECT_NEAR(predictHandBuilt(copies, handModel(), *bound), 4 * kUs, 1e-12);
 }
 
 TEST(Simulate, AWokenRankPaysASwitchOnlyWhereRanksOutnumberCores) {
