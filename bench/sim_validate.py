@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The simulator against measurements: reads a bench/regret.sh output directory and compares,
-for every forced run (an algorithm, at the communicator's default segment or at a segment set
-by TUTTI_SEGMENT_BYTES), the model's predicted time (tutti-info explain, DIR/predicted.txt)
+for every forced run (an algorithm, at the segment the model gives it or at one forced with
+it: ring@256K, TUTTI_SEGMENT_BYTES), the model's predicted time (tutti-info explain, DIR/predicted.txt)
 with the measured one (the median over rounds of DIR/raw.txt). The error of a cell is
 predicted / measured - 1. Writes:
 
@@ -188,13 +188,15 @@ def main():
      host and one on namespaced hosts, each with its own --out), then
      bench/sim_validate.py DIR [DIR2] --doc docs/simulator-validation.md -->
 
-Every forced run of the regret grid (an algorithm at the communicator's segment, or at one
-set by `TUTTI_SEGMENT_BYTES`) against the model's prediction for that exact call:
+Every forced run of the regret grid (an algorithm at the segment the model gives it, or at
+one forced with it: `ring@256K`, `TUTTI_SEGMENT_BYTES`) against the model's prediction for
+that exact call:
 `tutti-info explain --json` on the machine model the runs used (`TUTTI_TUNING_FILE`), the
 communicator's topology view (`TUTTI_TOPO_DUMP_FILE`), transport, segment and flat-exchange
 room, and for namespaced hosts a flat network of the links' rate. The error of a cell is
 predicted / measured - 1 (negative: the model is optimistic); measured is the median over
-rounds of tutti-bench's out-of-place time.
+rounds of tutti-bench's out-of-place time (in a round, the median of the blocks in which a
+launch's candidates took turns).
 
 Result: {verdict}, over {len(cells)} cells{f"; {unpriced} forced cells the model does not price" if unpriced else ""}.
 {f"explain chose what the run's tuner chose in {agree} of {total} cells (across hosts the tuner sees the model's NIC speed, explain the links' rate)." if total else ""}

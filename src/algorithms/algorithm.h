@@ -63,7 +63,8 @@ Result<ForcedChoice> parseForcedChoice(std::string_view forced);
 
 /// Parses TUTTI_ALGO-style overrides, "allreduce:ring,bcast:binomial" (collective names as
 /// parseCollective() accepts them), into one algorithm name per collective. Names are not
-/// checked here (a name that does not apply to a call is an error of that call).
+/// checked here (a name that does not apply to a call is an error of that call); a segment
+/// forced with one (NAME@SEGMENT) is.
 Result<std::vector<std::pair<Collective, std::string>>> parseAlgorithmOverrides(std::string_view text);
 
 // The builders, one per algorithm file.

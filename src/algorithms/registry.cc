@@ -203,6 +203,10 @@ Result<std::vector<std::pair<Collective, std::string>>> parseAlgorithmOverrides(
       return Status(ErrorCode::kInvalidArgument,
                     strFormat("algorithm override '%.*s' names no algorithm",
                               static_cast<int>(entry.size()), entry.data()));
+    // A segment forced with the name must be one (the name itself is checked per call).
+    if (auto forced = parseForcedChoice(name); !forced.ok())
+      return forced.status().withContext(
+          strFormat("algorithm override '%.*s'", static_cast<int>(entry.size()), entry.data()));
     out.emplace_back(*kind, std::string(name));
   }
   return out;

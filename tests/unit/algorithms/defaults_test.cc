@@ -251,5 +251,26 @@ TEST(DefaultRules, AcrossHostsTheHierarchicalAlgorithms) {
   EXPECT_EQ(chosen(Collective::kAllReduce, 64 << 20, nullptr, false), "ring");
 }
 
+// TUTTI_ALGO's pairs, a forced segment with them; a name is checked per call, a segment here.
+TEST(AlgorithmOverrides, PairsWithTheirSegmentsAndClearErrors) {
+  auto parsed = parseAlgorithmOverrides("allreduce:ring@256K, bcast:binomial");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  ASSERT_EQ(parsed->size(), 2u);
+  EXPECT_EQ((*parsed)[0], std::make_pair(Collective::kAllReduce, std::string("ring@256K")));
+  EXPECT_EQ((*parsed)[1], std::make_pair(Collective::kBroadcast, std::string("binomial")));
+  auto forced = parseForcedChoice("ring@256K");
+  ASSERT_TRUE(forced.ok());
+  EXPECT_EQ(forced->algorithm, "ring");
+  EXPECT_EQ(forced->segmentBytes, 256u << 10);
+  EXPECT_EQ(parseForcedChoice("ring")->segmentBytes, 0u);
+  auto bad = parseAlgorithmOverrides("allreduce:ring@0");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("algorithm override 'allreduce:ring@0'"), std::string::npos)
+      << bad.status().message();
+  EXPECT_NE(bad.status().message().find("expected NAME or NAME@SEGMENT"), std::string::npos)
+      << bad.status().message();
+  EXPECT_TRUE(parseAlgorithmOverrides("allreduce:no_such_name").ok());  // refused per call
+}
+
 }  // namespace
 }  // namespace tutti
