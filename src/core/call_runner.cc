@@ -1,6 +1,8 @@
 #include "core/call_runner.h"
 
 #include <chrono>
+#include <functional>
+#include <vector>
 
 #include "base/log.h"
 #include "base/macros.h"
@@ -46,7 +48,15 @@ Status CallRunner::run(const OpRequest& r, const CallPlan& plan, const OpDescrib
   const Schedule& schedule = p.schedule;
   ExecParams params = execParams(r, p, what);
   std::optional<std::uint32_t> shape;
-  TUTTI_RETURN_IF_ERROR(ways_.choose(r, p.stamp, what, &params, &shape, report));
+  // The learner keeps each algorithm's ways apart: its place in the registry (every
+  // algorithm a call runs is one of the registry's).
+  const std::vector<AlgorithmInfo>& registry = algorithmRegistry();
+  const std::less<const AlgorithmInfo*> before;
+  const auto algorithm =
+      !before(plan.algorithm, registry.data()) && before(plan.algorithm, registry.data() + registry.size())
+          ? static_cast<std::uint32_t>(plan.algorithm - registry.data())
+          : 0xffu;
+  TUTTI_RETURN_IF_ERROR(ways_.choose(r, p.stamp, what, algorithm, &params, &shape, report));
   if (schedule.scratchCount > 0) {
     // Pooled: grows to the largest need once, then every call reuses it.
     const std::size_t bytes = schedule.scratchCount * dataTypeSize(r.spec.dtype);

@@ -114,18 +114,18 @@ MessageWays::MessageWays(MessagePath path, const DirectCopy* direct, FlatExchang
     : path_(path), rules_(rules), direct_(direct), flat_(flat) {}
 
 Status MessageWays::choose(const OpRequest& r, const CallStamp& stamp, const OpDescriber& what,
-                           ExecParams* params, std::optional<std::uint32_t>* shape,
-                           ExecReport* report) {
+                           std::uint32_t algorithm, ExecParams* params,
+                           std::optional<std::uint32_t>* shape, ExecReport* report) {
   PathLearner::Way way = PathLearner::Way::kDirect;
-  TUTTI_RETURN_IF_ERROR(chooseWay(r, stamp, what, &way, shape, report));
+  TUTTI_RETURN_IF_ERROR(chooseWay(r, stamp, what, algorithm, &way, shape, report));
   params->preferCopy = way != PathLearner::Way::kDirect;
   params->streamPieces = way == PathLearner::Way::kStreamed;
   return Status::Ok();
 }
 
 Status MessageWays::chooseWay(const OpRequest& r, const CallStamp& stamp, const OpDescriber& what,
-                              PathLearner::Way* way, std::optional<std::uint32_t>* shape,
-                              ExecReport* report) {
+                              std::uint32_t algorithm, PathLearner::Way* way,
+                              std::optional<std::uint32_t>* shape, ExecReport* report) {
   using Way = PathLearner::Way;
   const CollectiveSpec& spec = r.spec;
   switch (path_) {
@@ -164,7 +164,7 @@ Status MessageWays::chooseWay(const OpRequest& r, const CallStamp& stamp, const 
   if (std::popcount(ways) < 2) return Status::Ok();
   // Where nothing goes directly, the rule's way is the buffers'.
   if ((ways & PathLearner::bit(*way)) == 0) *way = Way::kBuffered;
-  const std::uint32_t s = PathLearner::shapeOf(spec.kind, spec.dtype, bytes);
+  const std::uint32_t s = PathLearner::shapeOf(spec.kind, spec.dtype, bytes, algorithm);
   const PathLearner::Choice choice = paths_.choose(s, *way, ways, message);
   *shape = s;
   *way = choice.way;

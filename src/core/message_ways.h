@@ -59,18 +59,20 @@ class MessageWays {
   MessageWays(MessagePath path, const DirectCopy* direct, FlatExchangeRunner* flat,
               const MessageRules& rules = {});
 
-  /// Sets params->preferCopy and streamPieces for `request`, stamped `stamp`. Sets *shape
-  /// where the learner chose, for record() once the call ran. Fails where the ranks'
-  /// agreement on a way failed (which failed the communicator, worded for `what`).
+  /// Sets params->preferCopy and streamPieces for `request`, stamped `stamp`, which runs
+  /// `algorithm` (its place in the registry: each algorithm learns apart). Sets *shape where
+  /// the learner chose, for record() once the call ran. Fails where the ranks' agreement on
+  /// a way failed (which failed the communicator, worded for `what`).
   Status choose(const OpRequest& request, const CallStamp& stamp, const OpDescriber& what,
-                ExecParams* params, std::optional<std::uint32_t>* shape, ExecReport* report);
+                std::uint32_t algorithm, ExecParams* params, std::optional<std::uint32_t>* shape,
+                ExecReport* report);
   /// The call of `shape` that choose() chose for took `ns`.
   void record(std::uint32_t shape, std::int64_t ns) { paths_.record(shape, ns); }
 
  private:
   Status chooseWay(const OpRequest& request, const CallStamp& stamp, const OpDescriber& what,
-                   PathLearner::Way* way, std::optional<std::uint32_t>* shape,
-                   ExecReport* report);
+                   std::uint32_t algorithm, PathLearner::Way* way,
+                   std::optional<std::uint32_t>* shape, ExecReport* report);
   /// A decision of the learner for `shape`: the ranks add up their estimates in a flat
   /// exchange.
   Status agree(const OpRequest& request, const CallStamp& stamp, const OpDescriber& what,

@@ -7,10 +7,11 @@
 
 namespace tutti::detail {
 
-std::uint32_t PathLearner::shapeOf(Collective kind, DataType dtype, std::uint64_t bytes) {
+std::uint32_t PathLearner::shapeOf(Collective kind, DataType dtype, std::uint64_t bytes,
+                                   std::uint32_t algorithm) {
   const auto log2 = static_cast<std::uint32_t>(std::bit_width(bytes));  // 0..64
-  return (static_cast<std::uint32_t>(kind) << 16) | (static_cast<std::uint32_t>(dtype) << 8) |
-         log2;
+  return ((algorithm & 0xffu) << 24) | (static_cast<std::uint32_t>(kind) << 16) |
+         (static_cast<std::uint32_t>(dtype) << 8) | log2;
 }
 
 unsigned PathLearner::waysFor(Collective kind, std::uint64_t message, bool buffersRule,

@@ -69,10 +69,14 @@ class PathLearner {
   /// Per way (indexed by Way), in ns, -1 for none.
   using Times = std::array<std::int64_t, kWays>;
 
-  /// A call's shape: its collective, element type, and its bytes (count times the element's
-  /// size) by power of two; what every rank's call has alike (not whether it is in place,
-  /// which a rooted collective's root and other ranks may differ in).
-  static std::uint32_t shapeOf(Collective kind, DataType dtype, std::uint64_t bytes);
+  /// A call's shape: its collective, element type, its bytes (count times the element's
+  /// size) by power of two, and the algorithm that runs it (`algorithm`, below 256: its
+  /// place in the registry); what every rank's call has alike (not whether it is in place,
+  /// which a rooted collective's root and other ranks may differ in). One algorithm's times
+  /// say nothing of another's ways: calls of one shape that take turns between algorithms
+  /// (a benchmark comparing them) would otherwise mix their times in one decision.
+  static std::uint32_t shapeOf(Collective kind, DataType dtype, std::uint64_t bytes,
+                               std::uint32_t algorithm = 0);
 
   /// Below 4 MiB a message that is only moved does not stream (waysFor).
   static constexpr std::uint64_t kMovesStreamedFrom = std::uint64_t{4} << 20;

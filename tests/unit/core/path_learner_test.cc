@@ -314,8 +314,11 @@ TEST(PathLearner, WhichWaysACallMayLearnByItsCollectiveAndMessage) {
   EXPECT_EQ(ways(Collective::kAllToAll, kMoves, false, 0, 0) & direct, 0u);
 }
 
-TEST(PathLearner, ShapesAreTheCollectiveTypeAndPowerOfTwoOfTheBytes) {
-  const auto shape = PathLearner::shapeOf;
+TEST(PathLearner, ShapesAreTheCollectiveTypeAndPowerOfTwoOfTheBytesAndTheAlgorithm) {
+  const auto shape = [](Collective kind, DataType dtype, std::uint64_t bytes,
+                        std::uint32_t algorithm = 0) {
+    return PathLearner::shapeOf(kind, dtype, bytes, algorithm);
+  };
   const Collective ag = Collective::kAllGather;
   const DataType f32 = DataType::kFloat32;
   EXPECT_EQ(shape(ag, f32, 1u << 19), shape(ag, f32, (1u << 20) - 1));
@@ -323,6 +326,9 @@ TEST(PathLearner, ShapesAreTheCollectiveTypeAndPowerOfTwoOfTheBytes) {
   EXPECT_NE(shape(ag, f32, 1u << 20), shape(ag, DataType::kFloat64, 1u << 20));
   EXPECT_NE(shape(ag, f32, 1u << 20), shape(Collective::kAllToAll, f32, 1u << 20));
   EXPECT_NE(shape(ag, f32, std::uint64_t{1} << 40), shape(ag, f32, 1u << 20));
+  // Each algorithm learns apart.
+  EXPECT_NE(shape(ag, f32, 1u << 20, 3), shape(ag, f32, 1u << 20, 4));
+  EXPECT_EQ(shape(ag, f32, 1u << 20, 0), shape(ag, f32, 1u << 20));
   // Shapes learn apart.
   PathLearner learner;
   Calls calls;
