@@ -3,13 +3,14 @@
 # grid of cells (layout x transport x collective x size), the model's tuner
 # (TUTTI_TUNER=model, the library's choice) and every applicable algorithm, forced, run in
 # one launch of tutti-bench per (layout, transport, collective), their timed calls taking
-# turns (--algo auto,A,B,... : A B C A B C ..., 5 blocks per size), so that all of a cell's
+# turns (--algo auto,A,B,... : A B C, B C A, ..., 5 blocks per size), so that all of a cell's
 # candidates meet the same state of the machine: on a shared VM separate launches of one
 # algorithm differ by 10-40% (where the hypervisor puts the vCPUs), more than most gaps
 # between algorithms. In the full grid the ring-like algorithms also run at each segment
 # (TUTTI_SEGMENT_BYTES, a launch per segment). Per cell: the best forced time, tuner/best and
 # table/best; the old table (TUTTI_TUNER=table) is scored by its choice's time in the same
-# launch (explain names it; it runs with the segment the model gives it). The summary gives
+# launch, run as the table runs it (explain names it; a pipelined pick also runs forced at
+# the communicator's segment, --algo NAME@SEGMENT). The summary gives
 # the share of cells within 10% of the best and the worst ratio of each
 # (bench/plot_regret.py). Every forced run's time is also compared with the model's
 # prediction for that shape and candidate (tutti-info explain --json, priced as the run's
