@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "base/macros.h"
+#include "base/pool_growth.h"
 #include "base/strings.h"
 #include "core/call_stamp.h"
 #include "schedule/verifier.h"
@@ -12,9 +13,14 @@
 namespace tutti::detail {
 namespace {
 
-// Bound on cached plans per communicator; a workload with more distinct shapes simply
-// rebuilds (building is cheap next to running).
-constexpr std::size_t kMaxCachedPlans = 64;
+// Bound on cached plans per communicator: 64 shapes of up to three contenders each (a shape
+// learning among the tuner's contenders has a plan per contender). A workload with more
+// distinct shapes simply rebuilds (building is cheap next to running); each build is marked
+// as the cache's growth (base/pool_growth.h), as a learning shape may switch back to a
+// contender whose plan was dropped meanwhile.
+constexpr std::size_t kMaxCachedPlans = 192;
+// Bound on shapes learning their contenders; past it they start over.
+constexpr std::size_t kMaxLearntShapes = 256;
 
 // A key's or a probe's fields in one form, so that both order alike.
 struct ShapeView {
@@ -121,6 +127,42 @@ const CallPlan* CallPlanner::plan(const OpRequest& r, std::string_view requested
   return &last_.plan;
 }
 
+AlgorithmLearner::Shape* CallPlanner::learning(const OpRequest& r) {
+  const CollectiveSpec& spec = r.spec;
+  // A loop repeating one call finds its shape without a look.
+  if (r.memo != 0 && r.memo == learnMemo_ && spec.sharedBuffers == learnShared_)
+    return learnShape_;
+  if (!setup_.learnsContenders || setup_.tuner == nullptr || !r.withoutArrays() || r.ownCount ||
+      !forcedAlgorithm({}, spec.kind).empty() || !tuning::rankable(spec))
+    return nullptr;
+  CallKey call = spec;
+  call.inPlace = false;
+  auto key = std::make_pair(call, spec.sharedBuffers);
+  auto it = learning_.find(key);
+  if (it == learning_.end()) {
+    if (learning_.size() >= kMaxLearntShapes) {
+      std::lock_guard<std::mutex> lock(learnMutex_);
+      learning_.clear();
+      learnMemo_ = 0;
+    }
+    std::lock_guard<std::mutex> lock(learnMutex_);
+    std::unique_ptr<AlgorithmLearner::Shape> shape;
+    const std::vector<tuning::Choice> contenders = setup_.tuner->contenders(spec);
+      if (contenders.size() >= 2) {
+      std::vector<std::string> names;
+      for (const tuning::Choice& c : contenders)
+        names.push_back(strFormat("%s@%llu", c.algorithm->name,
+                                  static_cast<unsigned long long>(c.segmentBytes)));
+      shape = std::make_unique<AlgorithmLearner::Shape>(std::move(names));
+    }
+    it = learning_.emplace(std::move(key), std::move(shape)).first;
+  }
+  learnMemo_ = r.memo;
+  learnShared_ = spec.sharedBuffers;
+  learnShape_ = it->second.get();
+  return learnShape_;
+}
+
 Result<CallPlanner::Chosen> CallPlanner::choose(const CollectiveSpec& spec,
                                                 std::string_view forced) const {
   const std::uint64_t elem = dataTypeSize(spec.dtype);
@@ -170,6 +212,7 @@ const Plan& CallPlanner::planFor(const CollectiveSpec& given, const AlgorithmInf
   }
   PlanKey key{spec,        &algorithm,      spec.segmentCount, spec.counts,
               spec.displs, spec.recvCounts, spec.recvDispls};
+  markOneTimeCost();
   return plans_.emplace(std::move(key), Plan{algorithm.build(spec), stampFor(spec, algorithm)})
       .first->second;
 }
@@ -224,7 +267,19 @@ Result<std::string> CallPlanner::algorithmFor(Collective kind, std::size_t count
   call.sharedBuffers = sharedBuffers;
   const CollectiveSpec spec = representativeSpec(call, setup_.rank);
   TUTTI_RETURN_IF_ERROR(validateSpec(spec));
-  auto choice = choose(spec, forcedAlgorithm(forced, kind));
+  const std::string_view named = forcedAlgorithm(forced, kind);
+  if (named.empty()) {
+    // What a shape learning its contenders keeps, once it decided.
+    std::lock_guard<std::mutex> lock(learnMutex_);
+    for (const auto& [key, shape] : learning_) {
+      if (shape == nullptr || !shape->decided() || key.first.kind != kind ||
+          key.first.count != count || key.first.dtype != dtype || key.second != spec.sharedBuffers)
+        continue;
+      const std::string& name = shape->names()[shape->kept()];
+      return name.substr(0, name.find('@'));
+    }
+  }
+  auto choice = choose(spec, named);
   if (!choice.ok()) return choice.status();
   return std::string(choice->algorithm->name);
 }

@@ -14,11 +14,13 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "algorithms/algorithm.h"
+#include "core/algorithm_learner.h"
 #include "core/call_checks.h"
 #include "core/op_request.h"
 #include "schedule/schedule.h"
@@ -80,6 +82,9 @@ class CallPlanner {
     /// The model's tuner (TUTTI_TUNER=model), shared by the communicator's threads; null:
     /// the old table chooses (defaults.cc) with the segment above.
     std::shared_ptr<tuning::Tuner> tuner;
+    /// Whether the tuner's close contenders are tried and the fastest kept
+    /// (TUTTI_TUNER_LEARN; core/algorithm_learner.h).
+    bool learnsContenders = false;
   };
 
   explicit CallPlanner(Setup setup);
@@ -134,6 +139,13 @@ class CallPlanner {
                ? &last_.plan
                : nullptr;
   }
+  /// The contenders `request` (checked, its buffers agreed on) takes turns between while
+  /// its shape learns which runs fastest (algorithm_learner.h), or null: the call runs what
+  /// plan() chooses. Null where nothing is learnt: a forced algorithm, a shape the tuner
+  /// does not price or finds no close contender for, a call with per-rank arrays. The
+  /// same answer on every rank. The thread running calls.
+  AlgorithmLearner::Shape* learning(const OpRequest& request);
+
   /// While held, plans stay where they are (point-to-point calls in flight hold theirs).
   void hold(bool held) { held_ = held; }
 
@@ -213,6 +225,16 @@ class CallPlanner {
   IssuedCall issued_;          // the thread issuing calls'
   std::uint64_t generations_ = 0;  // the thread issuing calls'
   PlannedCall last_;           // the thread running calls'
+  // The shapes learning their contenders (and those with none: null), by their call (in
+  // place cleared: it may differ between ranks) and whether their buffers are shared; the
+  // last one looked up, by its generation. The thread running calls'.
+  // Changed by the thread running calls under learnMutex_, which algorithmFor() takes to
+  // read it from any thread.
+  std::map<std::pair<CallKey, bool>, std::unique_ptr<AlgorithmLearner::Shape>> learning_;
+  mutable std::mutex learnMutex_;
+  std::uint64_t learnMemo_ = 0;
+  bool learnShared_ = false;
+  AlgorithmLearner::Shape* learnShape_ = nullptr;
 
 };
 

@@ -7,6 +7,7 @@
 #include "base/log.h"
 #include "base/macros.h"
 #include "base/strings.h"
+#include "core/call_stamp.h"
 #include "transport/tag.h"
 
 namespace tutti::detail {
@@ -38,6 +39,46 @@ ExecParams CallRunner::execParams(const OpRequest& r, const Plan& plan, const Op
   params.checker = &checker_;
   params.seq = r.seq;
   return params;
+}
+
+Status CallRunner::agree(const OpRequest& r, const std::int64_t* mine, std::size_t count,
+                         std::int64_t* all, const OpDescriber& what, ExecReport* report) {
+  if (agreementCount_ != count) {
+    // Bruck's all-gather: log2(size) rounds of one message each, whatever the hosts.
+    CollectiveSpec spec;
+    spec.kind = Collective::kAllGather;
+    spec.count = count;
+    spec.dtype = DataType::kInt64;
+    spec.rank = r.spec.rank;
+    spec.size = r.spec.size;
+    spec.segmentCount = count;
+    auto algorithm = selectAlgorithm(spec, "bruck");
+    if (!algorithm.ok()) return algorithm.status();
+    agreement_ = (*algorithm)->build(spec);
+    agreementCount_ = count;
+  }
+  ExecParams params;
+  params.dtype = DataType::kInt64;
+  params.worldSize = r.spec.size;
+  params.tagBase = collectiveTagBase(0, r.seq) + kAgreementIndex;
+  params.deadline = r.deadline;
+  params.probeAt = Deadline::at(r.issued + kProbeAfter);
+  params.spinNs = setup_.spinNs;
+  params.maxInflight = setup_.maxInflight;
+  params.what = &what;
+  // The call is registered with its algorithm open (as the flat exchange's agreements
+  // register it), so that a peer's message or probe of another call shows as a mismatch
+  // here; the call registers again, whole, when it runs. These messages carry no stamp: a
+  // link carries no open bits, and one stamped without its algorithm would conflict with
+  // the whole call at a peer that it reaches before that peer begins this call.
+  TUTTI_RETURN_IF_ERROR(checker_.begin(r.seq, stampBeforeChoice(r.spec)));
+  const std::size_t bytes = agreement_.scratchCount * sizeof(std::int64_t);
+  if (scratch_.size() < bytes) scratch_.resize(bytes);
+  Status status = tutti::execute(transport_, agreement_, ExecBuffers{mine, all, scratch_.data()},
+                                 params, pool_, report);
+  if (status.ok()) return status;
+  return status.withContext(strFormat("%s: agreeing on the contenders' times failed on rank %d",
+                                      what.describe().c_str(), r.spec.rank));
 }
 
 Status CallRunner::run(const OpRequest& r, const CallPlan& plan, const OpDescriber& what,

@@ -35,6 +35,15 @@ class CallRunner {
   /// The executor's parameters for `request` run with `plan`.
   ExecParams execParams(const OpRequest& request, const Plan& plan, const OpDescriber& what);
 
+  /// Every rank's `count` values at `mine`, by rank, into `all` (size x count): what the
+  /// ranks agree on before `request` runs where there is no flat exchange (the contenders'
+  /// times, algorithm_learner.h). An all-gather through the executor on the tags of the
+  /// call's own sequence number above any its schedule uses (kAgreementIndex), with the
+  /// call registered for mismatch detection before its algorithm is chosen. Every rank must
+  /// call it for the same call.
+  Status agree(const OpRequest& request, const std::int64_t* mine, std::size_t count,
+               std::int64_t* all, const OpDescriber& what, ExecReport* report);
+
  private:
   const Setup setup_;
   Transport& transport_;
@@ -43,6 +52,8 @@ class CallRunner {
   MessageWays ways_;
   ExecutorPool pool_;
   std::vector<char> scratch_;  // schedules' scratch space, pooled across calls
+  Schedule agreement_;         // agree()'s, built for agreementCount_ values a rank
+  std::size_t agreementCount_ = 0;
 };
 
 }  // namespace tutti::detail

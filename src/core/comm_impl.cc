@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
+#include <cstring>
 #include <random>
 #include <vector>
 
 #include "base/log.h"
 #include "base/macros.h"
+#include "base/pool_growth.h"
 #include "base/stack.h"
 #include "base/strings.h"
 #include "base/wait.h"
@@ -103,6 +106,7 @@ CommImpl::Parts partsFor(const Config& config, const Choices& choices,
   if (transport.sharedMemory && !config.isSet("TUTTI_SEGMENT_BYTES"))
     parts.planner.segmentBytes = std::min(config.segmentBytes, transport.ringSegmentBytes);
   parts.planner.maxInflight = static_cast<std::size_t>(config.maxInflight);  // 1 or more
+  parts.planner.learnsContenders = config.tunerLearn;
   parts.tuner.mode = config.tuner;
   parts.tuner.pluginPath = config.tunerPlugin;
   parts.tuner.hosts = transport.hosts;
@@ -316,10 +320,76 @@ Status CommImpl::agreeOnBuffers(OpRequest& r) {
   return failures_.failed(r, what, status, report, false);
 }
 
+Status CommImpl::learnContender(OpRequest& r, AlgorithmLearner::Shape& shape,
+                                std::size_t* contender, bool* timed) {
+  const AlgorithmLearner::Pick pick = AlgorithmLearner::choose(shape);
+  *contender = pick.contender;
+  *timed = pick.timed;
+  if (!pick.decides) return Status::Ok();
+  // A failed communicator refuses the call further on, without agreeing.
+  if (!transport_->health().ok()) return Status::Ok();
+  const AlgorithmLearner::Times mine = AlgorithmLearner::estimates(shape);
+  const CallDescriber what(r, "algorithm not chosen yet");
+  ExecReport report;
+  AlgorithmLearner::Times sums{};
+  auto add = [&sums](const std::int64_t* theirs) {
+    for (std::size_t c = 0; c < sums.size(); ++c)
+      sums[c] = sums[c] < 0 || theirs[c] < 0 ? -1 : sums[c] + theirs[c];
+  };
+  if (flat_ != nullptr && flat_->room() >= sizeof(mine)) {
+    FlatStop stop;
+    // Stamped as the buffers' agreement is: a message from a rank already past it is not
+    // taken for a mismatch, whichever contender it runs.
+    Status status =
+        flat_->exchange(r, stampBeforeChoice(r.spec), mine.data(), sizeof(mine), &stop);
+    if (!status.ok())
+      return failures_.failed(r, what, flat_->failure(what, status, stop, &report), report, false);
+    for (const char* view : flat_->views()) {
+      AlgorithmLearner::Times theirs;
+      std::memcpy(theirs.data(), view, sizeof(theirs));
+      add(theirs.data());
+    }
+  } else {
+    // Through the transport's messages: an all-gather of every rank's estimates, into a
+    // buffer kept for the next decisions (its growth is a one-time cost: pool_growth.h).
+    const std::size_t need = mine.size() * static_cast<std::size_t>(id_.size);
+    if (learnTimes_.size() < need) {
+      learnTimes_.resize(need);
+      markOneTimeCost();
+    }
+    Status status = runner_.agree(r, mine.data(), mine.size(), learnTimes_.data(), what, &report);
+    if (!status.ok()) return failures_.failed(r, what, status, report, false);
+    for (int q = 0; q < id_.size; ++q)
+      add(learnTimes_.data() + static_cast<std::size_t>(q) * mine.size());
+  }
+  bool changed = false;
+  *contender = AlgorithmLearner::decide(shape, sums, &changed);
+  if (changed && id_.rank == 0 && log::enabled(log::Level::kInfo, log::kTune)) {
+    std::string times;
+    for (std::size_t c = 0; c < shape.names().size(); ++c)
+      times += strFormat("%s%s %.1f us", c == 0 ? "" : ", ", shape.names()[c].c_str(),
+                         sums[c] < 0 ? -1.0 : static_cast<double>(sums[c]) / 1e3 / id_.size);
+    TUTTI_INFO(kTune, "%s %llu x %s on %d ranks: measured %s (mean over the ranks); keeps %s",
+               collectiveName(r.spec.kind), static_cast<unsigned long long>(r.spec.count),
+               dataTypeName(r.spec.dtype), id_.size, times.c_str(),
+               shape.names()[*contender].c_str());
+  }
+  return Status::Ok();
+}
+
 Status CommImpl::run(OpRequest& r, std::string_view requested) {
   // The same decision on every rank: the call's shape, then what the ranks agreed on.
   r.spec.sharedBuffers = false;
   if (flat_ != nullptr && planner_.needsBuffers(r.spec)) TUTTI_RETURN_IF_ERROR(agreeOnBuffers(r));
+  // Where the shape learns which of the model's contenders runs fastest, the contender this
+  // call runs, as if forced.
+  AlgorithmLearner::Shape* learning = requested.empty() ? planner_.learning(r) : nullptr;
+  bool timed = false;
+  if (learning != nullptr) {
+    std::size_t contender = 0;
+    TUTTI_RETURN_IF_ERROR(learnContender(r, *learning, &contender, &timed));
+    requested = learning->names()[contender];
+  }
   const CallPlan* plan = planner_.planned(r, requested);
   if (plan == nullptr) {
     Status error;
@@ -332,7 +402,12 @@ Status CommImpl::run(OpRequest& r, std::string_view requested) {
   ExecReport report;
   const Status health = transport_->health();
   const bool refused = !health.ok();
+  const auto start = timed ? std::chrono::steady_clock::now()
+                           : std::chrono::steady_clock::time_point{};
   Status status = refused ? failures_.refusal(what, health) : runner_.run(r, *plan, what, &report);
+  if (timed && status.ok())
+    AlgorithmLearner::record(*learning, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                            std::chrono::steady_clock::now() - start).count());
   failures_.recorder().end(op, status.code());
   if (status.ok()) return status;
   return failures_.failed(r, what, status, report, refused);

@@ -144,6 +144,11 @@ class CommImpl final : private CallQueue::Runner {
   /// only this rank can see also fails the communicator.
   Status checkAnew(OpRequest& request);
   /// Sets request.spec.sharedBuffers, agreed with every rank (FlatExchangeRunner).
+  /// The contender of `shape` that call `r` runs (algorithm_learner.h), and whether its time
+  /// is kept: at a decision, from the ranks' times (the flat exchange, else
+  /// CallRunner::agree).
+  Status learnContender(OpRequest& r, AlgorithmLearner::Shape& shape, std::size_t* contender,
+                        bool* timed);
   Status agreeOnBuffers(OpRequest& request);
 
   Identity id_;
@@ -153,6 +158,9 @@ class CommImpl final : private CallQueue::Runner {
   CallPlanner planner_;
   FailureReporter failures_;
   CallRunner runner_;
+  // Every rank's estimates at a decision of the contenders where there is no flat exchange
+  // (learnContender), kept between decisions.
+  std::vector<std::int64_t> learnTimes_;
   P2pGroupRunner p2p_;
   CallQueue queue_;  // the destructor stops it first
   bool left_ = false;  // leave() ran

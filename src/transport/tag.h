@@ -28,6 +28,11 @@ constexpr Tag collectiveTagBase(std::uint32_t commId, std::uint64_t seq) {
 /// The message index of a probe: above any a schedule assigns.
 inline constexpr std::uint32_t kProbeIndex = kMaxMessageIndex;
 
+/// The first message index of what the ranks exchange to agree on something before a
+/// call's own messages (core/call_runner.h, CallRunner::agree): far above any index a
+/// schedule assigns, below kProbeIndex.
+inline constexpr std::uint32_t kAgreementIndex = kMaxMessageIndex - (1u << 16);
+
 /// Tag of a probe: an empty message by which a rank that has waited long in collective
 /// call `seq` tells a peer it waits for which call it is in (the message's stamp). No
 /// receive ever matches it: the peer's link checks the stamp against the peer's own call of

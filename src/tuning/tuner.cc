@@ -206,20 +206,48 @@ Result<Decision> Tuner::decideNow(const CollectiveSpec& spec, bool log) const {
 
 Result<Decision> Tuner::explain(const CollectiveSpec& spec) const { return decideNow(spec, false); }
 
-Choice Tuner::choose(const CollectiveSpec& spec, Status* error) {
-  std::lock_guard<std::mutex> lock(mutex_);
+std::vector<Candidate> contendersOf(const Decision& d, const TunerSetup& setup) {
+  std::vector<Candidate> out{d.chosen};
+  // Only the model's own choice has contenders: a plugin's or the table's stands.
+  if (d.by != "model") return out;
+  const double within = setup.contenderRatio * d.chosen.seconds;
+  for (const Candidate& c : d.ranking) {
+    if (out.size() >= setup.maxContenders || c.seconds > within) break;
+    const bool seen = std::any_of(out.begin(), out.end(),
+                                  [&](const Candidate& k) { return k.algorithm == c.algorithm; });
+    if (!seen) out.push_back(c);
+  }
+  return out;
+}
+
+const Tuner::Entry* Tuner::entryFor(const CollectiveSpec& spec, Status* error) {
   const View view = viewOf(spec, nullptr);
   auto it = choices_.find(view);
-  if (it != choices_.end()) return it->second;
+  if (it != choices_.end()) return &it->second;
   if (choices_.size() >= kMaxDecisions) choices_.clear();
   auto d = decideNow(spec, true);
   if (!d.ok()) {
     *error = d.status();
-    return {};
+    return nullptr;
   }
-  const Choice choice{d->chosen.algorithm, d->chosen.segmentBytes};
-  choices_.emplace(keyOf(view), choice);
-  return choice;
+  Entry entry;
+  entry.choice = Choice{d->chosen.algorithm, d->chosen.segmentBytes};
+  for (const Candidate& c : contendersOf(*d, setup_))
+    entry.contenders.push_back(Choice{c.algorithm, c.segmentBytes});
+  return &choices_.emplace(keyOf(view), std::move(entry)).first->second;
+}
+
+Choice Tuner::choose(const CollectiveSpec& spec, Status* error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const Entry* entry = entryFor(spec, error);
+  return entry != nullptr ? entry->choice : Choice{};
+}
+
+std::vector<Choice> Tuner::contenders(const CollectiveSpec& spec) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Status error;
+  const Entry* entry = entryFor(spec, &error);
+  return entry != nullptr ? entry->contenders : std::vector<Choice>{};
 }
 
 std::uint64_t Tuner::checkForced(const CollectiveSpec& spec, const AlgorithmInfo& forced) {

@@ -75,6 +75,11 @@ struct TunerSetup {
   std::size_t flatRoom = 0;
   /// A forced choice predicted this many times slower than the best is logged (INFO).
   double slowForcedRatio = 1.5;
+  /// The contenders of a choice (Tuner::contenders): the best candidate of each other
+  /// algorithm predicted within this many times the chosen one's time, at most
+  /// maxContenders in all, the choice among them.
+  double contenderRatio = 1.5;
+  std::size_t maxContenders = 3;
 };
 
 /// The model as the ranks of `setup` see it: on one host over TCP, the host's paths cost
@@ -89,6 +94,11 @@ Result<std::vector<Candidate>> rankCandidates(const CollectiveSpec& spec, const 
 
 /// Whether the model prices `spec` alike on every rank (not alltoallv, send/recv, one rank).
 bool rankable(const CollectiveSpec& spec);
+
+/// The contenders of `decision` (Tuner::contenders): its choice, then the best candidate of
+/// each other algorithm within setup.contenderRatio of its time, at most maxContenders;
+/// the choice alone where a plugin or the table chose.
+std::vector<Candidate> contendersOf(const Decision& decision, const TunerSetup& setup);
 
 /// "ring/256K 1.23 ms" for logs and tutti-info explain.
 std::string describe(const Candidate& candidate);
@@ -120,6 +130,14 @@ class Tuner {
   /// more than slowForcedRatio times slower than the best, with both predictions; and
   /// returns the segment (bytes) the forced algorithm runs best with, or the default.
   std::uint64_t checkForced(const CollectiveSpec& spec, const AlgorithmInfo& forced);
+
+  /// What a communicator whose ranks can agree on measured times tries for `spec`'s shape
+  /// (core/algorithm_learner.h): the model's choice first, then the best candidate of each
+  /// other algorithm predicted within contenderRatio of it, fastest first, at most
+  /// maxContenders. One entry (the choice) where none is close, where a plugin or the table
+  /// chose, or where the shape is not priced; none where nothing applies. From the cache,
+  /// as choose() decides.
+  std::vector<Choice> contenders(const CollectiveSpec& spec);
 
   /// Installs a plugin that chooses among the ranked candidates (plugin.h).
   void setPlugin(std::shared_ptr<TunerPlugin> plugin) { plugin_ = std::move(plugin); }
@@ -165,7 +183,13 @@ class Tuner {
   const TunerSetup setup_;
   std::shared_ptr<TunerPlugin> plugin_;
   std::mutex mutex_;
-  std::map<Key, Choice, KeyLess> choices_;
+  // A shape's decision: the choice, and its contenders (contenders()).
+  struct Entry {
+    Choice choice;
+    std::vector<Choice> contenders;
+  };
+  const Entry* entryFor(const CollectiveSpec& spec, Status* error);
+  std::map<Key, Entry, KeyLess> choices_;
   // Shapes whose forced algorithm was already checked (logged at most once each): the
   // forced algorithm's segment.
   std::map<Key, std::uint64_t, KeyLess> forced_;

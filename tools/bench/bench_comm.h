@@ -30,6 +30,9 @@ class BenchComm {
 
   /// Returns once every rank has entered the barrier, or an error.
   virtual Status barrier(const std::string& algorithm) = 0;
+  /// The runner's own barrier, which lines the ranks up before a block of timed calls: a
+  /// barrier the library chooses for, apart from the barriers a row measures.
+  virtual Status align() { return barrier(std::string()); }
 
   /// recv[i] = op over ranks of send[i]; in place when send == recv.
   virtual Status allreduce(const void* send, void* recv, std::size_t count, DataType dtype,

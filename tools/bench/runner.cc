@@ -271,13 +271,21 @@ Result<std::vector<RowResult>> Runner::runRow(const RowPlan& plan,
     rows[c].algorithm = algorithms[c];
     if (options_.algorithms.size() > 1) rows[c].candidate = candidateName(options_.algorithms[c]);
   }
+  // The calls force what --algo forces; the library's choice ("auto") runs unforced, as a
+  // program's calls do, so that its own learning (the contenders the tuner tries) runs too.
+  const std::vector<std::string>& forced = options_.algorithms;
   TUTTI_ASSIGN_OR_RETURN(std::vector<PlacementResult> outOfPlace,
-                         runPlacement(plan, algorithms, /*inPlace=*/false));
+                         runPlacement(plan, forced, /*inPlace=*/false));
   for (std::size_t c = 0; c < rows.size(); ++c) rows[c].outOfPlace = outOfPlace[c];
   if (entry_->inPlace && options_.inPlace) {
     TUTTI_ASSIGN_OR_RETURN(std::vector<PlacementResult> inPlace,
-                           runPlacement(plan, algorithms, /*inPlace=*/true));
+                           runPlacement(plan, forced, /*inPlace=*/true));
     for (std::size_t c = 0; c < rows.size(); ++c) rows[c].inPlace = inPlace[c];
+  }
+  // The library's choice as it stands after the row: what it learnt to keep, if it learnt.
+  for (std::size_t c = 0; c < rows.size(); ++c) {
+    if (!forced[c].empty()) continue;
+    TUTTI_ASSIGN_OR_RETURN(rows[c].algorithm, algorithmFor(*entry_, plan, forced[c]));
   }
   return rows;
 }
@@ -321,9 +329,8 @@ Result<std::size_t> Runner::verifyRow(const CollectiveEntry& entry, const RowPla
   return verified;
 }
 
-// Every candidate's measurement of one placement of the row, in candidate order. Each runs
-// as its algorithm, resolved before anything ran (the library's choice too), so that a row
-// reports what ran.
+// Every candidate's measurement of one placement of the row, in candidate order, each run as
+// `algorithms` force it (empty: the library chooses).
 Result<std::vector<PlacementResult>> Runner::runPlacement(
     const RowPlan& plan, const std::vector<std::string>& algorithms, bool inPlace) {
   const std::string context =
@@ -391,7 +398,7 @@ Result<std::vector<double>> Runner::timeOperations(const RowPlan& plan, const Ca
       // others' calls since this one's last may have taken what it keeps between calls
       // (pooled buffers, whose pages fault in again; caches), which one call brings back.
       if (count > 1) TUTTI_RETURN_IF_ERROR(entry_->run(comm_, call, candidates[c]));
-      TUTTI_RETURN_IF_ERROR(comm_.barrier(std::string()));
+      TUTTI_RETURN_IF_ERROR(comm_.align());
       const auto start = std::chrono::steady_clock::now();
       for (int i = 0; i < calls; ++i) {
         TUTTI_RETURN_IF_ERROR(entry_->run(comm_, call, candidates[c]));

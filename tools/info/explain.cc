@@ -101,7 +101,11 @@ Result<std::string> explainCall(const ExplainRequest& r) {
   tuning::Tuner tuner(setup);
   TUTTI_ASSIGN_OR_RETURN(tuning::Decision decision, tuner.explain(spec));
   const AlgorithmInfo* table = defaultAlgorithm(spec);
+  const std::vector<tuning::Candidate> contenders = tuning::contendersOf(decision, setup);
   if (r.json) {
+    std::string tried;
+    for (const tuning::Candidate& c : contenders)
+      tried += (tried.empty() ? "" : ", ") + candidateJson(c);
     std::string ranking;
     for (const tuning::Candidate& c : decision.ranking)
       ranking += (ranking.empty() ? "" : ", ") + candidateJson(c);
@@ -109,14 +113,14 @@ Result<std::string> explainCall(const ExplainRequest& r) {
         "{\"collective\": %s, \"bytes\": %llu, \"count\": %llu, \"dtype\": %s, "
         "\"ranks\": %d, \"hosts\": %d, \"transport\": %s, \"network\": %s, \"model\": %s, "
         "\"segment_bytes\": %llu, \"fixed_segment\": %s, \"flat_room\": %zu, "
-        "\"ranking\": [%s], \"chosen\": %s, \"by\": %s, \"table\": %s}\n",
+        "\"ranking\": [%s], \"chosen\": %s, \"contenders\": [%s], \"by\": %s, \"table\": %s}\n",
         topo::json::quote(collectiveName(spec.kind)).c_str(), static_cast<unsigned long long>(*bytes),
         static_cast<unsigned long long>(spec.count), topo::json::quote(dataTypeName(spec.dtype)).c_str(),
         spec.size, setup.placement.hostCount(), topo::json::quote(transport).c_str(),
         topo::json::quote(setup.network.describe()).c_str(), topo::json::quote(model.origin).c_str(),
         static_cast<unsigned long long>(setup.defaultSegmentBytes),
         setup.fixedSegment ? "true" : "false", setup.flatRoom, ranking.c_str(),
-        candidateJson(decision.chosen).c_str(), topo::json::quote(decision.by).c_str(),
+        candidateJson(decision.chosen).c_str(), tried.c_str(), topo::json::quote(decision.by).c_str(),
         table != nullptr ? topo::json::quote(table->name).c_str() : "null");
   }
   std::string out = strFormat("%s of %llu bytes (%llu x %s) on %s, %s, network %s\nmodel: %s\n",
@@ -142,6 +146,14 @@ Result<std::string> explainCall(const ExplainRequest& r) {
   out += strFormat("chosen: %s (by %s); the old table (TUTTI_TUNER=table) runs %s\n",
                    tuning::describe(decision.chosen).c_str(), decision.by.c_str(),
                    table != nullptr ? table->name : "none");
+  if (contenders.size() > 1) {
+    std::string names;
+    for (const tuning::Candidate& c : contenders)
+      names += (names.empty() ? "" : ", ") + tuning::describe(c);
+    out += strFormat("contenders (where the ranks share a host, each runs a few of the first calls "
+                     "and the fastest is kept; TUTTI_TUNER_LEARN): %s\n",
+                     names.c_str());
+  }
   return out;
 }
 

@@ -314,6 +314,91 @@ TEST(CallPlanner, AForcedSegmentRunsThePipelineAtIt) {
   }
 }
 
+// Where it learns, a shape whose tuner finds close contenders gets them, each runnable as
+// a forced choice (NAME@SEGMENT) and planned with its algorithm and segment; a repeated
+// call finds its shape by memory; in place or not, a call has the same shape (ranks may
+// differ in it). Nothing is learnt without the setting, without a tuner, with an algorithm
+// forced, or for per-rank arrays; algorithmFor answers what a decided shape keeps.
+TEST(CallPlanner, ShapesWithCloseContendersLearnAmongThem) {
+  tuning::TunerSetup tuning;
+  tuning.model = tuning::defaults();
+  tuning.placement = *tuning::Placement::synthetic(kSize, kSize, 4);
+  tuning.contenderRatio = 100;  // every algorithm is close: contenders for any shape
+  CallPlanner::Setup s = setup();
+  s.sharedMemory = true;
+  s.tuner = std::make_shared<tuning::Tuner>(tuning);
+  s.learnsContenders = true;
+  CallPlanner planner(s);
+  std::vector<float> a(1 << 20), b(1 << 20);
+  OpRequest r = allreduce(a.data(), b.data(), a.size());
+  bool reused = false;
+  ASSERT_TRUE(check(planner, r, &reused).ok());
+  AlgorithmLearner::Shape* shape = planner.learning(r);
+  ASSERT_NE(shape, nullptr);
+  const std::vector<tuning::Choice> contenders = s.tuner->contenders(r.spec);
+  ASSERT_EQ(shape->names().size(), contenders.size());
+  ASSERT_GE(contenders.size(), 2u);
+  for (std::size_t c = 0; c < contenders.size(); ++c) {
+    const std::string& name = shape->names()[c];
+    EXPECT_EQ(name, std::string(contenders[c].algorithm->name) + "@" +
+                        std::to_string(contenders[c].segmentBytes));
+    Status error;
+    const CallPlan* plan = planner.plan(r, name, &error);
+    ASSERT_NE(plan, nullptr) << name << ": " << error.toString();
+    EXPECT_EQ(plan->algorithm, contenders[c].algorithm);
+    CollectiveSpec spec = r.spec;
+    spec.segmentCount = contenders[c].segmentBytes / 4;
+    EXPECT_EQ(plan->plan->schedule.steps.size(), plan->algorithm->build(spec).steps.size());
+  }
+  // The same call again, by memory; in place, the same shape.
+  OpRequest again = allreduce(a.data(), b.data(), a.size());
+  ASSERT_TRUE(check(planner, again, &reused).ok());
+  EXPECT_TRUE(reused);
+  EXPECT_EQ(planner.learning(again), shape);
+  OpRequest inPlace = allreduce(b.data(), b.data(), a.size());
+  ASSERT_TRUE(check(planner, inPlace, &reused).ok());
+  EXPECT_TRUE(inPlace.spec.inPlace);
+  EXPECT_EQ(planner.learning(inPlace), shape);
+  // Before a decision algorithmFor answers the model's choice; after, the one kept.
+  auto before = planner.algorithmFor(Collective::kAllReduce, a.size(), DataType::kFloat32, "", false);
+  ASSERT_TRUE(before.ok());
+  EXPECT_EQ(*before, contenders[0].algorithm->name);
+  AlgorithmLearner::Times sums;
+  sums.fill(1000);
+  sums[1] = 10;  // contender 1 measured fastest
+  while (!AlgorithmLearner::choose(*shape).decides) {
+  }
+  bool changed = false;
+  EXPECT_EQ(AlgorithmLearner::decide(*shape, sums, &changed), 1u);
+  auto after = planner.algorithmFor(Collective::kAllReduce, a.size(), DataType::kFloat32, "", false);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(*after, contenders[1].algorithm->name);
+
+  // Not learnt: forced by TUTTI_ALGO; without the setting; without a tuner.
+  CallPlanner::Setup forced = s;
+  forced.forced[static_cast<std::size_t>(Collective::kAllReduce)] = "ring";
+  CallPlanner::Setup off = s;
+  off.learnsContenders = false;
+  CallPlanner::Setup table = s;
+  table.tuner = nullptr;
+  for (const CallPlanner::Setup& other : {forced, off, table}) {
+    CallPlanner p(other);
+    OpRequest call = allreduce(a.data(), b.data(), a.size());
+    ASSERT_TRUE(check(p, call, &reused).ok());
+    EXPECT_EQ(p.learning(call), nullptr);
+  }
+  // A shape with one candidate close to the choice has nothing to learn.
+  tuning::TunerSetup strict = tuning;
+  strict.contenderRatio = 1.0;
+  strict.maxContenders = 1;
+  CallPlanner::Setup one = s;
+  one.tuner = std::make_shared<tuning::Tuner>(strict);
+  CallPlanner single(one);
+  OpRequest call = allreduce(a.data(), b.data(), a.size());
+  ASSERT_TRUE(check(single, call, &reused).ok());
+  EXPECT_EQ(single.learning(call), nullptr);
+}
+
 // The thresholds measured on one machine are the machine model's parameters: their
 // defaults here are the model's defaults, so a host without a model file decides as before.
 TEST(MeasuredThresholds, DefaultToTheModelsDefaults) {

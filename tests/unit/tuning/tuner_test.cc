@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,16 @@ const Candidate* bestOf(const std::vector<Candidate>& ranking, bool (*pick)(cons
   for (const Candidate& c : ranking)
     if (pick(c)) return &c;
   return nullptr;
+}
+
+// An all-to-allv of 256 elements per pair on 4 ranks: a shape the model does not price.
+CollectiveSpec allToAllvSpec(const TunerSetup& setup) {
+  CollectiveSpec spec = specFor(setup, 1024, Collective::kAllToAllV);
+  spec.counts.assign(4, 256);
+  spec.displs = {0, 256, 512, 768};
+  spec.recvCounts = spec.counts;
+  spec.recvDispls = spec.displs;
+  return spec;
 }
 
 TEST(Tuner, HierarchicalBeatsFlatAcrossHostsOnASlowNetwork) {
@@ -158,11 +169,7 @@ TEST(Tuner, ChoosesTheBestAndKeepsIt) {
 
 TEST(Tuner, ShapesTheModelDoesNotPriceKeepTheTable) {
   Tuner tuner(setupFor(fastModel(), 4, 4, TransportKind::kShm));
-  CollectiveSpec spec = specFor(tuner.setup(), 1024, Collective::kAllToAllV);
-  spec.counts.assign(4, 256);
-  spec.displs = {0, 256, 512, 768};
-  spec.recvCounts = spec.counts;
-  spec.recvDispls = spec.displs;
+  const CollectiveSpec spec = allToAllvSpec(tuner.setup());
   EXPECT_FALSE(rankable(spec));
   EXPECT_EQ(rankCandidates(spec, tuner.setup()).status().code(), ErrorCode::kNotSupported);
   Status error;
@@ -192,6 +199,72 @@ TEST(Tuner, ForcedChoiceGetsItsBestSegment) {
   }
   EXPECT_EQ(tuner.checkForced(spec, *ring), best);
   EXPECT_EQ(tuner.checkForced(spec, *ring), best);  // from the cache, logged once
+}
+
+TEST(Tuner, ContendersAreTheChoiceAndTheOtherAlgorithmsPredictedClose) {
+  Tuner tuner(setupFor(fastModel(), 4, 4, TransportKind::kShm));
+  const TunerSetup& setup = tuner.setup();
+  for (std::uint64_t bytes : {8ull, 64ull << 10, 4ull << 20, 64ull << 20}) {
+    const CollectiveSpec spec = specFor(setup, bytes);
+    auto explained = tuner.explain(spec);
+    ASSERT_TRUE(explained.ok());
+    const std::vector<Candidate> mine = contendersOf(*explained, setup);
+    ASSERT_FALSE(mine.empty());
+    ASSERT_LE(mine.size(), setup.maxContenders);
+    // The choice first; each other one the best of its algorithm, within the ratio, in
+    // the ranking's order, no algorithm twice.
+    EXPECT_EQ(mine.front().algorithm, explained->chosen.algorithm);
+    for (std::size_t i = 1; i < mine.size(); ++i) {
+      EXPECT_LE(mine[i].seconds, setup.contenderRatio * mine.front().seconds) << bytes;
+      EXPECT_GE(mine[i].seconds, mine[i - 1].seconds) << bytes;
+      for (std::size_t j = 0; j < i; ++j) EXPECT_NE(mine[i].algorithm, mine[j].algorithm);
+      const Candidate* best = nullptr;
+      for (const Candidate& c : explained->ranking)
+        if (c.algorithm == mine[i].algorithm && best == nullptr) best = &c;
+      ASSERT_NE(best, nullptr);
+      EXPECT_EQ(best->segmentBytes, mine[i].segmentBytes) << bytes;
+    }
+    // Every algorithm left out is slower than the ratio allows, or the list is full.
+    if (mine.size() < setup.maxContenders) {
+      for (const Candidate& c : explained->ranking) {
+        const bool in = std::any_of(mine.begin(), mine.end(),
+                                    [&](const Candidate& k) { return k.algorithm == c.algorithm; });
+        if (!in) {
+          EXPECT_GT(c.seconds, setup.contenderRatio * mine.front().seconds) << describe(c);
+        }
+      }
+    }
+    // What the communicator asks for: the same, as choices.
+    const std::vector<Choice> asked = tuner.contenders(spec);
+    ASSERT_EQ(asked.size(), mine.size());
+    for (std::size_t i = 0; i < mine.size(); ++i) {
+      EXPECT_EQ(asked[i].algorithm, mine[i].algorithm);
+      EXPECT_EQ(asked[i].segmentBytes, mine[i].segmentBytes);
+    }
+  }
+  // One ratio of 1: ties only, so a shape whose runner-up is predicted slower has none.
+  TunerSetup strict = setup;
+  strict.contenderRatio = 1.0;
+  Tuner alone(strict);
+  auto explained = alone.explain(specFor(strict, 8));
+  ASSERT_TRUE(explained.ok());
+  for (const Candidate& c : contendersOf(*explained, strict))
+    EXPECT_EQ(c.seconds, explained->chosen.seconds);
+}
+
+TEST(Tuner, APluginsOrTheTablesChoiceHasNoContenders) {
+  Tuner tuner(setupFor(fastModel(), 4, 4, TransportKind::kShm));
+  const CollectiveSpec spec = allToAllvSpec(tuner.setup());
+  EXPECT_EQ(tuner.contenders(spec).size(), 1u);
+  Decision byPlugin;
+  byPlugin.by = "plugin test";
+  auto explained = tuner.explain(specFor(tuner.setup(), 4 << 20));
+  ASSERT_TRUE(explained.ok());
+  byPlugin.ranking = explained->ranking;
+  byPlugin.chosen = explained->ranking.back();
+  const std::vector<Candidate> mine = contendersOf(byPlugin, tuner.setup());
+  ASSERT_EQ(mine.size(), 1u);
+  EXPECT_EQ(mine.front().algorithm, byPlugin.chosen.algorithm);
 }
 
 TEST(Tuner, TcpOnOneHostPricesTheHostLikeTheNetwork) {

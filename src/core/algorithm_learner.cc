@@ -1,0 +1,112 @@
+#include "core/algorithm_learner.h"
+
+#include <algorithm>
+
+#include "base/pool_growth.h"
+
+namespace tutti::detail {
+
+AlgorithmLearner::Shape::Shape(std::vector<std::string> names) : names_(std::move(names)) {
+  if (names_.size() > kMaxContenders) names_.resize(kMaxContenders);
+  // The opening: kTries calls of each contender, then the decision.
+  decision_ = kTries * names_.size();
+  tried_ = names_.size() > 1 ? 1 : 0;
+}
+
+std::int64_t AlgorithmLearner::Shape::Samples::estimate() const {
+  if (count == 0) return -1;
+  return count == 1 ? ns[0] : std::min(ns[0], ns[1]);
+}
+
+AlgorithmLearner::Pick AlgorithmLearner::choose(Shape& s) {
+  const std::uint64_t n = s.calls_++;
+  if (n == s.decision_) return Pick{s.kept_, true};
+  if (!s.decided_) {
+    // The opening: contender n / kTries, its first call untimed.
+    s.last_ = static_cast<std::size_t>(n / kTries);
+    s.counted_ = n % kTries != 0;
+  } else {
+    const std::uint64_t left = s.decision_ - n;  // 1 for the cycle's last call
+    const bool trying = left <= kTries;
+    s.last_ = trying ? s.tried_ : s.kept();
+    // The try's calls but its first, and the kept contender's two before the try: what the
+    // next decision compares.
+    s.counted_ = trying ? left != kTries : left <= kTries + 2;
+  }
+  // A contender's first call of the shape builds its plan and faults in what it touches
+  // (base/pool_growth.h).
+  const unsigned bit = 1u << s.last_;
+  if ((s.used_ & bit) == 0) {
+    s.used_ |= bit;
+    markOneTimeCost();
+  }
+  return Pick{s.last_, false, s.counted_};
+}
+
+AlgorithmLearner::Times AlgorithmLearner::estimates(const Shape& s) {
+  Times t;
+  t.fill(-1);
+  for (std::size_t c = 0; c < s.names_.size(); ++c) t[c] = s.samples_[c].estimate();
+  return t;
+}
+
+std::size_t AlgorithmLearner::decide(Shape& s, const Times& sums, bool* changed) {
+  const std::size_t k = s.names_.size();
+  std::size_t best = s.kept_;
+  if (!s.decided_) {
+    // The opening: the fastest timed contender, ties to the model's order.
+    std::int64_t bestNs = -1;
+    for (std::size_t c = 0; c < k; ++c) {
+      if (sums[c] >= 0 && (bestNs < 0 || sums[c] < bestNs)) {
+        best = c;
+        bestNs = sums[c];
+      }
+    }
+  } else {
+    const std::int64_t keptNs = sums[s.kept_];
+    const std::int64_t triedNs = sums[s.tried_];
+    // A contender without a time is not kept over one with a time.
+    if (keptNs < 0 && triedNs >= 0)
+      best = s.tried_;
+    else if (keptNs >= 0 && triedNs >= 0 && triedNs * 100 <= keptNs * 97)
+      best = s.tried_;
+  }
+  // How long until the next try: by how much slower the slower of the two compared was
+  // (the opening: the runner-up).
+  std::int64_t fast = sums[best], slow = -1;
+  if (!s.decided_) {
+    for (std::size_t c = 0; c < k; ++c)
+      if (c != best && sums[c] >= 0 && (slow < 0 || sums[c] < slow)) slow = sums[c];
+  } else {
+    slow = sums[best == s.kept() ? s.tried_ : s.kept()];
+  }
+  fast = std::max<std::int64_t>(1, fast);
+  // The opening's verdict is checked a cycle later whatever it found: a contender's first
+  // calls of a shape may still fault in pages or map buffers after its untimed one.
+  const std::uint64_t period = !s.decided_ || slow < 0 || slow * 4 <= fast * 5 ? kExplorePeriod
+                               : slow * 2 <= fast * 3           ? kExploreFarPeriod
+                                                                : kExploreFarthestPeriod;
+  *changed = !s.decided_ || best != s.kept_;
+  s.decided_ = true;
+  s.kept_ = best;
+  s.decision_ = s.calls_ - 1 + period;
+  ++s.cycles_;
+  // The next cycle tries the contenders other than the kept one in turn.
+  if (k > 1) {
+    const std::size_t other = static_cast<std::size_t>((s.cycles_ - 1) % (k - 1));
+    s.tried_ = other < best ? other : other + 1;
+  }
+  s.last_ = best;
+  s.counted_ = false;  // the first call back from the others
+  return best;
+}
+
+void AlgorithmLearner::record(Shape& s, std::int64_t ns) {
+  if (!s.counted_) return;
+  Shape::Samples& w = s.samples_[s.last_];
+  w.ns[w.next] = ns;
+  w.next = (w.next + 1) % 2;
+  w.count = std::min<std::uint32_t>(w.count + 1, 2);
+}
+
+}  // namespace tutti::detail

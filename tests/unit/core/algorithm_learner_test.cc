@@ -1,0 +1,212 @@
+// The algorithm learner (core/algorithm_learner.h), fed made-up call times: the opening's
+// calls and which of them count, keeping the fastest contender by the ranks' summed
+// estimates, ties to the model's order, the first cycle's length and the later ones' by how
+// much slower the other was, taking turns over the other contenders, following the machine
+// when another becomes faster, keeping a contender against a less than 3% faster one, one
+// without a time never kept over one with, deciding alike on ranks with different times,
+// and each contender's first call marked as a one-time cost.
+
+#include "core/algorithm_learner.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "base/pool_growth.h"
+
+namespace tutti::detail {
+namespace {
+
+using Learner = AlgorithmLearner;
+
+std::vector<std::string> names(std::size_t k) {
+  std::vector<std::string> out;
+  for (std::size_t c = 0; c < k; ++c) out.push_back("algo" + std::to_string(c) + "@65536");
+  return out;
+}
+
+struct Calls {
+  std::vector<std::size_t> ran;        // each call's contender
+  std::vector<std::size_t> decisions;  // the calls that were decisions
+  int changes = 0;
+};
+
+// Runs `count` calls of `shape`, standing for `ranks` ranks with the same times (a
+// decision gets the estimates times `ranks`): each call of contender c takes ns[c]; the
+// first call of a contender after another `first` ns more.
+void run(Learner::Shape& shape, Calls& calls, int count, const std::vector<std::int64_t>& ns,
+         int ranks = 2, std::int64_t first = 0) {
+  for (int i = 0; i < count; ++i) {
+    Learner::Pick pick = Learner::choose(shape);
+    if (pick.decides) {
+      Learner::Times sums = Learner::estimates(shape);
+      for (std::int64_t& t : sums) t = t < 0 ? -1 : t * ranks;
+      bool changed = false;
+      pick.contender = Learner::decide(shape, sums, &changed);
+      calls.changes += changed ? 1 : 0;
+      calls.decisions.push_back(calls.ran.size());
+    }
+    const bool switched = calls.ran.empty() || calls.ran.back() != pick.contender;
+    Learner::record(shape, ns[pick.contender] + (switched ? first : 0));
+    calls.ran.push_back(pick.contender);
+  }
+}
+
+TEST(AlgorithmLearner, TheOpeningRunsEachContenderInTheModelsOrderThenKeepsTheFastest) {
+  Learner::Shape shape(names(3));
+  Calls calls;
+  // The first call of each contender (untimed) takes 100 times as long: not counted.
+  run(shape, calls, static_cast<int>(3 * Learner::kTries) + 1, {300, 100, 200}, 2, 30000);
+  const std::vector<std::size_t> opening = {0, 0, 0, 1, 1, 1, 2, 2, 2, 1};
+  EXPECT_EQ(calls.ran, opening);
+  ASSERT_EQ(calls.decisions.size(), 1u);
+  EXPECT_EQ(calls.decisions[0], 3 * Learner::kTries);
+  EXPECT_TRUE(shape.decided());
+  EXPECT_EQ(shape.kept(), 1u);
+  EXPECT_EQ(calls.changes, 1);
+}
+
+TEST(AlgorithmLearner, TiesGoToTheModelsOrder) {
+  Learner::Shape shape(names(3));
+  Calls calls;
+  run(shape, calls, static_cast<int>(3 * Learner::kTries) + 1, {200, 100, 100});
+  EXPECT_EQ(shape.kept(), 1u);
+}
+
+TEST(AlgorithmLearner, TheFirstCycleIsShortThenTheOthersTakeTurnsAtItsEnd) {
+  Learner::Shape shape(names(3));
+  Calls calls;
+  // Contender 0 is far the fastest: the first cycle is still kExplorePeriod long, later
+  // ones kExploreFarthestPeriod.
+  const int opening = static_cast<int>(3 * Learner::kTries);
+  const int total = opening + static_cast<int>(Learner::kExplorePeriod +
+                                               2 * Learner::kExploreFarthestPeriod) + 1;
+  run(shape, calls, total, {100, 1000, 1000});
+  ASSERT_EQ(calls.decisions.size(), 4u);
+  EXPECT_EQ(calls.decisions[1] - calls.decisions[0], Learner::kExplorePeriod);
+  EXPECT_EQ(calls.decisions[2] - calls.decisions[1], Learner::kExploreFarthestPeriod);
+  EXPECT_EQ(calls.decisions[3] - calls.decisions[2], Learner::kExploreFarthestPeriod);
+  // Each cycle's last kTries calls try another contender, in turn: 1, then 2, then 1.
+  const std::size_t tried[] = {1, 2, 1};
+  for (std::size_t d = 1; d < calls.decisions.size(); ++d) {
+    const std::size_t end = calls.decisions[d];
+    for (std::size_t i = calls.decisions[d - 1]; i < end; ++i) {
+      const bool trying = i + Learner::kTries >= end;
+      EXPECT_EQ(calls.ran[i], trying ? tried[d - 1] : 0u) << "call " << i;
+    }
+  }
+  EXPECT_EQ(shape.kept(), 0u);
+  EXPECT_EQ(calls.changes, 1);
+}
+
+TEST(AlgorithmLearner, CyclesLastLongerTheSlowerTheOtherWas) {
+  const int opening = static_cast<int>(3 * Learner::kTries);
+  const struct {
+    std::int64_t other;
+    std::uint64_t period;
+  } cases[] = {{120, Learner::kExplorePeriod},
+               {140, Learner::kExploreFarPeriod},
+               {300, Learner::kExploreFarthestPeriod}};
+  for (const auto& c : cases) {
+    Learner::Shape shape(names(2));
+    Calls calls;
+    run(shape, calls, opening + static_cast<int>(2 * Learner::kExplorePeriod + c.period), {100, c.other});
+    ASSERT_GE(calls.decisions.size(), 3u) << c.other;
+    EXPECT_EQ(calls.decisions[2] - calls.decisions[1], c.period) << c.other;
+  }
+}
+
+TEST(AlgorithmLearner, FollowsTheMachineWhenAnotherBecomesFaster) {
+  Learner::Shape shape(names(3));
+  Calls calls;
+  run(shape, calls, 400, {100, 150, 200});
+  EXPECT_EQ(shape.kept(), 0u);
+  // Contender 2 now takes half as long as 0: kept within two cycles (it is tried every
+  // other cycle), far fewer calls than it takes to learn from scratch twice.
+  run(shape, calls, 2 * static_cast<int>(Learner::kExploreFarthestPeriod) + 1, {100, 150, 50});
+  EXPECT_EQ(shape.kept(), 2u);
+  EXPECT_EQ(calls.changes, 2);
+}
+
+TEST(AlgorithmLearner, KeepsItsContenderAgainstALessThanThreePercentFasterOne) {
+  Learner::Shape shape(names(2));
+  Calls calls;
+  run(shape, calls, 100, {100, 110});
+  ASSERT_EQ(shape.kept(), 0u);
+  run(shape, calls, 300, {100, 98});
+  EXPECT_EQ(shape.kept(), 0u);
+  run(shape, calls, 300, {100, 96});
+  EXPECT_EQ(shape.kept(), 1u);
+}
+
+TEST(AlgorithmLearner, AContenderWithoutATimeIsNotKeptOverOneWithATime) {
+  Learner::Shape shape(names(2));
+  // Contender 0's calls all failed somewhere (no time on some rank): -1 in the sums.
+  for (std::uint64_t i = 0; i < 2 * Learner::kTries; ++i) {
+    const Learner::Pick pick = Learner::choose(shape);
+    ASSERT_FALSE(pick.decides);
+    if (pick.contender == 1) Learner::record(shape, 500);
+  }
+  const Learner::Pick pick = Learner::choose(shape);
+  ASSERT_TRUE(pick.decides);
+  Learner::Times sums = Learner::estimates(shape);
+  EXPECT_EQ(sums[0], -1);
+  EXPECT_EQ(sums[1], 500);
+  bool changed = false;
+  EXPECT_EQ(Learner::decide(shape, sums, &changed), 1u);
+  EXPECT_TRUE(changed);
+}
+
+TEST(AlgorithmLearner, RanksWithDifferentTimesDecideAlike) {
+  // Each rank's own times differ, its estimates too; the sums every rank decides from
+  // are the same, and so are the decisions.
+  std::deque<Learner::Shape> ranks;
+  for (int r = 0; r < 3; ++r) ranks.emplace_back(names(3));
+  const std::vector<std::vector<std::int64_t>> ns = {{100, 90, 130}, {120, 125, 110}, {90, 100, 95}};
+  std::vector<std::size_t> kept;
+  for (int call = 0; call < 600; ++call) {
+    std::vector<Learner::Pick> picks;
+    for (auto& shape : ranks) picks.push_back(Learner::choose(shape));
+    for (std::size_t r = 1; r < ranks.size(); ++r) {
+      ASSERT_EQ(picks[r].decides, picks[0].decides) << call;
+      if (!picks[0].decides) {
+        ASSERT_EQ(picks[r].contender, picks[0].contender) << call;
+      }
+    }
+    if (picks[0].decides) {
+      Learner::Times sums{};
+      for (auto& shape : ranks) {
+        const Learner::Times mine = Learner::estimates(shape);
+        for (std::size_t c = 0; c < sums.size(); ++c)
+          sums[c] = sums[c] < 0 || mine[c] < 0 ? -1 : sums[c] + mine[c];
+      }
+      bool changed = false;
+      for (std::size_t r = 0; r < ranks.size(); ++r)
+        picks[r].contender = Learner::decide(ranks[r], sums, &changed);
+      for (std::size_t r = 1; r < ranks.size(); ++r)
+        ASSERT_EQ(picks[r].contender, picks[0].contender);
+      kept.push_back(picks[0].contender);
+    }
+    for (std::size_t r = 0; r < ranks.size(); ++r)
+      Learner::record(ranks[r], ns[r][picks[r].contender]);
+  }
+  ASSERT_FALSE(kept.empty());
+  // Summed: 310, 315, 335: contender 0.
+  EXPECT_EQ(kept.back(), 0u);
+}
+
+TEST(AlgorithmLearner, AtMostFourContendersAndEachOnesFirstCallIsAOneTimeCost) {
+  Learner::Shape shape(names(6));
+  EXPECT_EQ(shape.names().size(), Learner::kMaxContenders);
+  const std::uint64_t before = poolGrowth().done;
+  Calls calls;
+  run(shape, calls, static_cast<int>(Learner::kMaxContenders * Learner::kTries) + 1,
+      {100, 100, 100, 100});
+  EXPECT_EQ(poolGrowth().done - before, Learner::kMaxContenders);
+}
+
+}  // namespace
+}  // namespace tutti::detail
