@@ -20,7 +20,9 @@ std::int64_t AlgorithmLearner::Shape::Samples::estimate() const {
 
 AlgorithmLearner::Pick AlgorithmLearner::choose(Shape& s) {
   const std::uint64_t n = s.calls_++;
-  if (n == s.decision_) return Pick{s.kept_, true};
+  // A decision the caller could not make (a failed communicator does not agree) is asked
+  // for again by the next call.
+  if (n >= s.decision_) return Pick{s.kept(), true};
   if (!s.decided_) {
     // The opening: contender n / kTries, its first call untimed.
     s.last_ = static_cast<std::size_t>(n / kTries);

@@ -93,7 +93,8 @@ class AlgorithmLearner {
     /// call of 8 bytes takes a few hundred ns, of which reading a clock twice is a tenth).
     bool timed = false;
   };
-  /// This call of `shape`.
+  /// This call of `shape`. Where a decision was due and decide() was not called, every
+  /// later call is a decision until it is.
   static Pick choose(Shape& shape);
   /// This rank's estimates for `shape` (what a decision adds up).
   static Times estimates(const Shape& shape);

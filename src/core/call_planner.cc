@@ -140,15 +140,11 @@ AlgorithmLearner::Shape* CallPlanner::learning(const OpRequest& r) {
   auto key = std::make_pair(call, spec.sharedBuffers);
   auto it = learning_.find(key);
   if (it == learning_.end()) {
-    if (learning_.size() >= kMaxLearntShapes) {
-      std::lock_guard<std::mutex> lock(learnMutex_);
-      learning_.clear();
-      learnMemo_ = 0;
-    }
     std::lock_guard<std::mutex> lock(learnMutex_);
+    if (learning_.size() >= kMaxLearntShapes) learning_.clear();
     std::unique_ptr<AlgorithmLearner::Shape> shape;
     const std::vector<tuning::Choice> contenders = setup_.tuner->contenders(spec);
-      if (contenders.size() >= 2) {
+    if (contenders.size() >= 2) {
       std::vector<std::string> names;
       for (const tuning::Choice& c : contenders)
         names.push_back(strFormat("%s@%llu", c.algorithm->name,

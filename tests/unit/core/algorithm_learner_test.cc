@@ -208,5 +208,25 @@ TEST(AlgorithmLearner, AtMostFourContendersAndEachOnesFirstCallIsAOneTimeCost) {
   EXPECT_EQ(poolGrowth().done - before, Learner::kMaxContenders);
 }
 
+TEST(AlgorithmLearner, ADecisionNotMadeIsAskedForAgainByTheNextCall) {
+  // A failed communicator's calls skip the agreement: the contenders stay in range and
+  // each later call asks for the decision, which then runs as usual.
+  Learner::Shape shape(names(2));
+  for (std::uint64_t i = 0; i < 2 * Learner::kTries; ++i) {
+    (void)Learner::choose(shape);
+    Learner::record(shape, 100);
+  }
+  for (int skipped = 0; skipped < 3; ++skipped) {
+    const Learner::Pick pick = Learner::choose(shape);
+    EXPECT_TRUE(pick.decides);
+    EXPECT_LT(pick.contender, shape.names().size());
+  }
+  Learner::Times sums = Learner::estimates(shape);
+  bool changed = false;
+  EXPECT_LT(Learner::decide(shape, sums, &changed), shape.names().size());
+  EXPECT_TRUE(shape.decided());
+  EXPECT_FALSE(Learner::choose(shape).decides);
+}
+
 }  // namespace
 }  // namespace tutti::detail
