@@ -24,24 +24,26 @@ namespace {
 
 using Request = TransportFactory::Request;
 
-// Whether this host's ranks have a core each, and two each, where no shared-memory transport
-// joined them (TUTTI_TRANSPORT=tcp): every rank publishes its host and affinity mask, reads
-// every rank's, and matches this host's ranks to CPUs as ShmTransport does. A rank bound to
-// one core (mpirun --bind-to core) would otherwise compare the launcher's ranks per host
-// with the one CPU of its own mask, read as oversubscribed and never spin.
-Result<std::pair<bool, bool>> hostCoresOverStore(const Request& q, const std::string& host) {
+// Whether this machine's ranks have a core each, and two each, where no shared-memory
+// transport joined them (TUTTI_TRANSPORT=tcp): every rank publishes its machine and affinity
+// mask, reads every rank's, and matches this machine's ranks to CPUs as ShmTransport does.
+// A rank bound to one core (mpirun --bind-to core) would otherwise compare the launcher's
+// ranks per host with the one CPU of its own mask, read as oversubscribed and never spin.
+// The machine (topo::machineIdentity()), not the host: ranks in other network namespaces
+// on it run on the same CPUs.
+Result<std::pair<bool, bool>> machineCoresOverStore(const Request& q) {
+  const std::string machine = topo::machineIdentity();
   const std::vector<int> cpus = allowedCpuList();
-  const std::string mine = host + " " + formatMaskField(cpus);
+  const std::string mine = machine + " " + formatMaskField(cpus);
   TUTTI_RETURN_IF_ERROR(setBefore(*q.store, q.prefix + "host/" + std::to_string(q.rank),
                                   std::vector<std::uint8_t>(mine.begin(), mine.end()),
                                   q.deadline));
-  std::vector<std::vector<int>> hostMasks;  // this host's ranks', this one's included
+  std::vector<std::vector<int>> machineMasks;  // this machine's ranks', this one's included
   for (int r = 0; r < q.size; ++r) {
     auto raw = q.store->get(q.prefix + "host/" + std::to_string(r), q.deadline);
     if (!raw.ok())
       return raw.status().withContext(strFormat("waiting for rank %d's host and CPUs", r));
     const std::string text(raw->begin(), raw->end());
-    // The mask is the last field: a host named by TUTTI_SHM_HOST may hold spaces.
     const std::size_t space = text.rfind(' ');
     const std::optional<std::vector<int>> mask =
         space == std::string::npos ? std::nullopt
@@ -50,10 +52,10 @@ Result<std::pair<bool, bool>> hostCoresOverStore(const Request& q, const std::st
       return Status(ErrorCode::kProtocolError,
                     strFormat("rank %d published a malformed host and CPU list '%s'", r,
                               text.c_str()));
-    if (std::string_view(text).substr(0, space) == host) hostMasks.push_back(*mask);
+    if (std::string_view(text).substr(0, space) == machine) machineMasks.push_back(*mask);
   }
-  return std::make_pair(eachRankHasCores(hostMasks, 1, quotaCores()),
-                        eachRankHasCores(hostMasks, 2, quotaCores()));
+  return std::make_pair(eachRankHasCores(machineMasks, 1, quotaCores()),
+                        eachRankHasCores(machineMasks, 2, quotaCores()));
 }
 
 Result<std::unique_ptr<shm::ShmTransport>> createShm(const Request& q,
@@ -157,7 +159,7 @@ Result<TransportSetup> TransportFactory::build(const Request& q, const Config& c
   std::optional<std::pair<bool, bool>> cores;
   std::unique_ptr<shm::ShmTransport> local;
   if (q.choice == "tcp" && q.size > 1) {
-    auto found = hostCoresOverStore(q, config.shmHost.empty() ? topo::hostIdentity() : config.shmHost);
+    auto found = machineCoresOverStore(q);
     if (!found.ok()) return found.status().withContext(where);
     cores = *found;
     TUTTI_INFO(kInit, "rank %d: TCP only, %s", q.rank,

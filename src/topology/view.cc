@@ -132,6 +132,7 @@ View describeThisRank(const std::string& hostId, const std::string& address) {
   HostInfo host;
   host.name = hostName();
   host.id = hostId;
+  host.machine = machineIdentity();
   host.packages = static_cast<int>(machine.packages.size());
   host.numaNodes = static_cast<int>(machine.numaNodes.size());
   host.l3Groups = static_cast<int>(machine.l3Groups.size());

@@ -16,6 +16,9 @@ namespace tutti::topo {
 struct HostInfo {
   std::string name;  // the host name
   std::string id;    // hostIdentity(), or TUTTI_SHM_HOST where set: equal ids share memory
+  // machineIdentity(): hosts with the same (non-empty) machine run on its CPUs, as pretend
+  // hosts in network namespaces or containers of one machine do; empty: a machine its own.
+  std::string machine;
   // What hwloc found; 0: not known.
   int packages = 0;
   int numaNodes = 0;

@@ -126,12 +126,13 @@ Result<Nic> readNic(const Value& v, const std::string& path) {
 Result<HostInfo> readHost(const Value& v, const std::string& path) {
   const Fields f(v, path);
   TUTTI_RETURN_IF_ERROR(f.isObject());
-  TUTTI_RETURN_IF_ERROR(f.known({"name", "id", "packages", "numa_nodes", "l3_groups", "cores",
-                                 "pus", "nics"}));
+  TUTTI_RETURN_IF_ERROR(f.known({"name", "id", "machine", "packages", "numa_nodes", "l3_groups",
+                                 "cores", "pus", "nics"}));
   HostInfo host;
   TUTTI_RETURN_IF_ERROR(f.string("name", host.name, true));
   host.id = host.name;  // a written view may tell hosts apart by name alone
   TUTTI_RETURN_IF_ERROR(f.string("id", host.id, false));
+  TUTTI_RETURN_IF_ERROR(f.string("machine", host.machine, false));
   TUTTI_RETURN_IF_ERROR(f.integer("packages", host.packages, false, 0));
   TUTTI_RETURN_IF_ERROR(f.integer("numa_nodes", host.numaNodes, false, 0));
   TUTTI_RETURN_IF_ERROR(f.integer("l3_groups", host.l3Groups, false, 0));
@@ -193,9 +194,11 @@ std::string toJson(const View& view) {
     const HostInfo& host = view.hosts[h];
     std::string nics;
     for (std::size_t i = 0; i < host.nics.size(); ++i) nics += (i ? ", " : "") + nicJson(host.nics[i]);
-    out += strFormat("    {\"name\": %s, \"id\": %s, \"packages\": %d, \"numa_nodes\": %d, "
-                     "\"l3_groups\": %d, \"cores\": %d, \"pus\": %d, \"nics\": [%s]}%s\n",
-                     json::quote(host.name).c_str(), json::quote(host.id).c_str(), host.packages,
+    out += strFormat("    {\"name\": %s, \"id\": %s, \"machine\": %s, \"packages\": %d, "
+                     "\"numa_nodes\": %d, \"l3_groups\": %d, \"cores\": %d, \"pus\": %d, "
+                     "\"nics\": [%s]}%s\n",
+                     json::quote(host.name).c_str(), json::quote(host.id).c_str(),
+                     json::quote(host.machine).c_str(), host.packages,
                      host.numaNodes, host.l3Groups, host.cores, host.pus, nics.c_str(),
                      h + 1 < view.hosts.size() ? "," : "");
   }

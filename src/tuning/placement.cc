@@ -16,15 +16,44 @@ Status badShape(const std::string& what) {
   return Status(ErrorCode::kInvalidArgument, "placement: " + what);
 }
 
-// The cores the ranks of `host` can run on: the host's cores, or fewer where the ranks'
-// affinity masks together hold fewer CPUs (ranks bound to a part of the host, or several
-// pretend hosts of one machine each given its own CPUs), counted in cores where the host has
-// more CPUs (hardware threads) than cores. 0: not known.
-int usableCores(const topo::View& view, int host) {
-  const topo::HostInfo& info = view.hosts[static_cast<std::size_t>(host)];
+// The view's hosts grouped by machine (topo::HostInfo::machine; a host without one is a
+// machine of its own), in order of their first host.
+std::vector<std::vector<int>> machinesOf(const topo::View& view) {
+  std::vector<std::vector<int>> out;
+  std::vector<std::string> names;
+  for (int h = 0; h < static_cast<int>(view.hosts.size()); ++h) {
+    const std::string& machine = view.hosts[static_cast<std::size_t>(h)].machine;
+    const auto found = machine.empty() ? names.end() : std::find(names.begin(), names.end(), machine);
+    if (found != names.end()) {
+      out[static_cast<std::size_t>(found - names.begin())].push_back(h);
+      continue;
+    }
+    names.push_back(machine);
+    out.push_back({h});
+  }
+  return out;
+}
+
+// Each host of `view` a machine of its own.
+std::vector<std::vector<int>> eachHostAlone(const topo::View& view) {
+  std::vector<std::vector<int>> out;
+  for (int h = 0; h < static_cast<int>(view.hosts.size()); ++h) out.push_back({h});
+  return out;
+}
+
+bool holds(const std::vector<int>& hosts, int host) {
+  return std::find(hosts.begin(), hosts.end(), host) != hosts.end();
+}
+
+// The cores the ranks of `hosts` (one machine's) can run on: the machine's cores, or fewer
+// where the ranks' affinity masks together hold fewer CPUs (ranks bound to a part of it, or
+// pretend hosts of one machine each given its own CPUs), counted in cores where it has more
+// CPUs (hardware threads) than cores. 0: not known.
+int usableCores(const topo::View& view, const std::vector<int>& hosts) {
+  const topo::HostInfo& info = view.hosts[static_cast<std::size_t>(hosts.front())];
   std::vector<int> cpus;
   for (const topo::RankInfo& r : view.ranks) {
-    if (r.host != host) continue;
+    if (!holds(hosts, r.host)) continue;
     std::optional<std::vector<int>> mask = parseCpuList(r.cpus);
     if (!mask || mask->empty()) return std::max(0, info.cores);  // a mask not known
     cpus.insert(cpus.end(), mask->begin(), mask->end());
@@ -40,18 +69,19 @@ int usableCores(const topo::View& view, int host) {
 
 // Per rank of `view`, the core its work is bound to: where its affinity mask is one CPU
 // (tutti-run binds ranks in blocks where there are more of them than CPUs), that CPU's place
-// among the CPUs its host's ranks can use; -1 where it may run on several, where a mask is
-// not known, or where the host's CPUs are hardware threads rather than cores.
-std::vector<int> boundCores(const topo::View& view) {
+// among the CPUs its machine's ranks (those of the hosts `machines` groups with its host)
+// can use; -1 where it may run on several, where a mask is not known, or where the
+// machine's CPUs are hardware threads rather than cores.
+std::vector<int> boundCores(const topo::View& view, const std::vector<std::vector<int>>& machines) {
   std::vector<int> out(view.ranks.size(), -1);
-  for (std::size_t h = 0; h < view.hosts.size(); ++h) {
-    const topo::HostInfo& info = view.hosts[h];
+  for (const std::vector<int>& hosts : machines) {
+    const topo::HostInfo& info = view.hosts[static_cast<std::size_t>(hosts.front())];
     if (info.cores > 0 && info.pus > info.cores) continue;
     std::vector<int> cpus;
     std::vector<std::pair<std::size_t, int>> single;  // (rank index, its one CPU)
     bool known = true;
     for (std::size_t r = 0; r < view.ranks.size() && known; ++r) {
-      if (view.ranks[r].host != static_cast<int>(h)) continue;
+      if (!holds(hosts, view.ranks[r].host)) continue;
       std::optional<std::vector<int>> mask = parseCpuList(view.ranks[r].cpus);
       if (!mask || mask->empty()) known = false;
       if (!known) break;
@@ -71,7 +101,7 @@ std::vector<int> boundCores(const topo::View& view) {
 // The places of one host of `view` (its ranks in local order).
 std::vector<RankPlace> hostPlaces(const topo::View& view, int host) {
   std::vector<RankPlace> out;
-  const std::vector<int> bound = boundCores(view);
+  const std::vector<int> bound = boundCores(view, eachHostAlone(view));
   for (std::size_t i = 0; i < view.ranks.size(); ++i) {
     const topo::RankInfo& r = view.ranks[i];
     if (r.host != host) continue;
@@ -85,7 +115,7 @@ std::vector<RankPlace> hostPlaces(const topo::View& view, int host) {
   }
   std::sort(out.begin(), out.end(),
             [](const RankPlace& a, const RankPlace& b) { return a.localIndex < b.localIndex; });
-  const int cores = usableCores(view, host);
+  const int cores = usableCores(view, {host});
   for (RankPlace& p : out) p.core = cores > 0 ? p.localIndex % cores : p.localIndex;
   return out;
 }
@@ -101,7 +131,7 @@ void Placement::finish() {
     places_[r].host = hosts_->hostOf[r];
     places_[r].localIndex = hosts_->localIndex[r];
   }
-  uniform_ = true;
+  uniform_ = machineCount() == hostCount();
   const auto& first = hosts_->ranksOf[0];
   for (int h = 1; h < hosts_->hostCount() && uniform_; ++h) {
     const auto& ranks = hosts_->ranksOf[static_cast<std::size_t>(h)];
@@ -127,8 +157,9 @@ Result<Placement> Placement::fromView(const topo::View& view) {
   Placement out;
   out.places_.reserve(view.ranks.size());
   std::vector<int> hostCores(view.hosts.size());
-  for (std::size_t h = 0; h < view.hosts.size(); ++h) hostCores[h] = usableCores(view, static_cast<int>(h));
-  const std::vector<int> bound = boundCores(view);
+  for (std::size_t h = 0; h < view.hosts.size(); ++h) hostCores[h] = usableCores(view, {static_cast<int>(h)});
+  const std::vector<std::vector<int>> machines = machinesOf(view);
+  const std::vector<int> bound = boundCores(view, machines);
   for (std::size_t i = 0; i < view.ranks.size(); ++i) {
     const topo::RankInfo& r = view.ranks[i];
     const int cores = hostCores[static_cast<std::size_t>(r.host)];
@@ -149,6 +180,27 @@ Result<Placement> Placement::fromView(const topo::View& view) {
   for (std::size_t r = 0; r < view.ranks.size(); ++r)
     out.cores_[static_cast<std::size_t>(out.places_[r].host)] =
         hostCores[static_cast<std::size_t>(viewHost[r])];
+  if (machines.size() < view.hosts.size()) {
+    // Machines numbered in order of their first host as renumbered.
+    std::vector<int> machineOfViewHost(view.hosts.size());
+    for (std::size_t m = 0; m < machines.size(); ++m)
+      for (const int h : machines[m]) machineOfViewHost[static_cast<std::size_t>(h)] = static_cast<int>(m);
+    std::vector<int> hostMachine(static_cast<std::size_t>(out.hostCount()), -1);
+    for (std::size_t r = 0; r < view.ranks.size(); ++r)
+      hostMachine[static_cast<std::size_t>(out.places_[r].host)] =
+          machineOfViewHost[static_cast<std::size_t>(viewHost[r])];
+    std::vector<int> renumbered(machines.size(), -1);
+    int next = 0;
+    for (int& m : hostMachine) {
+      int& to = renumbered[static_cast<std::size_t>(m)];
+      if (to < 0) {
+        to = next++;
+        out.machineCores_.push_back(usableCores(view, machines[static_cast<std::size_t>(m)]));
+      }
+      m = to;
+    }
+    out.machineOf_ = std::move(hostMachine);
+  }
   out.finish();
   return out;
 }
@@ -171,7 +223,7 @@ Result<Placement> Placement::replicate(const topo::View& view, int hosts) {
       p.host = h;
       out.places_.push_back(p);
     }
-    out.cores_.push_back(usableCores(view, h % viewHosts));
+    out.cores_.push_back(usableCores(view, {h % viewHosts}));
   }
   out.finish();
   return out;
@@ -228,6 +280,21 @@ int Placement::cores(int host) const {
              : 0;
 }
 
+int Placement::machineOf(int host) const {
+  return machineOf_.empty() ? host : machineOf_[static_cast<std::size_t>(host)];
+}
+
+int Placement::machineCount() const {
+  return machineOf_.empty() ? hostCount() : static_cast<int>(machineCores_.size());
+}
+
+int Placement::machineCores(int machine) const {
+  return machineOf_.empty() ? cores(machine)
+         : machine >= 0 && static_cast<std::size_t>(machine) < machineCores_.size()
+             ? machineCores_[static_cast<std::size_t>(machine)]
+             : 0;
+}
+
 std::string Placement::describe() const {
   const int hosts = hostCount();
   std::string out = strFormat("%d rank%s on %d host%s", size(), size() == 1 ? "" : "s", hosts,
@@ -237,6 +304,8 @@ std::string Placement::describe() const {
     if (cores(0) > 0) out += strFormat(", %d cores each", cores(0));
     out += ")";
   }
+  const int machines = machineCount();
+  if (machines < hosts) out += strFormat(" of %d machine%s", machines, machines == 1 ? "" : "s");
   return out;
 }
 

@@ -69,8 +69,17 @@ struct Placement {
   const HostMap& hosts() const { return *hosts_; }
   /// Cores of `host` (0: not known; the model's coresPerHost applies).
   int cores(int host) const;
+  /// The machine `host` runs on, numbered from 0 in order of their first host. Hosts of one
+  /// machine (pretend hosts in network namespaces or containers: topo::HostInfo::machine)
+  /// share its cores; from a synthetic shape or a replicated view each host is a machine.
+  int machineOf(int host) const;
+  int machineCount() const;
+  /// Cores of `machine`: what its hosts' ranks' masks hold together (0: not known). A
+  /// rank's boundCore is its place among these.
+  int machineCores(int machine) const;
   /// True when every host holds the same number of ranks, and the same places in the same
-  /// local order (the symmetry the simulator's fast path relies on between hosts).
+  /// local order, and is a machine of its own (the symmetry the simulator's fast path relies
+  /// on between hosts).
   bool uniform() const { return uniform_; }
   /// "16 ranks on 2 hosts (8 per host, 4 cores each)".
   std::string describe() const;
@@ -78,6 +87,9 @@ struct Placement {
  private:
   std::vector<RankPlace> places_;
   std::vector<int> cores_;  // per host
+  // Per host its machine, per machine its cores; empty: each host a machine of its own.
+  std::vector<int> machineOf_;
+  std::vector<int> machineCores_;
   std::shared_ptr<const HostMap> hosts_;  // shared: copies stay cheap and valid
   bool uniform_ = false;
 

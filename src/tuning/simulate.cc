@@ -186,6 +186,10 @@ class Run {
     return model_.path(placement_.pathClass(a, b)).overhead + model_.messageOverhead;
   }
   int hostOf(std::uint32_t slot) const { return placement_.place(static_cast<int>(slot)).host; }
+  // The machine whose cores and memory the rank's work uses (its host's, Placement::machineOf).
+  std::size_t machineOf(std::uint32_t slot) const {
+    return static_cast<std::size_t>(placement_.machineOf(hostOf(slot)));
+  }
   // What a rank pays to run again once a message ends its wait at `time`, on a host with
   // more ranks than cores (nothing elsewhere): a context switch, or as many as there are
   // waiting ranks per core, since waiting ranks hand the cores round (they yield, or sleep
@@ -251,14 +255,15 @@ class Run {
   std::vector<Rank> ranks_;  // slot = rank, for ranks [0, period_)
   std::priority_queue<Event, std::vector<Event>, Later> events_;
   PendingTable pending_;
-  // Per simulated host: its cores' free times (a min-heap), its memory bus; per host and
-  // rail its NIC's two directions and (rail) its share of the spine; per leaf switch its
-  // uplinks and downlinks.
+  // Per simulated machine (a host, or the pretend hosts of one machine together): its ranks,
+  // its cores' free times (a min-heap), its memory bus; per host and rail its NIC's two
+  // directions and (rail) its share of the spine; per leaf switch its uplinks and downlinks.
+  std::vector<std::vector<int>> machineRanks_;
   std::vector<std::vector<double>> cores_;
   std::vector<Fifo> memory_;
-  std::vector<bool> oversubscribed_;  // per host: more ranks than cores
-  // Per host: every rank bound to one core (RankPlace::boundCore), whose free time in cores_
-  // its work waits for; else cores_ is a min-heap any rank's work takes the first free of.
+  std::vector<bool> oversubscribed_;  // per machine: more ranks than cores
+  // Per machine: every rank bound to one core (RankPlace::boundCore), whose free time in
+  // cores_ its work waits for; else cores_ is a min-heap any rank's work takes the first free of.
   std::vector<bool> bound_;
   std::vector<Fifo> nicOut_, nicIn_, spine_;
   std::vector<Fifo> leafUp_, leafDown_;
@@ -319,37 +324,41 @@ Status Run::build() {
     }
   }
 
-  // The resources of the simulated hosts.
+  // The resources of the simulated machines (the fast path's hosts are machines of their own).
   const int hosts = placement_.place(period_ - 1).host + 1;
+  const int machines = placement_.machineOf(hosts - 1) + 1;
   const int defaultCores = std::max(1, model_.coresPerHost);
-  cores_.resize(static_cast<std::size_t>(hosts));
+  machineRanks_.assign(static_cast<std::size_t>(machines), {});
   for (int h = 0; h < hosts; ++h) {
-    const int c = placement_.cores(h) > 0 ? placement_.cores(h) : defaultCores;
-    cores_[static_cast<std::size_t>(h)].assign(static_cast<std::size_t>(c), 0.0);
+    const std::vector<int>& ranks = placement_.hosts().ranksOf[static_cast<std::size_t>(h)];
+    std::vector<int>& to = machineRanks_[static_cast<std::size_t>(placement_.machineOf(h))];
+    to.insert(to.end(), ranks.begin(), ranks.end());
   }
-  oversubscribed_.assign(static_cast<std::size_t>(hosts), false);
-  bound_.assign(static_cast<std::size_t>(hosts), true);
-  for (int r = 0; r < placement_.size(); ++r) {
-    const RankPlace& p = placement_.place(r);
-    if (p.host >= hosts) continue;
-    const std::size_t h = static_cast<std::size_t>(p.host);
-    if (p.boundCore < 0 || p.boundCore >= static_cast<int>(cores_[h].size())) bound_[h] = false;
+  cores_.resize(static_cast<std::size_t>(machines));
+  oversubscribed_.assign(static_cast<std::size_t>(machines), false);
+  bound_.assign(static_cast<std::size_t>(machines), true);
+  for (int m = 0; m < machines; ++m) {
+    const std::size_t i = static_cast<std::size_t>(m);
+    const int c = placement_.machineCores(m) > 0 ? placement_.machineCores(m) : defaultCores;
+    cores_[i].assign(static_cast<std::size_t>(c), 0.0);
+    oversubscribed_[i] = machineRanks_[i].size() > cores_[i].size();
+    for (const int r : machineRanks_[i]) {
+      const int core = placement_.place(r).boundCore;
+      if (core < 0 || core >= c) bound_[i] = false;
+    }
   }
-  for (int h = 0; h < hosts; ++h)
-    oversubscribed_[static_cast<std::size_t>(h)] =
-        placement_.hosts().ranksOf[static_cast<std::size_t>(h)].size() > cores_[static_cast<std::size_t>(h)].size();
   // The memory bus: at the caches' rate while the buffers of a host's ranks (each one's
   // largest, in and out, and its scratch) fit in its last-level cache, at memory's beyond.
   double footprint = 0;
   if (spec_.kind != Collective::kAllToAllV)
     footprint = (2.0 * static_cast<double>(largestBufferCount(spec_)) + static_cast<double>(scratch)) *
-                static_cast<double>(elemSize_) * static_cast<double>(placement_.hosts().ranksOf[0].size());
+                static_cast<double>(elemSize_) * static_cast<double>(machineRanks_[0].size());
   const bool cached = model_.llcBytes > 0 && model_.cacheBandwidth > 0 &&
                       footprint <= static_cast<double>(model_.llcBytes);
   Fifo memory;
   const double bus = cached ? model_.cacheBandwidth : model_.hostMemoryBandwidth;
   if (bus > 0) memory.bandwidth = bus;
-  memory_.assign(static_cast<std::size_t>(hosts), memory);
+  memory_.assign(static_cast<std::size_t>(machines), memory);
   // Past the cache (where the model knows its size), one core copies at its share of the
   // memory's rate (hostMemoryBandwidth is what up to 4 cores copy at once): a message on
   // the host, a copy and a reduction slow down alike.
@@ -404,8 +413,8 @@ double Run::cpu(std::uint32_t slot, double time, double work) {
   if (work <= 0) return time;
   Rank& rank = ranks_[slot];
   const RankPlace& place = placement_.place(static_cast<int>(slot));
-  std::vector<double>& cores = cores_[static_cast<std::size_t>(place.host)];
-  if (bound_[static_cast<std::size_t>(place.host)]) {
+  std::vector<double>& cores = cores_[machineOf(slot)];
+  if (bound_[machineOf(slot)]) {
     // Its own core: the other ranks bound there run before or after it, never beside it.
     double& core = cores[static_cast<std::size_t>(place.boundCore)];
     const double start = std::max({time, rank.threadFree, core});
@@ -423,12 +432,12 @@ double Run::cpu(std::uint32_t slot, double time, double work) {
 
 
 double Run::wakeCost(std::uint32_t slot, double time) const {
-  const std::size_t host = static_cast<std::size_t>(hostOf(slot));
-  if (!oversubscribed_[host]) return 0;
-  // The other ranks of the host waiting now: those whose thread has no work left at `time`.
+  const std::size_t machine = machineOf(slot);
+  if (!oversubscribed_[machine]) return 0;
+  // The other ranks of the machine waiting now: those whose thread has no work left at `time`.
   // Where the fast path runs some of them only, those it runs stand for the rest.
   int waiting = 0, seen = 0;
-  const std::vector<int>& ranks = placement_.hosts().ranksOf[host];
+  const std::vector<int>& ranks = machineRanks_[machine];
   for (const int r : ranks) {
     if (r == static_cast<int>(slot) || r >= period_) continue;
     ++seen;
@@ -436,14 +445,14 @@ double Run::wakeCost(std::uint32_t slot, double time) const {
     if (other.completed < other.count && other.threadFree < time) ++waiting;
   }
   const double others = seen > 0 ? waiting * static_cast<double>(ranks.size() - 1) / seen : 0;
-  return model_.switchCost * std::max(1.0, others / static_cast<double>(cores_[host].size()));
+  return model_.switchCost * std::max(1.0, others / static_cast<double>(cores_[machine].size()));
 }
 
 double Run::throughMemory(std::uint32_t slot, double start, double end, double bytes) {
   // The bus carries the work's bytes from its start (or once it has carried those before),
   // at its rate: work that runs at a core's pace leaves the rest of the bus to the other
   // cores' (a sender's and a receiver's copies of one message run at once).
-  Fifo& bus = memory_[static_cast<std::size_t>(hostOf(slot))];
+  Fifo& bus = memory_[machineOf(slot)];
   const double from = std::max(start, bus.free);
   bus.free = from + bus.pass(from, bytes);
   return std::max(end, bus.free);
@@ -593,7 +602,11 @@ void Run::recvData(std::uint32_t slot, std::uint32_t id, double time, double las
   const int self = static_cast<int>(slot);
   const double b = bytes(s);
   const double reduce = gamma_ * b;
-  const double wake = wakeCost(slot, time) + overhead(self, s.recvPeer);  // and its own CPU time
+  // Its wake-up (twice where a progress thread takes the message first) and its own CPU time.
+  const double wake =
+      (options_.networkThroughThread && placement_.pathClass(self, s.recvPeer) == PathClass::kNetwork ? 2 : 1) *
+          wakeCost(slot, time) +
+      overhead(self, s.recvPeer);
   const double in = recvCopy(self, s.recvPeer, b);
   const double inBytes = in > 0 ? b : 0;
   // The receive's CPU work from `time`, which ends no earlier than the message's last byte

@@ -325,14 +325,18 @@ class ShmTransport final : public Transport,
   Status createSegment();
   Result<std::vector<PeerInfo>> readInfos(Store& store, const std::string& keyPrefix,
                                           const std::string& host,
-                                          std::vector<std::vector<int>>* hostMasks);
+                                          std::vector<std::vector<int>>* hostMasks,
+                                          std::vector<std::vector<int>>* machineMasks);
   /// Maps the local peers' segments and probes whether their memory can be read directly;
   /// "" or what went wrong.
   std::string attachPeers(const std::vector<PeerInfo>& infos);
   /// Publishes `problem` ("" when this rank attached every peer) and fails unless every
   /// rank did: each pair of ranks then agrees on whether it talks through shared memory.
   Status agreeAttached(Store& store, const std::string& keyPrefix, const std::string& problem);
-  void makeLinks(const std::vector<std::vector<int>>& hostMasks);
+  /// The links to the local peers; whether each rank has a core (and two) by the masks of
+  /// every rank on this machine (`machineMasks`), the host rules by this host's.
+  void makeLinks(const std::vector<std::vector<int>>& hostMasks,
+                 const std::vector<std::vector<int>>& machineMasks);
   void logSetUp(const std::vector<int>& cpus) const;
   /// flatExchange's end once every peer's contribution is in (flat.cc).
   Status flatDone(const FlatCall& call, std::uint64_t parity);

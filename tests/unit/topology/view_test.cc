@@ -89,8 +89,12 @@ TEST(View, ThisRankDescribesItself) {
   EXPECT_EQ(me.ranks[0].nic, "lo");
   EXPECT_FALSE(me.ranks[0].cpus.empty());
   EXPECT_LT(me.ranks[0].package, me.hosts[0].packages);
+  // Its machine is the boot id its host identity starts with.
+  EXPECT_EQ(me.hosts[0].machine, machineIdentity());
+  EXPECT_EQ(hostIdentity().rfind(machineIdentity() + "/", 0), 0u) << hostIdentity();
   auto back = fromJson(toJson(me));
   ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->hosts[0].machine, me.hosts[0].machine);
 }
 
 TEST(View, MinimalFileFillsDefaults) {
@@ -99,6 +103,7 @@ TEST(View, MinimalFileFillsDefaults) {
     "ranks": [{"rank": 0, "host": 0}, {"rank": 1, "host": 1}, {"rank": 2, "host": 0}]})");
   ASSERT_TRUE(view.ok()) << view.status().message();
   EXPECT_EQ(view->hosts[1].id, "b");
+  EXPECT_EQ(view->hosts[1].machine, "");  // a machine of its own
   EXPECT_EQ(view->ranks[2].localIndex, 1);
   EXPECT_EQ(view->ranks[2].package, -1);
 }

@@ -101,6 +101,53 @@ TEST(Placement, AHostsCoresAreAtMostTheCpusItsRanksMayRunOn) {
   EXPECT_EQ(p->cores(1), 4);
 }
 
+TEST(Placement, PretendHostsOfOneMachineShareItsCores) {
+  // Three pretend hosts of 2 ranks on a 2-core machine, as the multi-host tests bind them:
+  // hosts a and b on CPU 0, host c on CPU 1; host d is another machine.
+  topo::View view;
+  for (const char* name : {"a", "b", "c", "d"}) {
+    topo::HostInfo host;
+    host.name = host.id = name;
+    host.machine = name[0] == 'd' ? "other" : "vm";
+    host.cores = host.pus = 2;
+    view.hosts.push_back(host);
+  }
+  const char* masks[] = {"0", "0", "0", "0", "1", "1", "0", "0"};
+  for (int r = 0; r < 8; ++r) {
+    topo::RankInfo rank;
+    rank.host = r / 2;
+    rank.localIndex = r % 2;
+    rank.cpus = masks[r];
+    view.ranks.push_back(rank);
+  }
+  auto p = Placement::fromView(view);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->hostCount(), 4);
+  EXPECT_EQ(p->machineCount(), 2);
+  for (int h = 0; h < 3; ++h) EXPECT_EQ(p->machineOf(h), 0) << h;
+  EXPECT_EQ(p->machineOf(3), 1);
+  EXPECT_EQ(p->machineCores(0), 2);  // CPUs 0 and 1 between them
+  EXPECT_EQ(p->machineCores(1), 1);
+  for (int h = 0; h < 4; ++h) EXPECT_EQ(p->cores(h), 1) << h;  // each host's own masks
+  // Bound cores are places among the machine's CPUs.
+  for (int r = 0; r < 8; ++r) EXPECT_EQ(p->place(r).boundCore, r == 4 || r == 5 ? 1 : 0) << r;
+  EXPECT_FALSE(p->uniform());  // the fast path would miss what the hosts share
+  EXPECT_NE(p->describe().find("of 2 machines"), std::string::npos) << p->describe();
+  // Without machines every host is its own; a replicated view is a cluster of such hosts.
+  for (auto& host : view.hosts) host.machine.clear();
+  p = Placement::fromView(view);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->machineCount(), 4);
+  EXPECT_EQ(p->machineCores(2), 1);
+  EXPECT_EQ(p->place(4).boundCore, 0);
+  EXPECT_TRUE(p->uniform());
+  view.hosts[0].machine = view.hosts[1].machine = "vm";
+  auto replicated = Placement::replicate(view, 8);
+  ASSERT_TRUE(replicated.ok());
+  EXPECT_EQ(replicated->machineCount(), 8);
+  EXPECT_EQ(replicated->machineOf(5), 5);
+}
+
 TEST(Placement, ARankWhoseMaskIsOneCpuIsBoundToItsCore) {
   // One 2-core host, four ranks bound in blocks as tutti-run binds them: 0 and 1 on CPU 0,
   // 2 and 3 on CPU 1.

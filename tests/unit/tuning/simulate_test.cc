@@ -211,6 +211,39 @@ TEST(Simulate, RanksBoundToACoreTakeTurnsOnIt) {
   EXPECT_NEAR(predictHandBuilt(copies, handModel(), *bound), 4 * kUs, 1e-12);
 }
 
+TEST(Simulate, PretendHostsOfOneMachineShareItsCores) {
+  // Ranks 0 and 2 each copy 4000 bytes (4 us of CPU) on two hosts of 2 ranks, every rank
+  // bound to CPU 0 of its machine: hosts of their own run the copies at once (4 us); pretend
+  // hosts of one machine (network namespaces on it) run them on its one CPU in turn (8 us).
+  std::vector<Schedule> copies;
+  for (int r = 0; r < 4; ++r) {
+    ScheduleBuilder b(r, 4);
+    if (r % 2 == 0) b.copy(in(), out());
+    copies.push_back(std::move(b).build());
+  }
+  topo::View view;
+  for (const char* name : {"a", "b"}) {
+    topo::HostInfo host;
+    host.name = host.id = name;
+    host.cores = host.pus = 2;
+    view.hosts.push_back(host);
+  }
+  for (int r = 0; r < 4; ++r) {
+    topo::RankInfo rank;
+    rank.host = r / 2;
+    rank.localIndex = r % 2;
+    rank.cpus = "0";
+    view.ranks.push_back(rank);
+  }
+  auto apart = Placement::fromView(view);
+  ASSERT_TRUE(apart.ok()) << apart.status().message();
+  EXPECT_NEAR(predictHandBuilt(copies, handModel(), *apart), 4 * kUs, 1e-12);
+  view.hosts[0].machine = view.hosts[1].machine = "one-machine";
+  auto together = Placement::fromView(view);
+  ASSERT_TRUE(together.ok()) << together.status().message();
+  EXPECT_NEAR(predictHandBuilt(copies, handModel(), *together), 8 * kUs, 1e-12);
+}
+
 TEST(Simulate, AWokenRankPaysASwitchOnlyWhereRanksOutnumberCores) {
   // The pair of SendReceivePair on one host, where the ends' CPUs copy the message (the
   // path's beta is both copies one after the other: 2 us each) and a message has 0.2 us of
@@ -228,6 +261,33 @@ TEST(Simulate, AWokenRankPaysASwitchOnlyWhereRanksOutnumberCores) {
   ASSERT_TRUE(cores.ok() && shared.ok());
   EXPECT_NEAR(predictHandBuilt(pair, m, *cores), 3.7 * kUs, 1e-12);
   EXPECT_NEAR(predictHandBuilt(pair, m, *shared), 7.5 * kUs, 1e-12);
+}
+
+TEST(Simulate, AMessageFromAnotherHostThroughAProgressThreadWakesTwice) {
+  // SendReceivePair between hosts of 2 ranks on 1 core (the others idle): the message is in
+  // at 5.5 us; the receiver pays a 2 us switch and its 0.5 us: 8 us. Where a progress thread
+  // reads it first (the hybrid transport's TCP thread), that thread's wake-up comes first:
+  // 10 us. A message on the host is the receiver's alone.
+  std::vector<Schedule> schedules;
+  for (int r = 0; r < 4; ++r) {
+    ScheduleBuilder b(r, 4);
+    if (r == 0) b.send(2, in());
+    if (r == 2) b.recv(0, out());
+    schedules.push_back(std::move(b).build());
+  }
+  MachineModel m = handModel();
+  m.switchCost = 2 * kUs;
+  auto placement = Placement::synthetic(4, 2, 1);
+  ASSERT_TRUE(placement.ok());
+  SimOptions thread;
+  thread.networkThroughThread = true;
+  EXPECT_NEAR(predictHandBuilt(schedules, m, *placement), 8 * kUs, 1e-12);
+  EXPECT_NEAR(predictHandBuilt(schedules, m, *placement, thread), 10 * kUs, 1e-12);
+  // The same on one host of 4 ranks on 2 cores, over its 0.2 us path: 4.7 + 2 + 0.5.
+  auto oneHost = Placement::synthetic(4, 4, 2);
+  ASSERT_TRUE(oneHost.ok());
+  EXPECT_NEAR(predictHandBuilt(schedules, m, *oneHost, thread),
+              predictHandBuilt(schedules, m, *oneHost), 1e-12);
 }
 
 TEST(Simulate, AReceiverThatOnlyCopiesOutPaysItsOwnBeta) {
