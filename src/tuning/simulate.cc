@@ -326,7 +326,8 @@ Status Run::build() {
 
   // The resources of the simulated machines (the fast path's hosts are machines of their own).
   const int hosts = placement_.place(period_ - 1).host + 1;
-  const int machines = placement_.machineOf(hosts - 1) + 1;
+  int machines = 0;  // machines are numbered by their first host: a later host's may be lower
+  for (int h = 0; h < hosts; ++h) machines = std::max(machines, placement_.machineOf(h) + 1);
   const int defaultCores = std::max(1, model_.coresPerHost);
   machineRanks_.assign(static_cast<std::size_t>(machines), {});
   for (int h = 0; h < hosts; ++h) {

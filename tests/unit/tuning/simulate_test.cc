@@ -212,23 +212,24 @@ TEST(Simulate, RanksBoundToACoreTakeTurnsOnIt) {
 }
 
 TEST(Simulate, PretendHostsOfOneMachineShareItsCores) {
-  // Ranks 0 and 2 each copy 4000 bytes (4 us of CPU) on two hosts of 2 ranks, every rank
-  // bound to CPU 0 of its machine: hosts of their own run the copies at once (4 us); pretend
-  // hosts of one machine (network namespaces on it) run them on its one CPU in turn (8 us).
+  // Ranks 0, 2 and 4 each copy 4000 bytes (4 us of CPU) on three hosts of 2 ranks, every
+  // rank bound to CPU 0 of its machine: hosts of their own run the copies at once (4 us);
+  // where hosts 0 and 2 are pretend hosts of one machine (network namespaces on it), theirs
+  // run on its one CPU in turn (8 us), host 1 on another machine beside them.
   std::vector<Schedule> copies;
-  for (int r = 0; r < 4; ++r) {
-    ScheduleBuilder b(r, 4);
+  for (int r = 0; r < 6; ++r) {
+    ScheduleBuilder b(r, 6);
     if (r % 2 == 0) b.copy(in(), out());
     copies.push_back(std::move(b).build());
   }
   topo::View view;
-  for (const char* name : {"a", "b"}) {
+  for (const char* name : {"a", "b", "c"}) {
     topo::HostInfo host;
     host.name = host.id = name;
     host.cores = host.pus = 2;
     view.hosts.push_back(host);
   }
-  for (int r = 0; r < 4; ++r) {
+  for (int r = 0; r < 6; ++r) {
     topo::RankInfo rank;
     rank.host = r / 2;
     rank.localIndex = r % 2;
@@ -238,9 +239,11 @@ TEST(Simulate, PretendHostsOfOneMachineShareItsCores) {
   auto apart = Placement::fromView(view);
   ASSERT_TRUE(apart.ok()) << apart.status().message();
   EXPECT_NEAR(predictHandBuilt(copies, handModel(), *apart), 4 * kUs, 1e-12);
-  view.hosts[0].machine = view.hosts[1].machine = "one-machine";
+  view.hosts[0].machine = view.hosts[2].machine = "one-machine";
+  view.hosts[1].machine = "another";
   auto together = Placement::fromView(view);
   ASSERT_TRUE(together.ok()) << together.status().message();
+  ASSERT_EQ(together->machineOf(2), 0);
   EXPECT_NEAR(predictHandBuilt(copies, handModel(), *together), 8 * kUs, 1e-12);
 }
 
