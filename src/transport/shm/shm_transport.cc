@@ -66,10 +66,14 @@ struct ShmTransport::PeerInfo {
 };
 
 Result<ShmTransport::PeerInfo> ShmTransport::parseInfo(const std::string& text, int rank) {
-  const std::vector<std::string> parts = splitString(text, ' ');
+  // The host first (TUTTI_SHM_HOST is any text, spaces included), then six fields.
+  constexpr std::size_t kFields = 6;
+  std::vector<std::string> parts = splitString(text, ' ');
   PeerInfo info;
-  if (parts.size() == 7) {
-    info.host = parts[0];
+  if (parts.size() > kFields) {
+    const std::size_t hostWords = parts.size() - kFields;
+    for (std::size_t i = 0; i < hostWords; ++i) info.host += (i > 0 ? " " : "") + parts[i];
+    parts.erase(parts.begin(), parts.begin() + static_cast<std::ptrdiff_t>(hostWords - 1));
     info.machine = parts[6];
     char* end = nullptr;
     info.pid = static_cast<int>(std::strtol(parts[1].c_str(), &end, 10));

@@ -100,9 +100,10 @@ TEST(ShmWaitTimes, AWaiterInsideItsPollWindowKeepsItsCoreAndNeverSleeps) {
 // Pretend hosts on one machine (network namespaces, containers, TUTTI_SHM_HOST) run on the
 // same CPUs: with as many ranks per host as this process has CPUs, one such host has a core
 // for each rank, two of them do not. Each counting only its own ranks, they spun against
-// each other (8-byte all-reduce 4.3 ms against 0.08 ms).
+// each other (8-byte all-reduce 4.3 ms against 0.08 ms). The hosts' names hold spaces, as
+// TUTTI_SHM_HOST may.
 int gRanksPerHost = 0;
-std::string hostOfBlock(int rank) { return "pretend-host-" + std::to_string(rank / gRanksPerHost); }
+std::string hostOfBlock(int rank) { return "pretend  host " + std::to_string(rank / gRanksPerHost); }
 
 TEST(ShmCores, TheRanksOfOtherHostsOnThisMachineShareItsCores) {
   const int cpus = std::min(static_cast<int>(allowedCpuList().size()), quotaCores());
