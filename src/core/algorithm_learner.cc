@@ -1,21 +1,40 @@
 #include "core/algorithm_learner.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "base/pool_growth.h"
 
 namespace tutti::detail {
 
-AlgorithmLearner::Shape::Shape(std::vector<std::string> names) : names_(std::move(names)) {
+std::uint32_t AlgorithmLearner::timedCallsFor(double predictedNs) {
+  if (!(predictedNs > 0)) return kMinTimed;
+  const double calls = std::round(kTryBudgetNs / predictedNs);
+  if (calls >= kMaxTimed) return kMaxTimed;
+  return std::max(kMinTimed, static_cast<std::uint32_t>(calls));
+}
+
+AlgorithmLearner::Shape::Shape(std::vector<std::string> names, std::uint32_t timed)
+    : names_(std::move(names)),
+      timed_(std::clamp(timed, kMinTimed, kMaxTimed)),
+      untimed_(1 + timed_ / 8) {
   if (names_.size() > kMaxContenders) names_.resize(kMaxContenders);
-  // The opening: kTries calls of each contender, then the decision.
-  decision_ = kTries * names_.size();
+  // The opening: a try of each contender, then the decision.
+  decision_ = tryCalls() * names_.size();
   tried_ = names_.size() > 1 ? 1 : 0;
 }
 
 std::int64_t AlgorithmLearner::Shape::Samples::estimate() const {
   if (count == 0) return -1;
-  return count == 1 ? ns[0] : std::min(ns[0], ns[1]);
+  // The mean, each call clipped at kClip times the median (of an even count, the middle
+  // two's mean).
+  std::array<std::int64_t, kMaxTimed> sorted{};
+  std::copy(ns.begin(), ns.begin() + count, sorted.begin());
+  std::sort(sorted.begin(), sorted.begin() + count);
+  const std::int64_t median = (sorted[(count - 1) / 2] + sorted[count / 2]) / 2;
+  std::int64_t sum = 0;
+  for (std::uint32_t i = 0; i < count; ++i) sum += std::min(sorted[i], kClip * median);
+  return sum / count;
 }
 
 AlgorithmLearner::Pick AlgorithmLearner::choose(Shape& s) {
@@ -23,18 +42,25 @@ AlgorithmLearner::Pick AlgorithmLearner::choose(Shape& s) {
   // A decision the caller could not make (a failed communicator does not agree) is asked
   // for again by the next call.
   if (n >= s.decision_) return Pick{s.kept(), true};
+  const std::uint64_t tries = s.tryCalls();
+  bool opens = false;
   if (!s.decided_) {
-    // The opening: contender n / kTries, its first call untimed.
-    s.last_ = static_cast<std::size_t>(n / kTries);
-    s.counted_ = n % kTries != 0;
+    // The opening: contender n / tries, its first untimed_ calls untimed.
+    s.last_ = static_cast<std::size_t>(n / tries);
+    s.counted_ = n % tries >= s.untimed_;
+    opens = n % tries == s.untimed_;
   } else {
     const std::uint64_t left = s.decision_ - n;  // 1 for the cycle's last call
-    const bool trying = left <= kTries;
+    const bool trying = left <= tries;
     s.last_ = trying ? s.tried_ : s.kept();
-    // The try's calls but its first, and the kept contender's two before the try: what the
-    // next decision compares.
-    s.counted_ = trying ? left != kTries : left <= kTries + 2;
+    // The try's timed calls (its last), and the kept contender's as many before the try:
+    // what the next decision compares.
+    s.counted_ = left <= (trying ? s.timed_ : tries + s.timed_);
+    opens = left == (trying ? s.timed_ : tries + s.timed_);
   }
+  // A try's first timed call (and the kept contender's before a try) starts its
+  // contender's estimate afresh.
+  if (opens) s.samples_[s.last_].count = 0;
   // A contender's first call of the shape builds its plan and faults in what it touches
   // (base/pool_growth.h).
   const unsigned bit = 1u << s.last_;
@@ -85,9 +111,10 @@ std::size_t AlgorithmLearner::decide(Shape& s, const Times& sums, bool* changed)
   fast = std::max<std::int64_t>(1, fast);
   // The opening's verdict is checked a cycle later whatever it found: a contender's first
   // calls of a shape may still fault in pages or map buffers after its untimed one.
-  const std::uint64_t period = !s.decided_ || slow < 0 || slow * 4 <= fast * 5 ? kExplorePeriod
-                               : slow * 2 <= fast * 3           ? kExploreFarPeriod
-                                                                : kExploreFarthestPeriod;
+  const std::uint64_t period = s.tryCalls() *
+                               (!s.decided_ || slow < 0 || slow * 4 <= fast * 5 ? kExplorePeriod
+                                : slow * 2 <= fast * 3                           ? kExploreFarPeriod
+                                                                      : kExploreFarthestPeriod);
   *changed = !s.decided_ || best != s.kept_;
   s.decided_ = true;
   s.kept_ = best;
@@ -106,9 +133,7 @@ std::size_t AlgorithmLearner::decide(Shape& s, const Times& sums, bool* changed)
 void AlgorithmLearner::record(Shape& s, std::int64_t ns) {
   if (!s.counted_) return;
   Shape::Samples& w = s.samples_[s.last_];
-  w.ns[w.next] = ns;
-  w.next = (w.next + 1) % 2;
-  w.count = std::min<std::uint32_t>(w.count + 1, 2);
+  if (w.count < w.ns.size()) w.ns[w.count++] = ns;
 }
 
 }  // namespace tutti::detail

@@ -18,20 +18,32 @@
 // transport's flat exchange where the ranks share a host, else an all-gather of them on the
 // call's own tags, CallRunner::agree) and so keep the same contender.
 //
-// The schedule of a shape with k contenders: an opening of kTries calls per contender in
-// the model's order (the first of each untimed: it builds the plan and faults in what the
-// contender touches), then a decision, which runs the fastest. Then cycles: the kept
-// contender, and its cycle's last kTries calls another contender in turn (the first
-// untimed); the next decision compares the two timed calls of the kept contender before
-// them with the tried one's (only those calls are timed). Each estimate is the faster of two
-// (noise only adds time). The
-// first cycle lasts kExplorePeriod calls (a contender's first calls of a shape may still
-// map buffers or fault in pages after its untimed one, so the opening's verdict is checked
-// soon); later ones kExplorePeriod calls where the slower of the two took up to 1.25 times
-// as long, kExploreFarPeriod up to 1.5, kExploreFarthestPeriod beyond: trying costs at most
-// 1.2% of the calls' time (2 calls in 64 that take 1.25 times as long, one untimed that
-// may). The kept contender changes only for one 3% faster. Not thread-safe: the
-// communicator runs one operation at a time.
+// The schedule of a shape with k contenders: an opening of a try per contender in the
+// model's order, then a decision, which runs the fastest. A try is U + T calls: U untimed
+// (the first builds the plan and faults in what the contender touches; the next let the
+// ranks settle into its rhythm), then T timed. Then cycles: the kept contender, and its
+// cycle's last U + T calls try another contender in turn; the next decision compares the
+// kept contender's T calls before the try with the tried one's T (only those calls are
+// timed).
+//
+// T is set by the model's prediction of a call's time: as many calls as take about
+// kTryBudgetNs, between kMinTimed and kMaxTimed; U is 1 + T / 8. One call says little where
+// calls are short: on a host with more ranks than cores a call of 50 us takes anything
+// from 30 to 170 us, as the ranks happen to be scheduled. Each estimate is a rank's mean
+// over its T calls, each clipped at kClip times their median first: a rank descheduled for
+// milliseconds counts as a slow call, not as a hundred. The mean, not the fastest call: in
+// a loop a rank is always inside a call, so its calls' mean is the loop's period, while the
+// fastest call favours an algorithm whose ranks take turns at waiting (the faster of two
+// calls, as this learner first kept, switched between two contenders of 8-byte all-reduce
+// on 2x2 pretend hosts six times in one launch; the mean of 32 keeps one).
+//
+// The first cycle lasts kExplorePeriod tries (a contender's first calls of a shape may
+// still map buffers or fault in pages after its untimed one, so the opening's verdict is
+// checked soon); later ones kExplorePeriod tries where the slower of the two took up to
+// 1.25 times as long, kExploreFarPeriod up to 1.5, kExploreFarthestPeriod beyond: trying
+// costs at most 1.2% of the calls' time (a try in 21 that takes 1.25 times as long, its
+// untimed call that may). The kept contender changes only for one 3% faster. Not
+// thread-safe: the communicator runs one operation at a time.
 
 #include <array>
 #include <atomic>
@@ -46,11 +58,19 @@ class AlgorithmLearner {
  public:
   /// At most this many contenders per shape (the tuner's, model's order).
   static constexpr std::size_t kMaxContenders = 4;
-  /// Calls per try of a contender: the first untimed.
-  static constexpr std::uint64_t kTries = 3;
-  static constexpr std::uint64_t kExplorePeriod = 64;
-  static constexpr std::uint64_t kExploreFarPeriod = 128;
-  static constexpr std::uint64_t kExploreFarthestPeriod = 512;
+  /// Timed calls per try: as many as take kTryBudgetNs by the model, within these bounds.
+  static constexpr std::uint32_t kMinTimed = 2;
+  static constexpr std::uint32_t kMaxTimed = 32;
+  static constexpr double kTryBudgetNs = 8e6;
+  /// A timed call counts for at most this many times the median of its try.
+  static constexpr std::int64_t kClip = 3;
+  /// Cycles, in tries (of kMinTimed + 1 calls: 63, 129 and 513 calls).
+  static constexpr std::uint64_t kExplorePeriod = 21;
+  static constexpr std::uint64_t kExploreFarPeriod = 43;
+  static constexpr std::uint64_t kExploreFarthestPeriod = 171;
+
+  /// The timed calls of a try where the model predicts a call of `predictedNs`.
+  static std::uint32_t timedCallsFor(double predictedNs);
 
   /// Per contender (indexed as given), in ns, -1 for none.
   using Times = std::array<std::int64_t, kMaxContenders>;
@@ -59,8 +79,12 @@ class AlgorithmLearner {
   /// (NAME@SEGMENT, as a forced choice), the model's choice first.
   class Shape {
    public:
-    explicit Shape(std::vector<std::string> names);
+    /// `timed`: the timed calls of each try (timedCallsFor).
+    explicit Shape(std::vector<std::string> names, std::uint32_t timed = kMinTimed);
     const std::vector<std::string>& names() const { return names_; }
+    /// The calls of a try: its untimed ones, then its timed ones.
+    std::uint64_t tryCalls() const { return untimed_ + timed_; }
+    std::uint32_t timedCalls() const { return timed_; }
     /// Any thread may read these two (Communicator::algorithmFor).
     std::size_t kept() const { return kept_.load(std::memory_order_relaxed); }
     bool decided() const { return decided_.load(std::memory_order_relaxed); }
@@ -68,12 +92,13 @@ class AlgorithmLearner {
    private:
     friend class AlgorithmLearner;
     struct Samples {
-      std::array<std::int64_t, 2> ns{};
+      std::array<std::int64_t, kMaxTimed> ns{};
       std::uint32_t count = 0;
-      std::uint32_t next = 0;
       std::int64_t estimate() const;
     };
     std::vector<std::string> names_;
+    std::uint32_t timed_ = kMinTimed;
+    std::uint32_t untimed_ = 1;
     std::uint64_t calls_ = 0;     // chosen so far; the one in flight is calls_ - 1
     std::uint64_t decision_ = 0;  // the call of the next decision
     std::uint64_t cycles_ = 0;    // decisions so far: which contender a cycle tries

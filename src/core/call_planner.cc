@@ -149,7 +149,9 @@ AlgorithmLearner::Shape* CallPlanner::learning(const OpRequest& r) {
       for (const tuning::Choice& c : contenders)
         names.push_back(strFormat("%s@%llu", c.algorithm->name,
                                   static_cast<unsigned long long>(c.segmentBytes)));
-      shape = std::make_unique<AlgorithmLearner::Shape>(std::move(names));
+      // Tries as long as the model's choice is predicted to take (the same on every rank).
+      shape = std::make_unique<AlgorithmLearner::Shape>(
+          std::move(names), AlgorithmLearner::timedCallsFor(contenders.front().seconds * 1e9));
     }
     it = learning_.emplace(std::move(key), std::move(shape)).first;
   }

@@ -9,15 +9,17 @@
 
 namespace tutti::detail {
 
-bool tunerChooses(const std::string& mode, const HostMap* hosts) {
+bool tunerChooses(const std::string& mode, const HostMap* hosts, tuning::TransportKind transport) {
   if (mode == "model") return true;
   if (mode == "table") return false;
-  // auto: on one host the table's measured rules held against the model (docs/performance.md).
-  return hosts != nullptr && hosts->hostCount() > 1;
+  // auto: the table's rules were measured over shared memory, and there they hold against
+  // the model; over TCP, on one host as across hosts, the model does better
+  // (docs/performance.md, The tuner against the table).
+  return transport == tuning::TransportKind::kTcp || (hosts != nullptr && hosts->hostCount() > 1);
 }
 
 std::shared_ptr<tuning::Tuner> makeTuner(const TunerInputs& in, std::size_t flatRoom) {
-  if (in.size < 2 || !tunerChooses(in.mode, in.hosts.get())) return nullptr;
+  if (in.size < 2 || !tunerChooses(in.mode, in.hosts.get(), in.transport)) return nullptr;
   tuning::TunerSetup setup;
   setup.model = in.model != nullptr ? *in.model : tuning::defaults();
   // The ranks per host as the communicator has them; uneven hosts are priced as blocks

@@ -32,8 +32,9 @@ struct TunerInputs {
   std::shared_ptr<const topo::View> view;
 };
 
-/// Whether `mode` lets the model choose on this communicator (auto: across hosts only).
-bool tunerChooses(const std::string& mode, const HostMap* hosts);
+/// Whether `mode` lets the model choose on this communicator (auto: across hosts, and over
+/// TCP on one host; the table over shared memory on one host).
+bool tunerChooses(const std::string& mode, const HostMap* hosts, tuning::TransportKind transport);
 
 /// The tuner for `inputs` with the flat exchange's room, or null where the table chooses.
 std::shared_ptr<tuning::Tuner> makeTuner(const TunerInputs& inputs, std::size_t flatRoom);

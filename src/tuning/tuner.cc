@@ -232,9 +232,9 @@ const Tuner::Entry* Tuner::entryFor(const CollectiveSpec& spec, Status* error) {
     return nullptr;
   }
   Entry entry;
-  entry.choice = Choice{d->chosen.algorithm, d->chosen.segmentBytes};
+  entry.choice = Choice{d->chosen.algorithm, d->chosen.segmentBytes, d->chosen.seconds};
   for (const Candidate& c : contendersOf(*d, setup_))
-    entry.contenders.push_back(Choice{c.algorithm, c.segmentBytes});
+    entry.contenders.push_back(Choice{c.algorithm, c.segmentBytes, c.seconds});
   return &choices_.emplace(keyOf(view), std::move(entry)).first->second;
 }
 

@@ -107,6 +107,8 @@ std::string describe(const Candidate& candidate);
 struct Choice {
   const AlgorithmInfo* algorithm = nullptr;
   std::uint64_t segmentBytes = 0;
+  /// The model's prediction of a call's time (0 where it has none).
+  double seconds = 0;
 };
 
 /// The tuner of one communicator. Its cache is shared by the thread running calls and the

@@ -1,6 +1,8 @@
 // The algorithm learner (core/algorithm_learner.h), fed made-up call times: the opening's
 // calls and which of them count, keeping the fastest contender by the ranks' summed
-// estimates, ties to the model's order, the first cycle's length and the later ones' by how
+// estimates, ties to the model's order, tries as long as the model's prediction allows,
+// estimates that are means (an alternating contender is not taken for its fast calls) with
+// a descheduled call clipped, the first cycle's length and the later ones' by how
 // much slower the other was, taking turns over the other contenders, following the machine
 // when another becomes faster, keeping a contender against a less than 3% faster one, one
 // without a time never kept over one with, deciding alike on ranks with different times,
@@ -12,6 +14,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -21,6 +24,12 @@ namespace tutti::detail {
 namespace {
 
 using Learner = AlgorithmLearner;
+// The calls of a try of a shape made without a prediction.
+constexpr std::uint64_t kTries = Learner::kMinTimed + 1;
+// Its cycles, in calls.
+constexpr std::uint64_t kPeriod = kTries * Learner::kExplorePeriod;
+constexpr std::uint64_t kFarPeriod = kTries * Learner::kExploreFarPeriod;
+constexpr std::uint64_t kFarthestPeriod = kTries * Learner::kExploreFarthestPeriod;
 
 std::vector<std::string> names(std::size_t k) {
   std::vector<std::string> out;
@@ -34,11 +43,15 @@ struct Calls {
   int changes = 0;
 };
 
+// The time of a contender's call, given the contender and how many calls of it ran before.
+using TimeOf = std::function<std::int64_t(std::size_t contender, std::size_t before)>;
+
 // Runs `count` calls of `shape`, standing for `ranks` ranks with the same times (a
-// decision gets the estimates times `ranks`): each call of contender c takes ns[c]; the
-// first call of a contender after another `first` ns more.
-void run(Learner::Shape& shape, Calls& calls, int count, const std::vector<std::int64_t>& ns,
-         int ranks = 2, std::int64_t first = 0) {
+// decision gets the estimates times `ranks`): each call of contender c takes time(c, ...);
+// the first call of a contender after another `first` ns more.
+void run(Learner::Shape& shape, Calls& calls, int count, const TimeOf& time, int ranks = 2,
+         std::int64_t first = 0) {
+  std::vector<std::size_t> before(Learner::kMaxContenders);
   for (int i = 0; i < count; ++i) {
     Learner::Pick pick = Learner::choose(shape);
     if (pick.decides) {
@@ -50,20 +63,26 @@ void run(Learner::Shape& shape, Calls& calls, int count, const std::vector<std::
       calls.decisions.push_back(calls.ran.size());
     }
     const bool switched = calls.ran.empty() || calls.ran.back() != pick.contender;
-    Learner::record(shape, ns[pick.contender] + (switched ? first : 0));
+    Learner::record(shape, time(pick.contender, before[pick.contender]++) + (switched ? first : 0));
     calls.ran.push_back(pick.contender);
   }
+}
+
+// Each call of contender c takes ns[c].
+void run(Learner::Shape& shape, Calls& calls, int count, const std::vector<std::int64_t>& ns,
+         int ranks = 2, std::int64_t first = 0) {
+  run(shape, calls, count, [&ns](std::size_t c, std::size_t) { return ns[c]; }, ranks, first);
 }
 
 TEST(AlgorithmLearner, TheOpeningRunsEachContenderInTheModelsOrderThenKeepsTheFastest) {
   Learner::Shape shape(names(3));
   Calls calls;
   // The first call of each contender (untimed) takes 100 times as long: not counted.
-  run(shape, calls, static_cast<int>(3 * Learner::kTries) + 1, {300, 100, 200}, 2, 30000);
+  run(shape, calls, static_cast<int>(3 * kTries) + 1, {300, 100, 200}, 2, 30000);
   const std::vector<std::size_t> opening = {0, 0, 0, 1, 1, 1, 2, 2, 2, 1};
   EXPECT_EQ(calls.ran, opening);
   ASSERT_EQ(calls.decisions.size(), 1u);
-  EXPECT_EQ(calls.decisions[0], 3 * Learner::kTries);
+  EXPECT_EQ(calls.decisions[0], 3 * kTries);
   EXPECT_TRUE(shape.decided());
   EXPECT_EQ(shape.kept(), 1u);
   EXPECT_EQ(calls.changes, 1);
@@ -72,29 +91,28 @@ TEST(AlgorithmLearner, TheOpeningRunsEachContenderInTheModelsOrderThenKeepsTheFa
 TEST(AlgorithmLearner, TiesGoToTheModelsOrder) {
   Learner::Shape shape(names(3));
   Calls calls;
-  run(shape, calls, static_cast<int>(3 * Learner::kTries) + 1, {200, 100, 100});
+  run(shape, calls, static_cast<int>(3 * kTries) + 1, {200, 100, 100});
   EXPECT_EQ(shape.kept(), 1u);
 }
 
 TEST(AlgorithmLearner, TheFirstCycleIsShortThenTheOthersTakeTurnsAtItsEnd) {
   Learner::Shape shape(names(3));
   Calls calls;
-  // Contender 0 is far the fastest: the first cycle is still kExplorePeriod long, later
-  // ones kExploreFarthestPeriod.
-  const int opening = static_cast<int>(3 * Learner::kTries);
-  const int total = opening + static_cast<int>(Learner::kExplorePeriod +
-                                               2 * Learner::kExploreFarthestPeriod) + 1;
+  // Contender 0 is far the fastest: the first cycle is still kPeriod long, later ones
+  // kFarthestPeriod.
+  const int opening = static_cast<int>(3 * kTries);
+  const int total = opening + static_cast<int>(kPeriod + 2 * kFarthestPeriod) + 1;
   run(shape, calls, total, {100, 1000, 1000});
   ASSERT_EQ(calls.decisions.size(), 4u);
-  EXPECT_EQ(calls.decisions[1] - calls.decisions[0], Learner::kExplorePeriod);
-  EXPECT_EQ(calls.decisions[2] - calls.decisions[1], Learner::kExploreFarthestPeriod);
-  EXPECT_EQ(calls.decisions[3] - calls.decisions[2], Learner::kExploreFarthestPeriod);
+  EXPECT_EQ(calls.decisions[1] - calls.decisions[0], kPeriod);
+  EXPECT_EQ(calls.decisions[2] - calls.decisions[1], kFarthestPeriod);
+  EXPECT_EQ(calls.decisions[3] - calls.decisions[2], kFarthestPeriod);
   // Each cycle's last kTries calls try another contender, in turn: 1, then 2, then 1.
   const std::size_t tried[] = {1, 2, 1};
   for (std::size_t d = 1; d < calls.decisions.size(); ++d) {
     const std::size_t end = calls.decisions[d];
     for (std::size_t i = calls.decisions[d - 1]; i < end; ++i) {
-      const bool trying = i + Learner::kTries >= end;
+      const bool trying = i + kTries >= end;
       EXPECT_EQ(calls.ran[i], trying ? tried[d - 1] : 0u) << "call " << i;
     }
   }
@@ -103,17 +121,17 @@ TEST(AlgorithmLearner, TheFirstCycleIsShortThenTheOthersTakeTurnsAtItsEnd) {
 }
 
 TEST(AlgorithmLearner, CyclesLastLongerTheSlowerTheOtherWas) {
-  const int opening = static_cast<int>(3 * Learner::kTries);
+  const int opening = static_cast<int>(3 * kTries);
   const struct {
     std::int64_t other;
     std::uint64_t period;
-  } cases[] = {{120, Learner::kExplorePeriod},
-               {140, Learner::kExploreFarPeriod},
-               {300, Learner::kExploreFarthestPeriod}};
+  } cases[] = {{120, kPeriod},
+               {140, kFarPeriod},
+               {300, kFarthestPeriod}};
   for (const auto& c : cases) {
     Learner::Shape shape(names(2));
     Calls calls;
-    run(shape, calls, opening + static_cast<int>(2 * Learner::kExplorePeriod + c.period), {100, c.other});
+    run(shape, calls, opening + static_cast<int>(2 * kPeriod + c.period), {100, c.other});
     ASSERT_GE(calls.decisions.size(), 3u) << c.other;
     EXPECT_EQ(calls.decisions[2] - calls.decisions[1], c.period) << c.other;
   }
@@ -126,7 +144,7 @@ TEST(AlgorithmLearner, FollowsTheMachineWhenAnotherBecomesFaster) {
   EXPECT_EQ(shape.kept(), 0u);
   // Contender 2 now takes half as long as 0: kept within two cycles (it is tried every
   // other cycle), far fewer calls than it takes to learn from scratch twice.
-  run(shape, calls, 2 * static_cast<int>(Learner::kExploreFarthestPeriod) + 1, {100, 150, 50});
+  run(shape, calls, 2 * static_cast<int>(kFarthestPeriod) + 1, {100, 150, 50});
   EXPECT_EQ(shape.kept(), 2u);
   EXPECT_EQ(calls.changes, 2);
 }
@@ -145,7 +163,7 @@ TEST(AlgorithmLearner, KeepsItsContenderAgainstALessThanThreePercentFasterOne) {
 TEST(AlgorithmLearner, AContenderWithoutATimeIsNotKeptOverOneWithATime) {
   Learner::Shape shape(names(2));
   // Contender 0's calls all failed somewhere (no time on some rank): -1 in the sums.
-  for (std::uint64_t i = 0; i < 2 * Learner::kTries; ++i) {
+  for (std::uint64_t i = 0; i < 2 * kTries; ++i) {
     const Learner::Pick pick = Learner::choose(shape);
     ASSERT_FALSE(pick.decides);
     if (pick.contender == 1) Learner::record(shape, 500);
@@ -203,16 +221,68 @@ TEST(AlgorithmLearner, AtMostFourContendersAndEachOnesFirstCallIsAOneTimeCost) {
   EXPECT_EQ(shape.names().size(), Learner::kMaxContenders);
   const std::uint64_t before = poolGrowth().done;
   Calls calls;
-  run(shape, calls, static_cast<int>(Learner::kMaxContenders * Learner::kTries) + 1,
+  run(shape, calls, static_cast<int>(Learner::kMaxContenders * kTries) + 1,
       {100, 100, 100, 100});
   EXPECT_EQ(poolGrowth().done - before, Learner::kMaxContenders);
+}
+
+TEST(AlgorithmLearner, TriesLastAsManyCallsAsTheModelsPredictionAllows) {
+  EXPECT_EQ(Learner::timedCallsFor(0), Learner::kMinTimed);
+  EXPECT_EQ(Learner::timedCallsFor(Learner::kTryBudgetNs), Learner::kMinTimed);
+  EXPECT_EQ(Learner::timedCallsFor(Learner::kTryBudgetNs / 10), 10u);
+  EXPECT_EQ(Learner::timedCallsFor(Learner::kTryBudgetNs / 1000), Learner::kMaxTimed);
+  // A try of 10 timed calls after 2 untimed: the opening runs 12 calls of each contender;
+  // a cycle's last 12 try another, and the kept one's 10 before them are timed (the first
+  // of each after another's: 1000 times slower, counted it would lose).
+  Learner::Shape shape(names(2), 10);
+  EXPECT_EQ(shape.timedCalls(), 10u);
+  EXPECT_EQ(shape.tryCalls(), 12u);
+  Calls calls;
+  const int opening = 24;
+  const int cycle = static_cast<int>(12 * Learner::kExplorePeriod);
+  run(shape, calls, opening + cycle + 1, {100, 110}, 2, 100000);
+  ASSERT_EQ(calls.decisions.size(), 2u);
+  EXPECT_EQ(calls.decisions[0], 24u);
+  EXPECT_EQ(calls.decisions[1], static_cast<std::size_t>(opening + cycle));
+  for (int i = 0; i < opening; ++i) EXPECT_EQ(calls.ran[i], i < 12 ? 0u : 1u) << i;
+  for (int i = opening; i < opening + cycle; ++i)
+    EXPECT_EQ(calls.ran[i], i >= opening + cycle - 12 ? 1u : 0u) << i;
+  EXPECT_EQ(shape.kept(), 0u);
+  EXPECT_EQ(calls.changes, 1);
+}
+
+TEST(AlgorithmLearner, AnAlternatingContenderIsNotTakenForItsFastCalls) {
+  // Contender 0's calls take 20 and 80 us in turn (its ranks take turns at waiting): a
+  // loop of them runs at 50 us a call, slower than contender 1's steady 45.
+  Learner::Shape shape(names(2), 8);
+  Calls calls;
+  run(shape, calls, 2 * static_cast<int>(shape.tryCalls()) + 1, [](std::size_t c, std::size_t before) -> std::int64_t {
+    if (c == 1) return 45000;
+    return before % 2 == 0 ? 20000 : 80000;
+  });
+  EXPECT_EQ(shape.kept(), 1u);
+}
+
+TEST(AlgorithmLearner, ADescheduledCallCountsAsASlowOneNotAsAHundred) {
+  // One call of contender 0 took 100 times as long (its rank lost the core): clipped at
+  // kClip times the median, its mean is 125 us, still faster than contender 1's 130.
+  Learner::Shape shape(names(2), 8);
+  Calls calls;
+  run(shape, calls, 2 * static_cast<int>(shape.tryCalls()) + 1, [](std::size_t c, std::size_t before) -> std::int64_t {
+    if (c == 1) return 130000;
+    return before == 4 ? 10000000 : 100000;
+  });
+  EXPECT_EQ(shape.kept(), 0u);
+  const Learner::Times estimates = Learner::estimates(shape);
+  EXPECT_EQ(estimates[0], (7 * 100000 + Learner::kClip * 100000) / 8);
+  EXPECT_EQ(estimates[1], 130000);
 }
 
 TEST(AlgorithmLearner, ADecisionNotMadeIsAskedForAgainByTheNextCall) {
   // A failed communicator's calls skip the agreement: the contenders stay in range and
   // each later call asks for the decision, which then runs as usual.
   Learner::Shape shape(names(2));
-  for (std::uint64_t i = 0; i < 2 * Learner::kTries; ++i) {
+  for (std::uint64_t i = 0; i < 2 * kTries; ++i) {
     (void)Learner::choose(shape);
     Learner::record(shape, 100);
   }

@@ -338,6 +338,9 @@ TEST(CallPlanner, ShapesWithCloseContendersLearnAmongThem) {
   const std::vector<tuning::Choice> contenders = s.tuner->contenders(r.spec);
   ASSERT_EQ(shape->names().size(), contenders.size());
   ASSERT_GE(contenders.size(), 2u);
+  // Tries as long as the model's choice allows.
+  EXPECT_GT(contenders[0].seconds, 0);
+  EXPECT_EQ(shape->timedCalls(), AlgorithmLearner::timedCallsFor(contenders[0].seconds * 1e9));
   for (std::size_t c = 0; c < contenders.size(); ++c) {
     const std::string& name = shape->names()[c];
     EXPECT_EQ(name, std::string(contenders[c].algorithm->name) + "@" +
