@@ -8,6 +8,7 @@
 // would in the full run, at the same time.
 #include "tuning/simulate.h"
 #include "tuning/sim_fifo.h"
+#include "tuning/sim_machines.h"
 #include "tuning/sim_pending.h"
 #include "tuning/sim_symmetry.h"
 
@@ -26,7 +27,6 @@ namespace tutti::tuning {
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 // The shared-memory transport's single-copy threshold (ShmTransport::Options::cmaBytes).
 constexpr std::uint64_t kSingleCopyFrom = 256 << 10;
 // The second of two calls run back to back (Run::calls): its messages' indices, apart from
@@ -126,15 +126,15 @@ class Run {
         ports[i].tokensAt = before[i].tokensAt - previous.finish();
       }
     };
-    carry(nicOut_, previous.nicOut_);
-    carry(nicIn_, previous.nicIn_);
+    carry(machines_.nicOut, previous.machines_.nicOut);
+    carry(machines_.nicIn, previous.machines_.nicIn);
   }
   // The time the busiest NIC port needs for what it carried at its rate: what a call can
   // take at least when it is repeated back to back, however much a shaped link's bucket
   // let through faster once.
   double sustained() const {
     double out = 0;
-    for (const std::vector<Fifo>* ports : {&nicOut_, &nicIn_})
+    for (const std::vector<Fifo>* ports : {&machines_.nicOut, &machines_.nicIn})
       for (const Fifo& f : *ports) out = std::max(out, f.carried / f.bandwidth);
     return out;
   }
@@ -218,7 +218,7 @@ class Run {
   // its sender and then out by its receiver (the probe's measure); never below the host's
   // share of memory past the cache.
   double copyBetaOf(int a, int b) const {
-    return std::max(model_.path(placement_.pathClass(a, b)).beta / 2, hostBeta_);
+    return std::max(model_.path(placement_.pathClass(a, b)).beta / 2, machines_.hostBeta);
   }
   double sendCopy(int self, int peer, double bytes) const {
     return onHost(self, peer) && !singleCopy(bytes) ? bytes * copyBetaOf(self, peer) : 0;
@@ -226,8 +226,8 @@ class Run {
   double recvCopy(int self, int peer, double bytes) const {
     if (!onHost(self, peer)) return 0;
     const double own = model_.path(placement_.pathClass(self, peer)).recvBeta;
-    const double beta = own > 0 ? std::max(own, hostBeta_) : copyBetaOf(self, peer);
-    return bytes * (singleCopy(bytes) ? std::max(beta, copyBeta_ * model_.kernelCopyRatio) : beta);
+    const double beta = own > 0 ? std::max(own, machines_.hostBeta) : copyBetaOf(self, peer);
+    return bytes * (singleCopy(bytes) ? std::max(beta, machines_.copyBeta * model_.kernelCopyRatio) : beta);
   }
   int rail(int rank) const { return placement_.place(rank).localIndex % network_.rails; }
   int leaf(int host) const {
@@ -246,34 +246,17 @@ class Run {
   const Symmetry symmetry_;
   const int period_;
   const std::size_t elemSize_;
-  double gamma_ = 0;
-  double copyBeta_ = 0;      // the model's, or one core's share of memory past the cache
-  double hostBeta_ = 0;      // a message's floor on a host path past the cache (0: none)
-  double reduceCopies_ = 1;  // bytes copied on the memory bus per byte reduced
-  double networkBeta_ = 0;   // a network message's floor, s/byte: the path's, or a bucket's line
 
   std::vector<Rank> ranks_;  // slot = rank, for ranks [0, period_)
   std::priority_queue<Event, std::vector<Event>, Later> events_;
   PendingTable pending_;
-  // Per simulated machine (a host, or the pretend hosts of one machine together): its ranks,
-  // its cores' free times (a min-heap), its memory bus; per host and rail its NIC's two
-  // directions and (rail) its share of the spine; per leaf switch its uplinks and downlinks.
-  std::vector<std::vector<int>> machineRanks_;
-  std::vector<std::vector<double>> cores_;
-  std::vector<Fifo> memory_;
-  std::vector<bool> oversubscribed_;  // per machine: more ranks than cores
-  // Per machine: every rank bound to one core (RankPlace::boundCore), whose free time in
-  // cores_ its work waits for; else cores_ is a min-heap any rank's work takes the first free of.
-  std::vector<bool> bound_;
-  std::vector<Fifo> nicOut_, nicIn_, spine_;
-  std::vector<Fifo> leafUp_, leafDown_;
+  SimMachines machines_;  // their cores, memory buses and network links (sim_machines.h)
   double finish_ = 0;
   std::uint64_t messages_ = 0;
   bool mismatch_ = false;  // a message of another size than its receive
 };
 
 Status Run::build() {
-  gamma_ = model_.gamma[static_cast<std::size_t>(spec_.dtype)];
   ranks_.resize(static_cast<std::size_t>(period_));
   CollectiveSpec spec = spec_;
   std::uint64_t scratch = 0;  // the most scratch elements a rank uses
@@ -325,79 +308,8 @@ Status Run::build() {
   }
 
   // The resources of the simulated machines (the fast path's hosts are machines of their own).
-  const int hosts = placement_.place(period_ - 1).host + 1;
-  int machines = 0;  // machines are numbered by their first host: a later host's may be lower
-  for (int h = 0; h < hosts; ++h) machines = std::max(machines, placement_.machineOf(h) + 1);
-  const int defaultCores = std::max(1, model_.coresPerHost);
-  machineRanks_.assign(static_cast<std::size_t>(machines), {});
-  for (int h = 0; h < hosts; ++h) {
-    const std::vector<int>& ranks = placement_.hosts().ranksOf[static_cast<std::size_t>(h)];
-    std::vector<int>& to = machineRanks_[static_cast<std::size_t>(placement_.machineOf(h))];
-    to.insert(to.end(), ranks.begin(), ranks.end());
-  }
-  cores_.resize(static_cast<std::size_t>(machines));
-  oversubscribed_.assign(static_cast<std::size_t>(machines), false);
-  bound_.assign(static_cast<std::size_t>(machines), true);
-  for (int m = 0; m < machines; ++m) {
-    const std::size_t i = static_cast<std::size_t>(m);
-    const int c = placement_.machineCores(m) > 0 ? placement_.machineCores(m) : defaultCores;
-    cores_[i].assign(static_cast<std::size_t>(c), 0.0);
-    oversubscribed_[i] = machineRanks_[i].size() > cores_[i].size();
-    for (const int r : machineRanks_[i]) {
-      const int core = placement_.place(r).boundCore;
-      if (core < 0 || core >= c) bound_[i] = false;
-    }
-  }
-  // The memory bus: at the caches' rate while the buffers of a host's ranks (each one's
-  // largest, in and out, and its scratch) fit in its last-level cache, at memory's beyond.
-  double footprint = 0;
-  if (spec_.kind != Collective::kAllToAllV)
-    footprint = (2.0 * static_cast<double>(largestBufferCount(spec_)) + static_cast<double>(scratch)) *
-                static_cast<double>(elemSize_) * static_cast<double>(machineRanks_[0].size());
-  const bool cached = model_.llcBytes > 0 && model_.cacheBandwidth > 0 &&
-                      footprint <= static_cast<double>(model_.llcBytes);
-  Fifo memory;
-  const double bus = cached ? model_.cacheBandwidth : model_.hostMemoryBandwidth;
-  if (bus > 0) memory.bandwidth = bus;
-  memory_.assign(static_cast<std::size_t>(machines), memory);
-  // Past the cache (where the model knows its size), one core copies at its share of the
-  // memory's rate (hostMemoryBandwidth is what up to 4 cores copy at once): a message on
-  // the host, a copy and a reduction slow down alike.
-  copyBeta_ = model_.copyBeta;
-  if (!cached && model_.llcBytes > 0 && model_.hostMemoryBandwidth > 0) {
-    const int threads = std::max(1, std::min(4, model_.coresPerHost));
-    hostBeta_ = threads / model_.hostMemoryBandwidth;
-    if (model_.copyBeta > 0 && hostBeta_ > model_.copyBeta) {
-      gamma_ *= hostBeta_ / model_.copyBeta;
-      copyBeta_ = hostBeta_;
-    }
-  }
-  // The bus counts bytes copied; a reduced byte costs what gamma is to a copy.
-  reduceCopies_ = model_.copyBeta > 0 && gamma_ > 0 ? gamma_ / copyBeta_ : 1;
-  // A NIC's bandwidth: the network's, the model's, or else the network path's own.
-  double nic = network_.nicBandwidth > 0 ? network_.nicBandwidth : model_.nicBandwidth;
-  const double beta = model_.path(PathClass::kNetwork).beta;
-  if (nic <= 0) nic = beta > 0 ? 1 / beta : kInf;
-  const std::size_t ports = static_cast<std::size_t>(hosts) * static_cast<std::size_t>(network_.rails);
-  Fifo port{nic, 0};
-  networkBeta_ = beta;
-  if (model_.nicBurstBytes > 0) {
-    // A shaped link: a message alone passes at the line's rate while the bucket lasts.
-    port.burst = static_cast<double>(model_.nicBurstBytes);
-    port.line = model_.nicLineBandwidth > nic ? model_.nicLineBandwidth : kInf;
-    port.tokens = port.burst;
-    networkBeta_ = 1 / port.line;
-  }
-  nicOut_.assign(ports, port);
-  nicIn_.assign(ports, port);
-  if (network_.kind == Network::Kind::kRail && network_.oversub > 1)
-    spine_.assign(ports, Fifo{nic / network_.oversub, 0});
-  if (network_.kind == Network::Kind::kFatTree) {
-    const int leaves = leaf(hosts - 1) + 1;
-    const double up = network_.hostsPerLeaf * nic / network_.oversub;
-    leafUp_.assign(static_cast<std::size_t>(leaves), Fifo{up, 0});
-    leafDown_.assign(static_cast<std::size_t>(leaves), Fifo{up, 0});
-  }
+  machines_ = simMachines(model_, placement_, network_, spec_, period_,
+                     static_cast<double>(scratch) * static_cast<double>(elemSize_));
   return Status::Ok();
 }
 
@@ -414,8 +326,8 @@ double Run::cpu(std::uint32_t slot, double time, double work) {
   if (work <= 0) return time;
   Rank& rank = ranks_[slot];
   const RankPlace& place = placement_.place(static_cast<int>(slot));
-  std::vector<double>& cores = cores_[machineOf(slot)];
-  if (bound_[machineOf(slot)]) {
+  std::vector<double>& cores = machines_.cores[machineOf(slot)];
+  if (machines_.bound[machineOf(slot)]) {
     // Its own core: the other ranks bound there run before or after it, never beside it.
     double& core = cores[static_cast<std::size_t>(place.boundCore)];
     const double start = std::max({time, rank.threadFree, core});
@@ -434,11 +346,11 @@ double Run::cpu(std::uint32_t slot, double time, double work) {
 
 double Run::wakeCost(std::uint32_t slot, double time) const {
   const std::size_t machine = machineOf(slot);
-  if (!oversubscribed_[machine]) return 0;
+  if (!machines_.oversubscribed[machine]) return 0;
   // The other ranks of the machine waiting now: those whose thread has no work left at `time`.
   // Where the fast path runs some of them only, those it runs stand for the rest.
   int waiting = 0, seen = 0;
-  const std::vector<int>& ranks = machineRanks_[machine];
+  const std::vector<int>& ranks = machines_.machineRanks[machine];
   for (const int r : ranks) {
     if (r == static_cast<int>(slot) || r >= period_) continue;
     ++seen;
@@ -446,14 +358,14 @@ double Run::wakeCost(std::uint32_t slot, double time) const {
     if (other.completed < other.count && other.threadFree < time) ++waiting;
   }
   const double others = seen > 0 ? waiting * static_cast<double>(ranks.size() - 1) / seen : 0;
-  return model_.switchCost * std::max(1.0, others / static_cast<double>(cores_[machine].size()));
+  return model_.switchCost * std::max(1.0, others / static_cast<double>(machines_.cores[machine].size()));
 }
 
 double Run::throughMemory(std::uint32_t slot, double start, double end, double bytes) {
   // The bus carries the work's bytes from its start (or once it has carried those before),
   // at its rate: work that runs at a core's pace leaves the rest of the bus to the other
   // cores' (a sender's and a receiver's copies of one message run at once).
-  Fifo& bus = memory_[machineOf(slot)];
+  Fifo& bus = machines_.memory[machineOf(slot)];
   const double from = std::max(start, bus.free);
   bus.free = from + bus.pass(from, bytes);
   return std::max(end, bus.free);
@@ -493,10 +405,10 @@ void Run::startStep(std::uint32_t slot, std::uint32_t id, double time) {
       post(slot, id, time);
       return;
     case OpCode::kCopy:
-      push(work(slot, time, copyBeta_ * bytes(s), bytes(s)), slot, id, EventKind::kDone);
+      push(work(slot, time, machines_.copyBeta * bytes(s), bytes(s)), slot, id, EventKind::kDone);
       return;
     case OpCode::kReduce:
-      push(work(slot, time, gamma_ * bytes(s), reduceCopies_ * bytes(s)), slot, id, EventKind::kDone);
+      push(work(slot, time, machines_.gamma * bytes(s), machines_.reduceCopies * bytes(s)), slot, id, EventKind::kDone);
       return;
   }
 }
@@ -512,17 +424,17 @@ void Run::transmit(std::uint32_t slot, std::uint32_t id, double time) {
   // may copy out from the first slot, while the sender copies in the rest.
   const PathClass path = placement_.pathClass(p, q);
   const bool network = path == PathClass::kNetwork;
-  Passage m{time, time + (network ? bytes(s) * networkBeta_ : 0), network ? bytes(s) : 0};
+  Passage m{time, time + (network ? bytes(s) * machines_.networkBeta : 0), network ? bytes(s) : 0};
   if (const double copy = sendCopy(p, q, bytes(s)); copy > 0) m.end = work(slot, time, copy, bytes(s));
   const int host = placement_.place(p).host;
   if (network) {
     const std::size_t out = static_cast<std::size_t>(host * network_.rails + rail(p));
-    m.through(nicOut_[out]);
-    if (network_.kind == Network::Kind::kRail && rail(p) != rail(q) && !spine_.empty())
-      m.through(spine_[out]);
+    m.through(machines_.nicOut[out]);
+    if (network_.kind == Network::Kind::kRail && rail(p) != rail(q) && !machines_.spine.empty())
+      m.through(machines_.spine[out]);
     const int fromLeaf = leaf(host);
     if (network_.kind == Network::Kind::kFatTree && fromLeaf != leaf(placement_.place(q).host))
-      m.through(leafUp_[static_cast<std::size_t>(fromLeaf)]);
+      m.through(machines_.leafUp[static_cast<std::size_t>(fromLeaf)]);
   }
   ++messages_;
   Event e{m.start, static_cast<std::uint32_t>(receiver), id, EventKind::kArrive};
@@ -545,10 +457,10 @@ void Run::arrive(const Event& e) {
     const int host = placement_.place(r).host;
     if (network_.kind == Network::Kind::kRail && rail(p) != rail(r)) latency += 2 * network_.hopLatency;
     if (network_.kind == Network::Kind::kFatTree && leaf(placement_.place(p).host) != leaf(host)) {
-      m.through(leafDown_[static_cast<std::size_t>(leaf(host))]);
+      m.through(machines_.leafDown[static_cast<std::size_t>(leaf(host))]);
       latency += 2 * network_.hopLatency;
     }
-    m.through(nicIn_[static_cast<std::size_t>(host * network_.rails + rail(r))]);
+    m.through(machines_.nicIn[static_cast<std::size_t>(host * network_.rails + rail(r))]);
   }
   // A message on a host (copied by the CPUs, nothing in its way) reaches its receiver as
   // its first slot does; its last byte once its sender has copied it in.
@@ -602,7 +514,7 @@ void Run::recvData(std::uint32_t slot, std::uint32_t id, double time, double las
   const SimStep& s = step(slot, id);
   const int self = static_cast<int>(slot);
   const double b = bytes(s);
-  const double reduce = gamma_ * b;
+  const double reduce = machines_.gamma * b;
   // Its wake-up (twice where a progress thread takes the message first) and its own CPU time.
   const double wake =
       (options_.networkThroughThread && placement_.pathClass(self, s.recvPeer) == PathClass::kNetwork ? 2 : 1) *
@@ -621,10 +533,10 @@ void Run::recvData(std::uint32_t slot, std::uint32_t id, double time, double las
       else complete(slot, id, time);
       return;
     case OpCode::kRecvReduce:
-      push(received(wake + in + reduce, inBytes + reduceCopies_ * b), slot, id, EventKind::kDone);
+      push(received(wake + in + reduce, inBytes + machines_.reduceCopies * b), slot, id, EventKind::kDone);
       return;
     case OpCode::kRecvReduceSend:
-      push(received(wake + in + reduce + overhead(self, s.sendPeer), inBytes + reduceCopies_ * b),
+      push(received(wake + in + reduce + overhead(self, s.sendPeer), inBytes + machines_.reduceCopies * b),
            slot, id, EventKind::kSendPosted);
       return;
     case OpCode::kRecvCopySend:
