@@ -93,11 +93,9 @@ std::size_t AlgorithmLearner::decide(Shape& s, const Times& sums, bool* changed)
   } else {
     const std::int64_t keptNs = sums[s.kept_];
     const std::int64_t triedNs = sums[s.tried_];
-    // A contender without a time is not kept over one with a time.
-    if (keptNs < 0 && triedNs >= 0)
-      best = s.tried_;
-    else if (keptNs >= 0 && triedNs >= 0 && triedNs * 100 <= keptNs * 97)
-      best = s.tried_;
+    // A contender without a time (every timed call of its try left out) is not kept, and
+    // one kept without a time stays: nothing was measured against it.
+    if (keptNs >= 0 && triedNs >= 0 && triedNs * 100 <= keptNs * 97) best = s.tried_;
   }
   // How long until the next try: by how much slower the slower of the two compared was
   // (the opening: the runner-up).

@@ -35,7 +35,9 @@
 // a loop a rank is always inside a call, so its calls' mean is the loop's period, while the
 // fastest call favours an algorithm whose ranks take turns at waiting (the faster of two
 // calls, as this learner first kept, switched between two contenders of 8-byte all-reduce
-// on 2x2 pretend hosts six times in one launch; the mean of 32 keeps one).
+// on 2x2 pretend hosts six times in one launch; the mean of 32 keeps one). A call whose
+// messages tried a way their own learner does not keep (path_learner.h: in the first calls
+// of each algorithm, and now and then) is left out: its time says little of the algorithm's.
 //
 // The first cycle lasts kExplorePeriod tries (a contender's first calls of a shape may
 // still map buffers or fault in pages after its untimed one, so the opening's verdict is
@@ -127,7 +129,8 @@ class AlgorithmLearner {
   /// same on every rank. Returns this call's contender; sets *changed where the kept one is
   /// new (the first decision, and each change).
   static std::size_t decide(Shape& shape, const Times& sums, bool* changed);
-  /// The call chosen last for `shape` took `ns` (a call that failed is not recorded).
+  /// The call chosen last for `shape` took `ns` (a call that failed, or whose messages
+  /// tried a way not kept, is not recorded).
   static void record(Shape& shape, std::int64_t ns);
 };
 

@@ -84,6 +84,7 @@ Status CallRunner::agree(const OpRequest& r, const std::int64_t* mine, std::size
 Status CallRunner::run(const OpRequest& r, const CallPlan& plan, const OpDescriber& what,
                        ExecReport* report) {
   const Plan& p = *plan.plan;
+  triedAnotherWay_ = false;
   if (plan.flatBytes != kNotFlat)
     return flat_->run(r, *plan.algorithm, p.stamp, plan.flatBytes, what, report);
   const Schedule& schedule = p.schedule;
@@ -98,6 +99,7 @@ Status CallRunner::run(const OpRequest& r, const CallPlan& plan, const OpDescrib
           ? static_cast<std::uint32_t>(plan.algorithm - registry.data())
           : 0xffu;
   TUTTI_RETURN_IF_ERROR(ways_.choose(r, p.stamp, what, algorithm, &params, &shape, report));
+  triedAnotherWay_ = ways_.triedAnotherWay();
   if (schedule.scratchCount > 0) {
     // Pooled: grows to the largest need once, then every call reuses it.
     const std::size_t bytes = schedule.scratchCount * dataTypeSize(r.spec.dtype);

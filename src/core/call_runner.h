@@ -32,6 +32,9 @@ class CallRunner {
   /// Runs `request` as `plan` says (the transport healthy when the call began).
   Status run(const OpRequest& request, const CallPlan& plan, const OpDescriber& what,
              ExecReport* report);
+  /// Whether the call run last tried a way for its messages that their learner does not
+  /// keep (message_ways.h): its time says little of its algorithm's.
+  bool triedAnotherWay() const { return triedAnotherWay_; }
   /// The executor's parameters for `request` run with `plan`.
   ExecParams execParams(const OpRequest& request, const Plan& plan, const OpDescriber& what);
 
@@ -54,6 +57,7 @@ class CallRunner {
   std::vector<char> scratch_;  // schedules' scratch space, pooled across calls
   Schedule agreement_;         // agree()'s, built for agreementCount_ values a rank
   std::size_t agreementCount_ = 0;
+  bool triedAnotherWay_ = false;
 };
 
 }  // namespace tutti::detail

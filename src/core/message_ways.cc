@@ -117,6 +117,7 @@ Status MessageWays::choose(const OpRequest& r, const CallStamp& stamp, const OpD
                            std::uint32_t algorithm, ExecParams* params,
                            std::optional<std::uint32_t>* shape, ExecReport* report) {
   PathLearner::Way way = PathLearner::Way::kDirect;
+  triedAnotherWay_ = false;
   TUTTI_RETURN_IF_ERROR(chooseWay(r, stamp, what, algorithm, &way, shape, report));
   params->preferCopy = way != PathLearner::Way::kDirect;
   params->streamPieces = way == PathLearner::Way::kStreamed;
@@ -168,6 +169,7 @@ Status MessageWays::chooseWay(const OpRequest& r, const CallStamp& stamp, const 
   const PathLearner::Choice choice = paths_.choose(s, *way, ways, message);
   *shape = s;
   *way = choice.way;
+  triedAnotherWay_ = choice.trying;
   if (!choice.decides) return Status::Ok();
   return agree(r, stamp, what, s, way, report);
 }

@@ -68,6 +68,9 @@ class MessageWays {
                 ExecReport* report);
   /// The call of `shape` that choose() chose for took `ns`.
   void record(std::uint32_t shape, std::int64_t ns) { paths_.record(shape, ns); }
+  /// Whether the call choose() chose for last tries a way its shape does not keep (the
+  /// learner's tries: slower, often much slower, than the shape's calls will be).
+  bool triedAnotherWay() const { return triedAnotherWay_; }
 
  private:
   Status chooseWay(const OpRequest& request, const CallStamp& stamp, const OpDescriber& what,
@@ -83,6 +86,7 @@ class MessageWays {
   const DirectCopy* const direct_;
   FlatExchangeRunner* const flat_;
   PathLearner paths_;
+  bool triedAnotherWay_ = false;
 };
 
 }  // namespace tutti::detail

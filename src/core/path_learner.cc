@@ -76,7 +76,7 @@ PathLearner::Choice PathLearner::choose(std::uint32_t shape, Way rule, unsigned 
     s.used |= bit(s.last);
     markOneTimeCost();
   }
-  return Choice{s.last, false};
+  return Choice{s.last, false, s.last != s.kept};
 }
 
 PathLearner::Times PathLearner::estimates(std::uint32_t shape) const {

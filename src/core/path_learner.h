@@ -105,6 +105,7 @@ class PathLearner {
   struct Choice {
     Way way = Way::kDirect;  // this call's way
     bool decides = false;    // a decision: the way comes from decide(), with every rank's estimates
+    bool trying = false;     // the call tries a way other than the one kept
   };
   /// This call of `shape`. `rule` is what the call's shape alone says (prefersCopy); the
   /// learner opens with it. `ways` (bits of Way, two at least, the rule's among them) are

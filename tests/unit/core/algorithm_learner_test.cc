@@ -2,11 +2,12 @@
 // calls and which of them count, keeping the fastest contender by the ranks' summed
 // estimates, ties to the model's order, tries as long as the model's prediction allows,
 // estimates that are means (an alternating contender is not taken for its fast calls) with
-// a descheduled call clipped, the first cycle's length and the later ones' by how
-// much slower the other was, taking turns over the other contenders, following the machine
-// when another becomes faster, keeping a contender against a less than 3% faster one, one
-// without a time never kept over one with, deciding alike on ranks with different times,
-// and each contender's first call marked as a one-time cost.
+// a descheduled call clipped, the first cycle's length and the later ones' by how much
+// slower the other was, taking turns over the other contenders, following the machine when
+// another becomes faster, keeping a contender against a less than 3% faster one, one
+// without a time never kept over one with (and one kept without a time staying), deciding
+// alike on ranks with different times, and each contender's first call marked as a
+// one-time cost.
 
 #include "core/algorithm_learner.h"
 
@@ -176,6 +177,28 @@ TEST(AlgorithmLearner, AContenderWithoutATimeIsNotKeptOverOneWithATime) {
   bool changed = false;
   EXPECT_EQ(Learner::decide(shape, sums, &changed), 1u);
   EXPECT_TRUE(changed);
+}
+
+TEST(AlgorithmLearner, AKeptContenderWithoutATimeStays) {
+  // After the opening keeps contender 0, its calls before a try are all left out (their
+  // messages tried another way): nothing was measured against it, and it stays.
+  Learner::Shape shape(names(2));
+  Calls calls;
+  run(shape, calls, static_cast<int>(2 * kTries) + 1, {100, 200});
+  ASSERT_EQ(shape.kept(), 0u);
+  for (std::uint64_t i = 0; i + 1 < kPeriod; ++i) {
+    const Learner::Pick pick = Learner::choose(shape);
+    ASSERT_FALSE(pick.decides);
+    if (pick.contender == 1) Learner::record(shape, 50);
+  }
+  const Learner::Pick pick = Learner::choose(shape);
+  ASSERT_TRUE(pick.decides);
+  Learner::Times sums = Learner::estimates(shape);
+  EXPECT_EQ(sums[0], -1);
+  EXPECT_EQ(sums[1], 50);
+  bool changed = false;
+  EXPECT_EQ(Learner::decide(shape, sums, &changed), 0u);
+  EXPECT_FALSE(changed);
 }
 
 TEST(AlgorithmLearner, RanksWithDifferentTimesDecideAlike) {

@@ -4,7 +4,8 @@
 // machine when the other way becomes faster, keeping a way against a less than 3% faster
 // one, deciding alike on every rank, taking turns over the other ways where there are
 // three, which ways a call may learn among, marking each way's first call of a shape as a
-// one-time cost, and what makes two calls the same shape.
+// one-time cost, saying which calls try a way not kept, and what makes two calls the same
+// shape.
 
 #include "core/path_learner.h"
 
@@ -73,6 +74,30 @@ TEST(PathLearner, OpensWithTheRulesWayFourTimesThenTheOtherThreeTimes) {
     EXPECT_TRUE(calls.decisions.empty());
     EXPECT_EQ(keepsBuffered(learner), rule) << "before a decision, the rule's way";
   }
+}
+
+TEST(PathLearner, ACallTryingAWayNotKeptSaysSo) {
+  // What the algorithm learner leaves out (algorithm_learner.h): the calls whose way is not
+  // the one kept, in the opening and in every later cycle's tries.
+  PathLearner learner;
+  int trying = 0, tried = 0;
+  for (int i = 0; i < 600; ++i) {
+    PathLearner::Choice choice = learner.choose(kShape, Way::kDirect, kTwoWays);
+    if (choice.decides) {
+      PathLearner::Times sums = learner.estimates(kShape);
+      bool changed = false;
+      choice.way = learner.decide(kShape, sums, &changed);
+      EXPECT_FALSE(choice.trying);
+    }
+    EXPECT_EQ(choice.trying, choice.way != learner.kept(kShape)) << "call " << i;
+    trying += choice.trying ? 1 : 0;
+    tried += choice.way == Way::kBuffered ? 1 : 0;
+    learner.record(kShape, choice.way == Way::kBuffered ? 200 : 100);
+  }
+  // Direct is kept; the opening's three buffered calls and each cycle's three tried it.
+  EXPECT_FALSE(keepsBuffered(learner));
+  EXPECT_GE(trying, 6);
+  EXPECT_EQ(trying, tried);
 }
 
 TEST(PathLearner, LongCallsOpenWithOneTimedCallOfEachWay) {
