@@ -223,6 +223,21 @@ class ProgressHook {
   virtual void onProgress() = 0;
 };
 
+/// Another transport whose progress a waiter makes as it waits on its own (HybridTransport:
+/// the TCP side, driven by the thread that waits on the shared-memory side). The waiter
+/// looks at it without blocking while it polls, and hands it back to a thread of its own
+/// while it sleeps.
+class WaitPartner {
+ public:
+  virtual ~WaitPartner() = default;
+  /// One look for progress, without blocking; what completes signals as it always does.
+  virtual void poll() = 0;
+  /// The waiter is about to sleep: true where it held the partner and handed it to the
+  /// partner's own thread, to be taken back by afterSleep(true).
+  virtual bool beforeSleep() = 0;
+  virtual void afterSleep(bool handedOver) = 0;
+};
+
 class CallChecker;
 class TransportExtension;
 

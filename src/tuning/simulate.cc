@@ -515,11 +515,9 @@ void Run::recvData(std::uint32_t slot, std::uint32_t id, double time, double las
   const int self = static_cast<int>(slot);
   const double b = bytes(s);
   const double reduce = machines_.gamma * b;
-  // Its wake-up (twice where a progress thread takes the message first) and its own CPU time.
-  const double wake =
-      (options_.networkThroughThread && placement_.pathClass(self, s.recvPeer) == PathClass::kNetwork ? 2 : 1) *
-          wakeCost(slot, time) +
-      overhead(self, s.recvPeer);
+  // Its wake-up and its own CPU time. Over the hybrid transport too, the waiting thread
+  // reads a message from another host itself (HybridTransport's WaitPartner).
+  const double wake = wakeCost(slot, time) + overhead(self, s.recvPeer);
   const double in = recvCopy(self, s.recvPeer, b);
   const double inBytes = in > 0 ? b : 0;
   // The receive's CPU work from `time`, which ends no earlier than the message's last byte

@@ -42,11 +42,6 @@ struct SimOptions {
   /// The flat exchange's room in bytes (CallPlanner::Setup::flatRoom): a call of an
   /// algorithm with flatBytes <= flatRoom on one host is priced as a flat exchange. 0: none.
   std::size_t flatRoom = 0;
-  /// Messages between hosts reach their receiver through another thread (the hybrid
-  /// transport's TCP progress thread, which then wakes the waiting one): on a machine with
-  /// more ranks than cores, such a receive pays the wake-up twice, the thread's and then
-  /// the receiver's.
-  bool networkThroughThread = false;
 };
 
 /// The predicted time of `spec` (rank and size from placement; spec.hosts set from it)

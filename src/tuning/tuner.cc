@@ -106,7 +106,6 @@ Result<std::vector<Candidate>> rankCandidates(const CollectiveSpec& given, const
   if (setup.fixedSegment || segments.empty()) segments = {setup.defaultSegmentBytes};
   SimOptions options = setup.sim;
   options.flatRoom = setup.flatRoom;
-  options.networkThroughThread = setup.transport == TransportKind::kHybrid;
   std::vector<Candidate> out;
   std::string failures;
   for (const AlgorithmInfo& info : algorithmRegistry()) {

@@ -10,6 +10,7 @@ HybridTransport::HybridTransport(std::unique_ptr<shm::ShmTransport> shm,
   TUTTI_ASSERT_CMP(shm_->rank(), ==, tcp_->rank());
   TUTTI_ASSERT_CMP(shm_->size(), ==, tcp_->size());
   tcp_->setProgressHook(&tcpHook_);
+  shm_->setWaitPartner(&tcpPartner_);
 }
 
 void HybridTransport::TcpHook::onProgress() {
@@ -25,6 +26,7 @@ HybridTransport::~HybridTransport() {
   // The TCP loop thread may be inside the hook, which reads both sides: stop it (shutdown
   // joins it) while both are whole. Clearing the hook alone would not wait for a call
   // already in it.
+  shm_->setWaitPartner(nullptr);
   tcp_->shutdown(Deadline::afterSeconds(5));
   tcp_->setProgressHook(nullptr);
 }

@@ -281,6 +281,10 @@ class ShmTransport final : public Transport,
   }
   /// Wakes this rank's waiter: another transport made progress.
   void onProgress() override;
+  /// A transport the waiter also drives (HybridTransport's TCP side): looked at every few
+  /// turns of the spin and every yield, handed back to its own thread during a sleep. Set
+  /// before the first call; null: none.
+  void setWaitPartner(WaitPartner* partner) { partner_ = partner; }
   /// Bytes this rank copied or reduced through its mappings of peers' memAlloc buffers
   /// (user_buffers.h) rather than with the kernel's copy.
   std::uint64_t mappedBytes() const { return mappedBytes_.load(std::memory_order_relaxed); }
@@ -449,6 +453,7 @@ class ShmTransport final : public Transport,
   std::atomic<bool> failed_{false};
   bool shutDown_ = false;
   WaitSignal progress_;
+  WaitPartner* partner_ = nullptr;
   std::int64_t lastPeerCheckNs_ = 0;
   std::int64_t lastFreedCheckNs_ = 0;
   std::uint64_t passes_ = 0;

@@ -213,6 +213,13 @@ void TcpTransport::setDriving(bool driving) {
   // back-to-back calls from waking it for nothing.
 }
 
+bool TcpTransport::handToLoop() {
+  if (tDriving != this) return false;
+  setDriving(false);
+  futexWakeAll(&drivers_);
+  return true;
+}
+
 bool TcpTransport::waitForProgress(std::uint32_t seen, Deadline deadline, std::int64_t spinNs) {
   const auto spinUntil = Deadline::Clock::now() + std::chrono::nanoseconds(spinNs);
   do {

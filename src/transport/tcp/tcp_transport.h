@@ -102,6 +102,13 @@ class TcpTransport final : public Transport {
   void notifyProgress();
   /// Also tells `hook` (which must outlive the transport's traffic) of every progress.
   void setProgressHook(ProgressHook* hook) { hook_.store(hook, std::memory_order_release); }
+  /// One look at the sockets without blocking and the handling of what is ready, by a
+  /// thread that waits on another transport (HybridTransport).
+  void pollNow() { pollOnce(0); }
+  /// Where the calling thread drives this transport: stops driving it and wakes the loop
+  /// thread at once (setDriving(false) lets it nap for up to 10 ms), so that a driver about
+  /// to sleep elsewhere leaves the sockets served. False where this thread was not driving.
+  bool handToLoop();
   void unwatch(int fd);
 
  private:
@@ -120,8 +127,8 @@ class TcpTransport final : public Transport {
   std::thread loopThread_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> failed_{false};
-  std::atomic<std::uint32_t> drivers_{0};
-  std::atomic<ProgressHook*> hook_{nullptr};  // threads currently driving (0 or 1)
+  std::atomic<std::uint32_t> drivers_{0};     // threads currently driving (0 or 1)
+  std::atomic<ProgressHook*> hook_{nullptr};
   mutable std::mutex healthMutex_;
   Status health_;
   WaitSignal progress_;

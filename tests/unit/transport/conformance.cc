@@ -73,14 +73,16 @@ std::string exchangeAsRank(Transport& t, int r, int size, const std::vector<std:
 }  // namespace
 
 std::string exchangeAllPairs(const std::vector<Transport*>& ranks,
-                             const std::vector<std::size_t>& sizes) {
+                             const std::vector<std::size_t>& sizes, bool driven) {
   const int size = static_cast<int>(ranks.size());
   std::vector<std::string> failures(ranks.size());
   std::vector<std::thread> threads;
   for (int r = 0; r < size; ++r) {
     threads.emplace_back([&, r] {
-      failures[static_cast<std::size_t>(r)] =
-          exchangeAsRank(*ranks[static_cast<std::size_t>(r)], r, size, sizes);
+      Transport& t = *ranks[static_cast<std::size_t>(r)];
+      if (driven) t.setDriving(true);
+      failures[static_cast<std::size_t>(r)] = exchangeAsRank(t, r, size, sizes);
+      if (driven) t.setDriving(false);
     });
   }
   for (auto& th : threads) th.join();

@@ -26,9 +26,10 @@ std::vector<std::uint8_t> pattern(std::size_t n, int seed);
 
 /// Every rank sends every other rank one message of each size (tags 1000 + k), posts its
 /// receives in reverse order (most messages arrive before their receive) and checks every
-/// byte. One thread per rank. Returns "" or what went wrong, per rank.
+/// byte. One thread per rank, driving its transport (setDriving) where `driven`, as a call
+/// does. Returns "" or what went wrong, per rank.
 std::string exchangeAllPairs(const std::vector<Transport*>& ranks,
-                             const std::vector<std::size_t>& sizes);
+                             const std::vector<std::size_t>& sizes, bool driven = false);
 
 /// What a conformance test asks of the transports it connects.
 struct ConnectOptions {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <numeric>
 #include <string>
 #include <thread>
@@ -145,6 +146,63 @@ TEST_P(Conformance, AllPairsExchangeMessagesOfManySizes) {
 #endif
   EXPECT_EQ(exchangeAllPairs(ranks, {0, 1, 31, 4095, 4096, 4097, 70000, 256 << 10, kLargest}),
             "");
+}
+
+// As a call runs them: the thread that waits drives the transport (Transport::setDriving),
+// and a hybrid's waiter reads the TCP sockets itself while it polls.
+TEST_P(Conformance, ThreadsThatDriveTheirTransportExchangeMessagesOfManySizes) {
+  Ranks ts = connect(4);
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  std::vector<Transport*> ranks;
+  for (auto& t : ts.transports) ranks.push_back(t.get());
+  EXPECT_EQ(exchangeAllPairs(ranks, {0, 1, 4097, 70000, 1u << 20}, /*driven=*/true), "");
+}
+
+// A driving waiter that goes to sleep (its poll window, a few ms, spent) hands the sockets
+// to the transport's own thread, which then wakes it; it takes them back when it wakes. The
+// messages come after every receiver sleeps, once per round.
+TEST_P(Conformance, ADrivingWaiterThatSleepsStillGetsItsMessages) {
+  Ranks ts = connect(4);
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  constexpr int kRounds = 3;
+  std::vector<std::thread> threads;
+  for (int r = 1; r < 4; ++r) {
+    threads.emplace_back([&, r] {
+      ts[r].setDriving(true);
+      for (int round = 0; round < kRounds; ++round) {
+        std::uint64_t got = 0;
+        TransferRequest recv;
+        ts[r].link(0).postRecv(&recv, 9, &got, sizeof got);
+        EXPECT_TRUE(waitFor(ts[r], recv).ok());
+        EXPECT_EQ(got, static_cast<std::uint64_t>(100 * round + r));
+        TransferRequest ack;
+        ts[r].link(0).postSend(&ack, 10, &got, sizeof got);
+        EXPECT_TRUE(waitFor(ts[r], ack).ok());
+      }
+      ts[r].setDriving(false);
+    });
+  }
+  ts[0].setDriving(true);
+  for (int round = 0; round < kRounds; ++round) {
+    // Longer than the receivers' poll window (shm's 5 ms), so that they sleep first; the
+    // test passes either way.
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    std::vector<std::uint64_t> values(4), acks(4);
+    std::vector<TransferRequest> sends(4), recvs(4);
+    for (int r = 1; r < 4; ++r) {
+      const auto i = static_cast<std::size_t>(r);
+      values[i] = static_cast<std::uint64_t>(100 * round + r);
+      ts[0].link(r).postRecv(&recvs[i], 10, &acks[i], sizeof acks[i]);
+      ts[0].link(r).postSend(&sends[i], 9, &values[i], sizeof values[i]);
+    }
+    for (std::size_t i = 1; i < 4; ++i) {
+      EXPECT_TRUE(waitFor(ts[0], sends[i]).ok());
+      EXPECT_TRUE(waitFor(ts[0], recvs[i]).ok());
+      EXPECT_EQ(acks[i], values[i]);
+    }
+  }
+  ts[0].setDriving(false);
+  for (auto& th : threads) th.join();
 }
 
 TEST_P(Conformance, EqualTagsAreReceivedInSendOrder) {
