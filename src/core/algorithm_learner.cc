@@ -19,8 +19,9 @@ AlgorithmLearner::Shape::Shape(std::vector<std::string> names, std::uint32_t tim
       timed_(std::clamp(timed, kMinTimed, kMaxTimed)),
       untimed_(1 + timed_ / 8) {
   if (names_.size() > kMaxContenders) names_.resize(kMaxContenders);
-  // The opening: a try of each contender, then the decision.
-  decision_ = tryCalls() * names_.size();
+  // The opening: the warm-up, a try of each contender, then the decision.
+  warmup_ = names_.size() > 1 ? tryCalls() : 0;
+  decision_ = openingCalls();
   tried_ = names_.size() > 1 ? 1 : 0;
 }
 
@@ -44,11 +45,16 @@ AlgorithmLearner::Pick AlgorithmLearner::choose(Shape& s) {
   if (n >= s.decision_) return Pick{s.kept(), true};
   const std::uint64_t tries = s.tryCalls();
   bool opens = false;
-  if (!s.decided_) {
-    // The opening: contender n / tries, its first untimed_ calls untimed.
-    s.last_ = static_cast<std::size_t>(n / tries);
-    s.counted_ = n % tries >= s.untimed_;
-    opens = n % tries == s.untimed_;
+  if (!s.decided_ && n < s.warmup_) {
+    // The warm-up: the model's choice, untimed.
+    s.last_ = 0;
+    s.counted_ = false;
+  } else if (!s.decided_) {
+    // The tries: contender m / tries, its first untimed_ calls untimed.
+    const std::uint64_t m = n - s.warmup_;
+    s.last_ = static_cast<std::size_t>(m / tries);
+    s.counted_ = m % tries >= s.untimed_;
+    opens = m % tries == s.untimed_;
   } else {
     const std::uint64_t left = s.decision_ - n;  // 1 for the cycle's last call
     const bool trying = left <= tries;

@@ -18,8 +18,14 @@
 // transport's flat exchange where the ranks share a host, else an all-gather of them on the
 // call's own tags, CallRunner::agree) and so keep the same contender.
 //
-// The schedule of a shape with k contenders: an opening of a try per contender in the
-// model's order, then a decision, which runs the fastest. A try is U + T calls: U untimed
+// The schedule of a shape with k contenders: an opening of a warm-up (a try's calls of the
+// model's choice, none timed) and a try per contender in the model's order, then a
+// decision, which runs the fastest. The warm-up takes the shape's first calls, which touch
+// its buffers for the first time: in the regret grid's launches a try that came first
+// measured up to 1.8 times its contender's steady time at 4 and 64 MiB, and the opening then
+// kept a slower one (at 64 KiB on 4 ranks over tcp, the first try's reduce_bcast measured
+// 250 us against its steady 176, and rabenseifner, 253, was kept until the first cycle's
+// check). A try is U + T calls: U untimed
 // (the first builds the plan and faults in what the contender touches; the next let the
 // ranks settle into its rhythm), then T timed. Then cycles: the kept contender, and its
 // cycle's last U + T calls try another contender in turn; the next decision compares the
@@ -86,6 +92,8 @@ class AlgorithmLearner {
     const std::vector<std::string>& names() const { return names_; }
     /// The calls of a try: its untimed ones, then its timed ones.
     std::uint64_t tryCalls() const { return untimed_ + timed_; }
+    /// The opening's calls: the warm-up and a try of each contender.
+    std::uint64_t openingCalls() const { return warmup_ + tryCalls() * names_.size(); }
     std::uint32_t timedCalls() const { return timed_; }
     /// Any thread may read these two (Communicator::algorithmFor).
     std::size_t kept() const { return kept_.load(std::memory_order_relaxed); }
@@ -101,6 +109,7 @@ class AlgorithmLearner {
     std::vector<std::string> names_;
     std::uint32_t timed_ = kMinTimed;
     std::uint32_t untimed_ = 1;
+    std::uint64_t warmup_ = 0;    // the opening's first calls, none timed
     std::uint64_t calls_ = 0;     // chosen so far; the one in flight is calls_ - 1
     std::uint64_t decision_ = 0;  // the call of the next decision
     std::uint64_t cycles_ = 0;    // decisions so far: which contender a cycle tries

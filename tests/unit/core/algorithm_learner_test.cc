@@ -1,5 +1,5 @@
 // The algorithm learner (core/algorithm_learner.h), fed made-up call times: the opening's
-// calls and which of them count, keeping the fastest contender by the ranks' summed
+// calls (a warm-up, then a try of each) and which of them count, keeping the fastest contender by the ranks' summed
 // estimates, ties to the model's order, tries as long as the model's prediction allows,
 // estimates that are means (an alternating contender is not taken for its fast calls) with
 // a descheduled call clipped, the first cycle's length and the later ones' by how much
@@ -77,22 +77,39 @@ void run(Learner::Shape& shape, Calls& calls, int count, const std::vector<std::
 
 TEST(AlgorithmLearner, TheOpeningRunsEachContenderInTheModelsOrderThenKeepsTheFastest) {
   Learner::Shape shape(names(3));
+  EXPECT_EQ(shape.openingCalls(), 4 * kTries);
   Calls calls;
   // The first call of each contender (untimed) takes 100 times as long: not counted.
-  run(shape, calls, static_cast<int>(3 * kTries) + 1, {300, 100, 200}, 2, 30000);
-  const std::vector<std::size_t> opening = {0, 0, 0, 1, 1, 1, 2, 2, 2, 1};
+  run(shape, calls, static_cast<int>(4 * kTries) + 1, {300, 100, 200}, 2, 30000);
+  const std::vector<std::size_t> opening = {0, 0, 0, 0, 0, 0, 1, 1, 1, 2, 2, 2, 1};
   EXPECT_EQ(calls.ran, opening);
   ASSERT_EQ(calls.decisions.size(), 1u);
-  EXPECT_EQ(calls.decisions[0], 3 * kTries);
+  EXPECT_EQ(calls.decisions[0], 4 * kTries);
   EXPECT_TRUE(shape.decided());
   EXPECT_EQ(shape.kept(), 1u);
   EXPECT_EQ(calls.changes, 1);
 }
 
+TEST(AlgorithmLearner, TheShapesFirstCallsWarmUpAndAreNotCountedAgainstTheModelsChoice) {
+  // The shape's first calls touch its buffers for the first time: its first kTries calls
+  // take 50 times as long. They are the warm-up's (contender 0, untimed), and contender 0,
+  // the fastest after them, is kept.
+  Learner::Shape shape(names(3));
+  Calls calls;
+  run(shape, calls, static_cast<int>(shape.openingCalls()) + 1,
+      [](std::size_t c, std::size_t before) -> std::int64_t {
+        if (c == 0) return before < kTries ? 5000 : 100;
+        return c == 1 ? 150 : 200;
+      });
+  ASSERT_EQ(calls.decisions.size(), 1u);
+  EXPECT_EQ(shape.kept(), 0u);
+  EXPECT_EQ(Learner::estimates(shape)[0], 100);
+}
+
 TEST(AlgorithmLearner, TiesGoToTheModelsOrder) {
   Learner::Shape shape(names(3));
   Calls calls;
-  run(shape, calls, static_cast<int>(3 * kTries) + 1, {200, 100, 100});
+  run(shape, calls, static_cast<int>(shape.openingCalls()) + 1, {200, 100, 100});
   EXPECT_EQ(shape.kept(), 1u);
 }
 
@@ -101,7 +118,7 @@ TEST(AlgorithmLearner, TheFirstCycleIsShortThenTheOthersTakeTurnsAtItsEnd) {
   Calls calls;
   // Contender 0 is far the fastest: the first cycle is still kPeriod long, later ones
   // kFarthestPeriod.
-  const int opening = static_cast<int>(3 * kTries);
+  const int opening = static_cast<int>(shape.openingCalls());
   const int total = opening + static_cast<int>(kPeriod + 2 * kFarthestPeriod) + 1;
   run(shape, calls, total, {100, 1000, 1000});
   ASSERT_EQ(calls.decisions.size(), 4u);
@@ -122,7 +139,7 @@ TEST(AlgorithmLearner, TheFirstCycleIsShortThenTheOthersTakeTurnsAtItsEnd) {
 }
 
 TEST(AlgorithmLearner, CyclesLastLongerTheSlowerTheOtherWas) {
-  const int opening = static_cast<int>(3 * kTries);
+  const int opening = static_cast<int>(3 * kTries);  // two contenders: warm-up and 2 tries
   const struct {
     std::int64_t other;
     std::uint64_t period;
@@ -164,7 +181,7 @@ TEST(AlgorithmLearner, KeepsItsContenderAgainstALessThanThreePercentFasterOne) {
 TEST(AlgorithmLearner, AContenderWithoutATimeIsNotKeptOverOneWithATime) {
   Learner::Shape shape(names(2));
   // Contender 0's calls all failed somewhere (no time on some rank): -1 in the sums.
-  for (std::uint64_t i = 0; i < 2 * kTries; ++i) {
+  for (std::uint64_t i = 0; i < shape.openingCalls(); ++i) {
     const Learner::Pick pick = Learner::choose(shape);
     ASSERT_FALSE(pick.decides);
     if (pick.contender == 1) Learner::record(shape, 500);
@@ -184,7 +201,7 @@ TEST(AlgorithmLearner, AKeptContenderWithoutATimeStays) {
   // messages tried another way): nothing was measured against it, and it stays.
   Learner::Shape shape(names(2));
   Calls calls;
-  run(shape, calls, static_cast<int>(2 * kTries) + 1, {100, 200});
+  run(shape, calls, static_cast<int>(shape.openingCalls()) + 1, {100, 200});
   ASSERT_EQ(shape.kept(), 0u);
   for (std::uint64_t i = 0; i + 1 < kPeriod; ++i) {
     const Learner::Pick pick = Learner::choose(shape);
@@ -244,8 +261,7 @@ TEST(AlgorithmLearner, AtMostFourContendersAndEachOnesFirstCallIsAOneTimeCost) {
   EXPECT_EQ(shape.names().size(), Learner::kMaxContenders);
   const std::uint64_t before = poolGrowth().done;
   Calls calls;
-  run(shape, calls, static_cast<int>(Learner::kMaxContenders * kTries) + 1,
-      {100, 100, 100, 100});
+  run(shape, calls, static_cast<int>(shape.openingCalls()) + 1, {100, 100, 100, 100});
   EXPECT_EQ(poolGrowth().done - before, Learner::kMaxContenders);
 }
 
@@ -254,20 +270,21 @@ TEST(AlgorithmLearner, TriesLastAsManyCallsAsTheModelsPredictionAllows) {
   EXPECT_EQ(Learner::timedCallsFor(Learner::kTryBudgetNs), Learner::kMinTimed);
   EXPECT_EQ(Learner::timedCallsFor(Learner::kTryBudgetNs / 10), 10u);
   EXPECT_EQ(Learner::timedCallsFor(Learner::kTryBudgetNs / 1000), Learner::kMaxTimed);
-  // A try of 10 timed calls after 2 untimed: the opening runs 12 calls of each contender;
-  // a cycle's last 12 try another, and the kept one's 10 before them are timed (the first
-  // of each after another's: 1000 times slower, counted it would lose).
+  // A try of 10 timed calls after 2 untimed: the opening runs 12 calls of the warm-up and
+  // 12 of each contender; a cycle's last 12 try another, and the kept one's 10 before them
+  // are timed (the first of each after another's: 1000 times slower, counted it would lose).
   Learner::Shape shape(names(2), 10);
   EXPECT_EQ(shape.timedCalls(), 10u);
   EXPECT_EQ(shape.tryCalls(), 12u);
   Calls calls;
-  const int opening = 24;
+  const int opening = 36;
+  EXPECT_EQ(shape.openingCalls(), 36u);
   const int cycle = static_cast<int>(12 * Learner::kExplorePeriod);
   run(shape, calls, opening + cycle + 1, {100, 110}, 2, 100000);
   ASSERT_EQ(calls.decisions.size(), 2u);
-  EXPECT_EQ(calls.decisions[0], 24u);
+  EXPECT_EQ(calls.decisions[0], 36u);
   EXPECT_EQ(calls.decisions[1], static_cast<std::size_t>(opening + cycle));
-  for (int i = 0; i < opening; ++i) EXPECT_EQ(calls.ran[i], i < 12 ? 0u : 1u) << i;
+  for (int i = 0; i < opening; ++i) EXPECT_EQ(calls.ran[i], i < 24 ? 0u : 1u) << i;
   for (int i = opening; i < opening + cycle; ++i)
     EXPECT_EQ(calls.ran[i], i >= opening + cycle - 12 ? 1u : 0u) << i;
   EXPECT_EQ(shape.kept(), 0u);
@@ -279,7 +296,7 @@ TEST(AlgorithmLearner, AnAlternatingContenderIsNotTakenForItsFastCalls) {
   // loop of them runs at 50 us a call, slower than contender 1's steady 45.
   Learner::Shape shape(names(2), 8);
   Calls calls;
-  run(shape, calls, 2 * static_cast<int>(shape.tryCalls()) + 1, [](std::size_t c, std::size_t before) -> std::int64_t {
+  run(shape, calls, static_cast<int>(shape.openingCalls()) + 1, [](std::size_t c, std::size_t before) -> std::int64_t {
     if (c == 1) return 45000;
     return before % 2 == 0 ? 20000 : 80000;
   });
@@ -291,9 +308,10 @@ TEST(AlgorithmLearner, ADescheduledCallCountsAsASlowOneNotAsAHundred) {
   // kClip times the median, its mean is 125 us, still faster than contender 1's 130.
   Learner::Shape shape(names(2), 8);
   Calls calls;
-  run(shape, calls, 2 * static_cast<int>(shape.tryCalls()) + 1, [](std::size_t c, std::size_t before) -> std::int64_t {
+  const std::size_t warmup = shape.tryCalls();
+  run(shape, calls, static_cast<int>(shape.openingCalls()) + 1, [warmup](std::size_t c, std::size_t before) -> std::int64_t {
     if (c == 1) return 130000;
-    return before == 4 ? 10000000 : 100000;
+    return before == warmup + 4 ? 10000000 : 100000;
   });
   EXPECT_EQ(shape.kept(), 0u);
   const Learner::Times estimates = Learner::estimates(shape);
@@ -305,7 +323,7 @@ TEST(AlgorithmLearner, ADecisionNotMadeIsAskedForAgainByTheNextCall) {
   // A failed communicator's calls skip the agreement: the contenders stay in range and
   // each later call asks for the decision, which then runs as usual.
   Learner::Shape shape(names(2));
-  for (std::uint64_t i = 0; i < 2 * kTries; ++i) {
+  for (std::uint64_t i = 0; i < shape.openingCalls(); ++i) {
     (void)Learner::choose(shape);
     Learner::record(shape, 100);
   }
