@@ -42,10 +42,11 @@ MachineModel defaults() {
   m.flatBeta = 1.0 / 10e9;
   // The library's path per message end (an executor step over shared memory measured on a
   // 2-vCPU EPYC VM: ~0.5 us a round where the cache line's trip is 0.2), a context switch,
-  // a 32 MiB L3, caches ~4x memory;
+  // a yield handing a core over (~1 us), a 32 MiB L3, caches ~4x memory;
   // loopback TCP ~10 us one way, ~2 GB/s a stream, ~3 us of CPU per end.
   m.messageOverhead = 1.5e-7;
   m.switchCost = 3e-6;
+  m.yieldCost = 1e-6;
   m.llcBytes = 32u << 20;
   m.cacheBandwidth = 160e9;
   m.loopback = {4e-6, 1.0 / 2e9, 3e-6};

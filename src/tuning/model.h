@@ -94,6 +94,11 @@ struct MachineModel {
   /// What a rank that waits for a message pays to run again on a host with more ranks than
   /// cores (it slept and another ran in its place): a context switch, in CPU time.
   double switchCost = 0;
+  /// The same where the waiting rank yields its core rather than sleeping, as waits over
+  /// shared memory do on such a host (ShmTransport: for TUTTI_SHM_POLL_US): another rank's
+  /// sched_yield handing it the core, in CPU time. 0: switchCost. TCP's waits sleep in
+  /// epoll, so over TCP the tuner prices them at switchCost (effectiveModel).
+  double yieldCost = 0;
   /// The host's last-level cache, bytes (0: not known). A call whose buffers on a host
   /// together fit in it moves its bytes at cacheBandwidth, a larger one at
   /// hostMemoryBandwidth.

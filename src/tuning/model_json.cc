@@ -207,11 +207,11 @@ std::string toJson(const MachineModel& m, const ModelFileInfo& info) {
                    number(m.nicLineBandwidth).c_str(), m.coresPerHost, number(m.flatAlpha).c_str(),
                    number(m.flatBeta).c_str());
   out += strFormat("  \"message_overhead\": %s,\n  \"switch_cost\": %s,\n"
-                   "  \"kernel_copy_ratio\": %s,\n"
+                   "  \"yield_cost\": %s,\n  \"kernel_copy_ratio\": %s,\n"
                    "  \"llc_bytes\": %llu,\n  \"cache_bandwidth\": %s,\n"
                    "  \"loopback\": {\"alpha\": %s, \"beta\": %s, \"overhead\": %s},\n",
                    number(m.messageOverhead).c_str(), number(m.switchCost).c_str(),
-                   number(m.kernelCopyRatio).c_str(),
+                   number(m.yieldCost).c_str(), number(m.kernelCopyRatio).c_str(),
                    static_cast<unsigned long long>(m.llcBytes), number(m.cacheBandwidth).c_str(),
                    number(m.loopback.alpha).c_str(), number(m.loopback.beta).c_str(),
                    number(m.loopback.overhead).c_str());
@@ -235,7 +235,7 @@ Result<MachineModel> fromJson(std::string_view text, ModelFileInfo* info) {
                                             "gamma", "copy_beta", "host_memory_bandwidth",
                                             "nic_bandwidth", "nic_burst_bytes",
                                             "nic_line_bandwidth", "cores_per_host", "flat_alpha",
-                                            "flat_beta", "message_overhead", "switch_cost",
+                                            "flat_beta", "message_overhead", "switch_cost", "yield_cost",
                                             "kernel_copy_ratio", "llc_bytes", "cache_bandwidth", "loopback",
                                             "streaming_stores_from", "ring_blocks_from",
                                             "pair_all_reduce_rings_up_to",
@@ -257,6 +257,7 @@ Result<MachineModel> fromJson(std::string_view text, ModelFileInfo* info) {
   TUTTI_RETURN_IF_ERROR(readNumber(doc, "", "flat_beta", m.flatBeta));
   TUTTI_RETURN_IF_ERROR(readNumber(doc, "", "message_overhead", m.messageOverhead));
   TUTTI_RETURN_IF_ERROR(readNumber(doc, "", "switch_cost", m.switchCost));
+  TUTTI_RETURN_IF_ERROR(readNumber(doc, "", "yield_cost", m.yieldCost));
   TUTTI_RETURN_IF_ERROR(readNumber(doc, "", "kernel_copy_ratio", m.kernelCopyRatio));
   TUTTI_RETURN_IF_ERROR(readBytes(doc, "llc_bytes", m.llcBytes));
   TUTTI_RETURN_IF_ERROR(readNumber(doc, "", "cache_bandwidth", m.cacheBandwidth));

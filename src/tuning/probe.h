@@ -22,6 +22,7 @@
 //                          half the best round trip of 8 bytes, CPU time half at each end
 //                          (overhead), and 1 MiB messages (beta)
 //   switch_cost            two threads on one CPU handing a futex word back and forth
+//   yield_cost             the same two threads, each waiting for its turn by sched_yield
 //   message_overhead       not measured (the executor runs above this layer): the default
 //   paths[class]           two threads pinned to a pair of CPUs of the class: alpha is
 //                          half a ping-pong's round trip through one cache line, beta what
@@ -41,9 +42,9 @@
 //                          contribution, meets the other at a counter, reads both (8 B and
 //                          64 KiB contributions)
 //
-// The loopback and switch phases are refused (defaults kept, the probe incomplete) where
-// their figure is past what a running thread takes (500 us one way, 50 us a switch) or the
-// test seam calls them contended ("loopback", "switch_cost").
+// The loopback, switch and yield phases are refused (defaults kept, the probe incomplete)
+// where their figure is past what a running thread takes (500 us one way, 50 us a switch or
+// a yield) or the test seam calls them contended ("loopback", "switch_cost", "yield_cost").
 //
 // A phase of two threads is trusted only where it passes two checks, else its figure is not
 // used (the class takes the nearest trusted class's, or defaults(); flat keeps defaults())

@@ -221,49 +221,83 @@ std::optional<MessageCosts> measureLoopback(int cpuA, int cpuB, ProbeClock::time
   return out;
 }
 
-std::optional<double> measureSwitch(int cpu, ProbeClock::time_point until) {
+namespace {
+
+// Two threads pinned to `cpu` handing a word back and forth, `self` timing batches of
+// hand-overs: each waits for the word's parity that makes it its turn with `await` (which
+// also returns once `stop` is set) and hands the turn over with `pass`. Half the best
+// round trip; nullopt where no batch finished by `until`.
+template <typename Await, typename Pass>
+std::optional<double> timeHandOvers(int cpu, ProbeClock::time_point until, Await await, Pass pass) {
   std::atomic<std::uint32_t> turn{0};
   std::atomic<bool> stop{false};
   constexpr std::uint32_t kHandovers = 64;
   double best = 0;
-  // Thread 1 answers: whenever the word is odd, it makes it even again.
+  // The other thread answers: whenever the word is odd, it makes it even again.
   std::thread other([&] {
     pinThread(cpu);
-    std::uint32_t seen = 0;
-    while (!stop.load(std::memory_order_acquire)) {
-      turn.wait(seen, std::memory_order_acquire);
-      seen = turn.load(std::memory_order_acquire);
-      if (seen % 2 == 1) {
-        turn.store(++seen, std::memory_order_release);
-        turn.notify_one();
-      }
+    for (;;) {
+      const std::uint32_t seen = await(turn, 1u, stop);
+      if (stop.load(std::memory_order_acquire)) return;
+      pass(turn, seen + 1);
     }
   });
   std::thread self([&] {
     pinThread(cpu);
     std::uint32_t value = 0;
     // Handing over only works while both run on the one CPU; elsewhere (pinning refused)
-    // the figure is a cross-CPU wake-up, still a fair price of a rank's sleep.
+    // the figure is a cross-CPU wake-up (or a cache line's trip), still a fair price.
     for (int batch = 0; batch < 2 || ProbeClock::now() < until; ++batch) {
       const auto start = ProbeClock::now();
       for (std::uint32_t i = 0; i < kHandovers; ++i) {
-        turn.store(++value, std::memory_order_release);
-        turn.notify_one();
-        turn.wait(value, std::memory_order_acquire);
-        value = turn.load(std::memory_order_acquire);
+        pass(turn, ++value);
+        value = await(turn, 0u, stop);
       }
       const double t = secondsSince(start) / (2.0 * kHandovers);
       if (best == 0 || t < best) best = t;
       if (batch > 1000) break;
     }
     stop.store(true, std::memory_order_release);
-    turn.store(++value, std::memory_order_release);
-    turn.notify_all();
+    pass(turn, ++value);  // wakes the other thread, which then sees `stop`
   });
   self.join();
   other.join();
   if (best <= 0) return std::nullopt;
   return best;
+}
+
+}  // namespace
+
+std::optional<double> measureSwitch(int cpu, ProbeClock::time_point until) {
+  auto await = [](std::atomic<std::uint32_t>& turn, std::uint32_t parity, std::atomic<bool>& stop) {
+    std::uint32_t v = turn.load(std::memory_order_acquire);
+    while (v % 2 != parity && !stop.load(std::memory_order_acquire)) {
+      turn.wait(v, std::memory_order_acquire);
+      v = turn.load(std::memory_order_acquire);
+    }
+    return v;
+  };
+  auto pass = [](std::atomic<std::uint32_t>& turn, std::uint32_t v) {
+    turn.store(v, std::memory_order_release);
+    turn.notify_one();
+  };
+  return timeHandOvers(cpu, until, await, pass);
+}
+
+std::optional<double> measureYield(int cpu, ProbeClock::time_point until) {
+  // As a rank waiting over shared memory does on a host with more ranks than cores.
+  auto await = [](std::atomic<std::uint32_t>& turn, std::uint32_t parity, std::atomic<bool>& stop) {
+    std::uint32_t v = turn.load(std::memory_order_acquire);
+    while (v % 2 != parity && !stop.load(std::memory_order_acquire)) {
+      sched_yield();
+      v = turn.load(std::memory_order_acquire);
+    }
+    return v;
+  };
+  auto pass = [](std::atomic<std::uint32_t>& turn, std::uint32_t v) {
+    turn.store(v, std::memory_order_release);
+  };
+  return timeHandOvers(cpu, until, await, pass);
 }
 
 void probeLibraryPaths(const ProbeOptions& options, const std::optional<std::pair<int, int>>& pair,
@@ -310,6 +344,22 @@ void probeLibraryPaths(const ProbeOptions& options, const std::optional<std::pai
       m.switchCost = *cost;
       report.notes.push_back(strFormat("switch_cost: two threads on CPU %d handing a futex over, "
                                        "%.2f us (%.1f ms)", a, *cost * 1e6, secondsSince(t0) * 1e3));
+    }
+  }
+  t0 = ProbeClock::now();
+  if (!late("yield_cost")) {
+    // Half of the switch's share: a yield's hand-over is the cheaper of the two.
+    const auto cost = measureYield(a, ProbeClock::now() + switchShare / 2);
+    const bool contended = options.contended && options.contended("yield_cost");
+    if (!cost) {
+      distrusted("yield_cost", "no hand-over finished");
+    } else if (contended || *cost > kMaxSwitch) {
+      distrusted("yield_cost", strFormat("untrusted (%.1f us)", *cost * 1e6));
+    } else {
+      m.yieldCost = *cost;
+      report.notes.push_back(strFormat("yield_cost: two threads on CPU %d handing it over by "
+                                       "sched_yield, %.2f us (%.1f ms)",
+                                       a, *cost * 1e6, secondsSince(t0) * 1e3));
     }
   }
 }

@@ -62,9 +62,13 @@ std::optional<MessageCosts> measureLoopback(int cpuA, int cpuB, ProbeClock::time
 /// batch finished by `until`.
 std::optional<double> measureSwitch(int cpu, ProbeClock::time_point until);
 
-/// The probe's phases of these (probe.h): `loopback` through measureLoopback and
-/// `switch_cost` through measureSwitch, on the CPU pair `pair` (nullopt: not pinned), each
-/// in its share, skipped where `late(name)` says the probe's time ran out; a figure past what
+/// A yield's hand-over: the same two threads, each waiting for its turn with sched_yield;
+/// half the best round trip. nullopt where no batch finished by `until`.
+std::optional<double> measureYield(int cpu, ProbeClock::time_point until);
+
+/// The probe's phases of these (probe.h): `loopback` through measureLoopback,
+/// `switch_cost` through measureSwitch and `yield_cost` through measureYield (in half the
+/// switch's share), on the CPU pair `pair` (nullopt: not pinned), each in its share, skipped where `late(name)` says the probe's time ran out; a figure past what
 /// a running thread takes, or a phase the options' test seam calls contended, is refused
 /// (defaults kept, the probe incomplete). Writes report.model and report.notes.
 void probeLibraryPaths(const ProbeOptions& options, const std::optional<std::pair<int, int>>& pair,

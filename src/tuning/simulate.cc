@@ -33,6 +33,14 @@ constexpr std::uint64_t kSingleCopyFrom = 256 << 10;
 // the first call's.
 constexpr std::uint32_t kSecondCall = 1u << 31;
 
+// What a waiting rank pays for a core on a host with more ranks than cores: another rank's
+// yield where waits yield (shared memory, and the hybrid transport's waits, which poll its
+// sockets as they yield), a wake-up where they sleep (TCP's effective model sets yieldCost
+// to switchCost: tuner.h).
+double handOver(const MachineModel& model) {
+  return model.yieldCost > 0 ? model.yieldCost : model.switchCost;
+}
+
 enum StepState : std::uint8_t { kWaiting = 0, kRunning = 1, kComplete = 2 };
 
 // One step as the simulator needs it: a Step without its regions' places, in 24 bytes
@@ -191,9 +199,10 @@ class Run {
     return static_cast<std::size_t>(placement_.machineOf(hostOf(slot)));
   }
   // What a rank pays to run again once a message ends its wait at `time`, on a host with
-  // more ranks than cores (nothing elsewhere): a context switch, or as many as there are
-  // waiting ranks per core, since waiting ranks hand the cores round (they yield, or sleep
-  // and are woken) and this one runs once the others of its core have had their turn.
+  // more ranks than cores (nothing elsewhere, nor where the message came while the rank
+  // still had work): a hand-over of the core (handOver), or as many as there are waiting
+  // ranks per core, since waiting ranks hand the cores round (they yield, or sleep and are
+  // woken) and this one runs once the others of its core have had their turn.
   double wakeCost(std::uint32_t slot, double time) const;
   // Work of `bytes` through the host's memory from `start` to `end` (its CPU time): it ends
   // no earlier than the memory bus, shared by the host's ranks, can carry them.
@@ -347,6 +356,10 @@ double Run::cpu(std::uint32_t slot, double time, double work) {
 double Run::wakeCost(std::uint32_t slot, double time) const {
   const std::size_t machine = machineOf(slot);
   if (!machines_.oversubscribed[machine]) return 0;
+  // A message there before the rank's thread ran out of work ended no wait: the rank finds
+  // it when it next looks (a rank still reducing the message before, still copying in one
+  // of its own sends).
+  if (ranks_[slot].threadFree >= time) return 0;
   // The other ranks of the machine waiting now: those whose thread has no work left at `time`.
   // Where the fast path runs some of them only, those it runs stand for the rest.
   int waiting = 0, seen = 0;
@@ -358,7 +371,7 @@ double Run::wakeCost(std::uint32_t slot, double time) const {
     if (other.completed < other.count && other.threadFree < time) ++waiting;
   }
   const double others = seen > 0 ? waiting * static_cast<double>(ranks.size() - 1) / seen : 0;
-  return model_.switchCost * std::max(1.0, others / static_cast<double>(machines_.cores[machine].size()));
+  return handOver(model_) * std::max(1.0, others / static_cast<double>(machines_.cores[machine].size()));
 }
 
 double Run::throughMemory(std::uint32_t slot, double start, double end, double bytes) {
@@ -622,7 +635,7 @@ double flatExchangeTime(const AlgorithmInfo& algorithm, const CollectiveSpec& sp
   // With more ranks than cores, a rank sees the others' contributions only once each has
   // run: every turn of the cores (share ranks each) costs share switches, and a rank waits
   // for share turns.
-  const double switches = spec.size > cores ? share * share * model.switchCost : 0;
+  const double switches = spec.size > cores ? share * share * handOver(model) : 0;
   return model.flatAlpha + model.flatBeta * read * share + switches;
 }
 

@@ -75,6 +75,9 @@ MachineModel effectiveModel(const TunerSetup& setup) {
     for (int c = 0; c < static_cast<int>(PathClass::kNetwork); ++c)
       m.paths[static_cast<std::size_t>(c)] = known ? loopback : m.path(PathClass::kNetwork);
     m.kernelCopyRatio = 0;  // no copy between processes: each kernel copies
+    // A rank waiting on TCP sleeps in epoll (with more ranks than cores it does not spin):
+    // it runs again through a wake-up, not another rank's yield.
+    m.yieldCost = m.switchCost;
   }
   return m;
 }

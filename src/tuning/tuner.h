@@ -83,7 +83,8 @@ struct TunerSetup {
 };
 
 /// The model as the ranks of `setup` see it: on one host over TCP, the host's paths cost
-/// what the network's do (loopback TCP rather than shared memory).
+/// what the network's do (loopback TCP rather than shared memory); over TCP, a waiting rank
+/// sleeps rather than yields (yieldCost is switchCost).
 MachineModel effectiveModel(const TunerSetup& setup);
 
 /// Every candidate for `spec` (its rank and in-place flag are ignored: every rank is priced,

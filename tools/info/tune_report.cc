@@ -28,6 +28,7 @@ std::string describeModel(const tuning::MachineModel& m, const std::vector<std::
                    rate(m.loopback.beta).c_str(), micro(m.loopback.overhead).c_str());
   out += strFormat("\n  per message end     %s (the library's own)\n", micro(m.messageOverhead).c_str());
   out += strFormat("  context switch      %s\n", micro(m.switchCost).c_str());
+  out += strFormat("  yield hand-over     %s\n", micro(m.yieldCost).c_str());
   out += strFormat("  kernel copy         %s\n",
                    m.kernelCopyRatio > 0 ? strFormat("%.2fx memcpy's time", m.kernelCopyRatio).c_str()
                                          : "not known");

@@ -25,6 +25,7 @@ MachineModel sample() {
   m.flatBeta = 1.0 / 9e9;
   m.messageOverhead = 1.7e-7;
   m.switchCost = 2.9e-6;
+  m.yieldCost = 1.3e-6;
   m.llcBytes = 96u << 20;
   m.cacheBandwidth = 1.0 / 7e-12;
   m.loopback = {1.5e-6, 1.0 / 3.3e9, 4.1e-6};
@@ -52,6 +53,7 @@ void expectSame(const MachineModel& a, const MachineModel& b) {
   EXPECT_EQ(a.flatBeta, b.flatBeta);
   EXPECT_EQ(a.messageOverhead, b.messageOverhead);
   EXPECT_EQ(a.switchCost, b.switchCost);
+  EXPECT_EQ(a.yieldCost, b.yieldCost);
   EXPECT_EQ(a.llcBytes, b.llcBytes);
   EXPECT_EQ(a.cacheBandwidth, b.cacheBandwidth);
   EXPECT_EQ(a.loopback.alpha, b.loopback.alpha);

@@ -52,6 +52,7 @@ TEST(Probe, EveryParameterIsFinitePositiveAndPlausible) {
   expectPlausibleBeta(m.flatBeta, "flat_beta");
   expectPlausibleBeta(1 / m.cacheBandwidth, "cache_bandwidth");
   expectPlausibleTime(m.switchCost, "switch_cost");
+  expectPlausibleTime(m.yieldCost, "yield_cost");
   expectPlausibleTime(m.messageOverhead, "message_overhead");
   expectPlausibleTime(m.loopback.overhead, "loopback.overhead");
   expectPlausibleBeta(m.loopback.beta, "loopback.beta");
@@ -72,6 +73,9 @@ TEST(Probe, LoopbackMessagesAndASwitchAreMeasuredThroughTheirOwnPaths) {
   const auto cost = measureSwitch(0, ProbeClock::now() + std::chrono::milliseconds(2));
   ASSERT_TRUE(cost.has_value());
   expectPlausibleTime(*cost, "switch");
+  const auto yield = measureYield(0, ProbeClock::now() + std::chrono::milliseconds(2));
+  ASSERT_TRUE(yield.has_value());
+  expectPlausibleTime(*yield, "yield");
 }
 
 TEST(NetworkProbe, TwoTransportsMeasureAndLeaveNothingUnread) {
@@ -246,6 +250,7 @@ TEST(Probe, AContendedPhaseIsNotUsedAndTheProbeIsIncomplete) {
   EXPECT_EQ(report.model.flatAlpha, d.flatAlpha);
   EXPECT_EQ(report.model.flatBeta, d.flatBeta);
   EXPECT_EQ(report.model.switchCost, d.switchCost);
+  EXPECT_EQ(report.model.yieldCost, d.yieldCost);
   EXPECT_EQ(report.model.loopback.overhead, d.loopback.overhead);
   bool named = false;  // the notes say same_l3 was not used (untrusted, or did not answer)
   for (const std::string& note : report.notes)

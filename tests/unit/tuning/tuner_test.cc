@@ -276,6 +276,18 @@ TEST(Tuner, TcpOnOneHostPricesTheHostLikeTheNetwork) {
             fastModel().path(PathClass::kSameL3).alpha);
 }
 
+TEST(Tuner, OverTcpAWaitingRankSleepsAndOverSharedMemoryItYields) {
+  MachineModel model = fastModel();
+  model.switchCost = 4e-6;
+  model.yieldCost = 1e-6;
+  TunerSetup setup = setupFor(model, 4, 4, TransportKind::kTcp);
+  EXPECT_EQ(effectiveModel(setup).yieldCost, 4e-6);
+  setup.transport = TransportKind::kShm;
+  EXPECT_EQ(effectiveModel(setup).yieldCost, 1e-6);
+  setup.transport = TransportKind::kHybrid;
+  EXPECT_EQ(effectiveModel(setup).yieldCost, 1e-6);
+}
+
 TEST(Tuner, TcpOnOneHostSendsAtTheLoopbackStreamsPaceAndReceivesAtTheKernelsCopy) {
   MachineModel model = fastModel();
   model.loopback = LinkCost{0, 3e-10, 5e-6};
