@@ -199,10 +199,13 @@ class Run {
     return static_cast<std::size_t>(placement_.machineOf(hostOf(slot)));
   }
   // What a rank pays to run again once a message ends its wait at `time`, on a host with
-  // more ranks than cores (nothing elsewhere, nor where the message came while the rank
-  // still had work): a hand-over of the core (handOver), or as many as there are waiting
-  // ranks per core, since waiting ranks hand the cores round (they yield, or sleep and are
-  // woken) and this one runs once the others of its core have had their turn.
+  // more ranks than cores (nothing elsewhere): a hand-over of the core (handOver), or as
+  // many as there are waiting ranks per core, since waiting ranks hand the cores round (they
+  // yield, or sleep and are woken) and this one runs once the others of its core have had
+  // their turn. Charged for every message received, even one that came while the rank still
+  // had work: the core's hand-overs between ranks that work are charged nowhere else (not
+  // charging those messages priced ring-like schedules at 8 B and 64 KiB on 8 ranks over 2
+  // cores at half their time, and the model then chose them).
   double wakeCost(std::uint32_t slot, double time) const;
   // Work of `bytes` through the host's memory from `start` to `end` (its CPU time): it ends
   // no earlier than the memory bus, shared by the host's ranks, can carry them.
@@ -356,10 +359,6 @@ double Run::cpu(std::uint32_t slot, double time, double work) {
 double Run::wakeCost(std::uint32_t slot, double time) const {
   const std::size_t machine = machineOf(slot);
   if (!machines_.oversubscribed[machine]) return 0;
-  // A message there before the rank's thread ran out of work ended no wait: the rank finds
-  // it when it next looks (a rank still reducing the message before, still copying in one
-  // of its own sends).
-  if (ranks_[slot].threadFree >= time) return 0;
   // The other ranks of the machine waiting now: those whose thread has no work left at `time`.
   // Where the fast path runs some of them only, those it runs stand for the rest.
   int waiting = 0, seen = 0;

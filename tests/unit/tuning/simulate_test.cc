@@ -278,27 +278,6 @@ TEST(Simulate, AWaitThatYieldsPaysAYieldsHandOverRatherThanASwitch) {
   EXPECT_NEAR(predictHandBuilt(sendReceive(), m, *shared), 6.5 * kUs, 1e-12);
 }
 
-TEST(Simulate, AMessageInBeforeItsReceiverRunsOutOfWorkEndsNoWait) {
-  // The pair above on 1 core, where the receiver first copies 4000 bytes of its own (4 us)
-  // and posts its receive at once. Rank 0 posts its send in 0-0.5 us, the copy runs in
-  // 0.5-4.5, the sender copies in 4.5-6.5; the first slot was in at 0.7, while the receiver
-  // still copied: it finds the message when it looks, without a hand-over, and spends its
-  // 0.5 us and 2 us copying out in 6.5-9 us (11 with the 2 us switch).
-  std::vector<Schedule> schedules = sendReceive();
-  {
-    ScheduleBuilder b(1, 2);
-    b.copy(in(), Region{BufferKind::kScratch, 0, kElems});
-    b.recv(0, out());
-    b.reserveScratch(kElems);
-    schedules[1] = std::move(b).build();
-  }
-  MachineModel m = handModel();
-  m.switchCost = 2 * kUs;
-  auto shared = Placement::synthetic(2, 2, 1);
-  ASSERT_TRUE(shared.ok());
-  EXPECT_NEAR(predictHandBuilt(std::move(schedules), m, *shared), 9 * kUs, 1e-12);
-}
-
 TEST(Simulate, AMessageFromAnotherHostWakesItsReceiverOnce) {
   // SendReceivePair between hosts of 2 ranks on 1 core (the others idle): the message is in
   // at 5.5 us; the receiver pays a 2 us switch and its 0.5 us: 8 us. Over the hybrid
