@@ -98,7 +98,8 @@ bool rankable(const CollectiveSpec& spec);
 
 /// The contenders of `decision` (Tuner::contenders): its choice, then the best candidate of
 /// each other algorithm within setup.contenderRatio of its time, at most maxContenders;
-/// the choice alone where a plugin or the table chose.
+/// the choice alone where a plugin or the table chose, and for a collective with a root
+/// (whose ranks' times in a loop of calls do not measure its pace).
 std::vector<Candidate> contendersOf(const Decision& decision, const TunerSetup& setup);
 
 /// "ring/256K 1.23 ms" for logs and tutti-info explain.

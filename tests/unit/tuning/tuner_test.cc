@@ -252,6 +252,34 @@ TEST(Tuner, ContendersAreTheChoiceAndTheOtherAlgorithmsPredictedClose) {
     EXPECT_EQ(c.seconds, explained->chosen.seconds);
 }
 
+TEST(Tuner, ACallWithARootHasNoContenders) {
+  // The model's choice alone, even where other algorithms are predicted within the ratio:
+  // a rank's time in a loop of rooted calls does not measure the loop's pace.
+  Tuner tuner(setupFor(fastModel(), 8, 8, TransportKind::kShm));
+  const TunerSetup& setup = tuner.setup();
+  int close = 0;  // shapes whose ranking would have given contenders
+  for (const Collective kind : {Collective::kBroadcast, Collective::kReduce, Collective::kGather,
+                                Collective::kScatter}) {
+    for (std::uint64_t bytes : {8ull << 10, 64ull << 10, 1ull << 20, 4ull << 20, 64ull << 20}) {
+      const CollectiveSpec spec = specFor(setup, bytes, kind);
+      auto explained = tuner.explain(spec);
+      ASSERT_TRUE(explained.ok()) << explained.status().message();
+      for (const Candidate& c : explained->ranking)
+        if (c.algorithm != explained->chosen.algorithm &&
+            c.seconds <= setup.contenderRatio * explained->chosen.seconds) {
+          ++close;
+          break;
+        }
+      const std::vector<Choice> asked = tuner.contenders(spec);
+      ASSERT_EQ(asked.size(), 1u) << collectiveName(kind) << " " << bytes;
+      EXPECT_EQ(asked.front().algorithm, explained->chosen.algorithm);
+    }
+  }
+  EXPECT_GT(close, 0);
+  // An all-reduce of the same model still has them.
+  EXPECT_GT(tuner.contenders(specFor(setup, 64ull << 20)).size(), 1u);
+}
+
 TEST(Tuner, APluginsOrTheTablesChoiceHasNoContenders) {
   Tuner tuner(setupFor(fastModel(), 4, 4, TransportKind::kShm));
   const CollectiveSpec spec = allToAllvSpec(tuner.setup());
