@@ -54,6 +54,11 @@ struct LinkCost {
   /// sender's (0: the two ends alike, beta / 2 each). Not in a model file: the tuner derives
   /// it for TCP between ranks of one host (effectiveModel), whose receiver only copies out.
   double recvBeta = 0;
+  /// The receiver reduces a message once the whole of it is in (it lands in a staging
+  /// buffer first, as over TCP), not piece by piece as it arrives (as shared memory's
+  /// slots are). Not in a model file: the tuner sets it for the paths TCP carries
+  /// (effectiveModel).
+  bool reducesWhole = false;
 };
 
 /// The parameters of one host (every host of a communicator is assumed alike; the view

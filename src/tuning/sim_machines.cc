@@ -7,7 +7,7 @@ namespace tutti::tuning {
 
 SimMachines simMachines(const MachineModel& model, const Placement& placement,
                         const Network& network, const CollectiveSpec& spec, int period,
-                        double scratchBytes) {
+                        const std::vector<double>& touchedBytes) {
   SimMachines out;
   out.gamma = model.gamma[static_cast<std::size_t>(spec.dtype)];
   const int hosts = placement.place(period - 1).host + 1;
@@ -33,14 +33,12 @@ SimMachines simMachines(const MachineModel& model, const Placement& placement,
       if (core < 0 || core >= c) out.bound[i] = false;
     }
   }
-  // The memory bus: at the caches' rate while the buffers of a host's ranks (each one's
-  // largest, in and out, and its scratch) fit in its last-level cache, at memory's beyond.
+  // The memory bus: at the caches' rate while what the ranks of a host touch of their
+  // buffers fits in its last-level cache, at memory's beyond.
   double footprint = 0;
-  if (spec.kind != Collective::kAllToAllV)
-    footprint = (2.0 * static_cast<double>(largestBufferCount(spec)) *
-                     static_cast<double>(dataTypeSize(spec.dtype)) +
-                 scratchBytes) *
-                static_cast<double>(out.machineRanks[0].size());
+  for (const int r : out.machineRanks[0])
+    if (r >= 0 && static_cast<std::size_t>(r) < touchedBytes.size())
+      footprint += touchedBytes[static_cast<std::size_t>(r)];
   const bool cached = model.llcBytes > 0 && model.cacheBandwidth > 0 &&
                       footprint <= static_cast<double>(model.llcBytes);
   Fifo memory;

@@ -35,9 +35,10 @@ struct SimMachines {
 };
 
 /// The machines of the hosts holding ranks [0, period) (the fast path's hosts are machines
-/// of their own), for `spec`, whose ranks use at most `scratchBytes` of scratch each.
+/// of their own), for `spec`, whose rank r touches `touchedBytes[r]` of its buffers (input,
+/// output and scratch, as far as its steps reach into each).
 SimMachines simMachines(const MachineModel& model, const Placement& placement,
                         const Network& network, const CollectiveSpec& spec, int period,
-                        double scratchBytes);
+                        const std::vector<double>& touchedBytes);
 
 }  // namespace tutti::tuning

@@ -13,6 +13,7 @@
 #include "tuning/sim_symmetry.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -241,6 +242,13 @@ class Run {
     const double beta = own > 0 ? std::max(own, machines_.hostBeta) : copyBetaOf(self, peer);
     return bytes * (singleCopy(bytes) ? std::max(beta, machines_.copyBeta * model_.kernelCopyRatio) : beta);
   }
+  // Whether the receiver reduces a message from `peer` only once it is whole: between hosts
+  // always (TCP carries those messages whatever the transport on a host, and its links
+  // take no combine sink), on a host where the path says so (LinkCost::reducesWhole).
+  bool reducesWhole(int self, int peer) const {
+    const PathClass path = placement_.pathClass(self, peer);
+    return path == PathClass::kNetwork || model_.path(path).reducesWhole;
+  }
   int rail(int rank) const { return placement_.place(rank).localIndex % network_.rails; }
   int leaf(int host) const {
     return network_.kind == Network::Kind::kFatTree ? host / network_.hostsPerLeaf : 0;
@@ -271,11 +279,23 @@ class Run {
 Status Run::build() {
   ranks_.resize(static_cast<std::size_t>(period_));
   CollectiveSpec spec = spec_;
-  std::uint64_t scratch = 0;  // the most scratch elements a rank uses
+  // What each rank touches of its buffers: as far as its steps reach into each.
+  std::vector<double> touched(static_cast<std::size_t>(period_), 0.0);
   for (int r = 0; r < period_; ++r) {
     spec.rank = r;
     const Schedule schedule = algorithm_.build(spec);
-    scratch = std::max(scratch, schedule.scratchCount);
+    std::array<std::uint64_t, 3> reach{};  // input, output, scratch: elements
+    auto extend = [&](const Region& region) {
+      const auto kind = static_cast<std::size_t>(region.buffer);
+      if (region.count > 0 && kind < reach.size())
+        reach[kind] = std::max(reach[kind], region.offset + region.count);
+    };
+    for (const Step& s : schedule.steps) {
+      extend(s.src);
+      extend(s.dst);
+    }
+    touched[static_cast<std::size_t>(r)] =
+        static_cast<double>(reach[0] + reach[1] + reach[2]) * static_cast<double>(elemSize_);
     Rank& rank = ranks_[static_cast<std::size_t>(r)];
     rank.count = static_cast<std::uint32_t>(schedule.steps.size());
     rank.steps.reserve(schedule.steps.size());
@@ -320,8 +340,7 @@ Status Run::build() {
   }
 
   // The resources of the simulated machines (the fast path's hosts are machines of their own).
-  machines_ = simMachines(model_, placement_, network_, spec_, period_,
-                     static_cast<double>(scratch) * static_cast<double>(elemSize_));
+  machines_ = simMachines(model_, placement_, network_, spec_, period_, touched);
   return Status::Ok();
 }
 
@@ -537,17 +556,26 @@ void Run::recvData(std::uint32_t slot, std::uint32_t id, double time, double las
   auto received = [&](double seconds, double through) {
     return std::max(work(slot, time, seconds, through), last);
   };
+  // A reduction, then `extra` CPU: as the pieces come, or where the path's receiver reduces
+  // a message only once it is whole (LinkCost::reducesWhole), after its last byte: its
+  // copy out then ends no earlier than that byte (one block of CPU, the copy started late
+  // rather than split from the reduction by a wait).
+  auto reduced = [&](double extra) {
+    const double seconds = wake + in + reduce + extra;
+    const double through = inBytes + machines_.reduceCopies * b;
+    if (!reducesWhole(self, s.recvPeer)) return received(seconds, through);
+    return work(slot, std::max(time, last - (wake + in)), seconds, through);
+  };
   switch (s.op) {
     case OpCode::kRecv:
       if (wake + in > 0 || last > time) push(received(wake + in, inBytes), slot, id, EventKind::kDone);
       else complete(slot, id, time);
       return;
     case OpCode::kRecvReduce:
-      push(received(wake + in + reduce, inBytes + machines_.reduceCopies * b), slot, id, EventKind::kDone);
+      push(reduced(0), slot, id, EventKind::kDone);
       return;
     case OpCode::kRecvReduceSend:
-      push(received(wake + in + reduce + overhead(self, s.sendPeer), inBytes + machines_.reduceCopies * b),
-           slot, id, EventKind::kSendPosted);
+      push(reduced(overhead(self, s.sendPeer)), slot, id, EventKind::kSendPosted);
       return;
     case OpCode::kRecvCopySend:
       push(received(wake + in + overhead(self, s.sendPeer), inBytes), slot, id, EventKind::kSendPosted);

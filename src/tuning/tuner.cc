@@ -72,8 +72,12 @@ MachineModel effectiveModel(const TunerSetup& setup) {
     loopback.beta *= 2;
     if (m.kernelCopyRatio > 0 && m.copyBeta > 0)
       loopback.recvBeta = std::min(stream, m.kernelCopyRatio * m.copyBeta);
-    for (int c = 0; c < static_cast<int>(PathClass::kNetwork); ++c)
+    // TcpLink takes no combine sink: a message is reduced once it is whole.
+    loopback.reducesWhole = true;
+    for (int c = 0; c < static_cast<int>(PathClass::kNetwork); ++c) {
       m.paths[static_cast<std::size_t>(c)] = known ? loopback : m.path(PathClass::kNetwork);
+      m.paths[static_cast<std::size_t>(c)].reducesWhole = true;
+    }
     m.kernelCopyRatio = 0;  // no copy between processes: each kernel copies
     // A rank waiting on TCP sleeps in epoll (with more ranks than cores it does not spin):
     // it runs again through a wake-up, not another rank's yield.

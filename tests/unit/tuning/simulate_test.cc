@@ -314,6 +314,32 @@ TEST(Simulate, AReceiverThatOnlyCopiesOutPaysItsOwnBeta) {
   EXPECT_NEAR(predictHandBuilt(sendReceive(), m, *cores), 5.7 * kUs, 1e-12);
 }
 
+TEST(Simulate, AReceiverThatReducesOnlyAWholeMessageStartsAtItsLastByte) {
+  // The receiver above (0.25 ns a byte, 1 us to copy out) reduces what it receives (4 us):
+  // rank 0 posts after 0.75 us and copies in until 2.75, the first slot is there at 0.95
+  // and the last byte at 2.95. Reducing the pieces as they come (shared memory's slots),
+  // its 0.75 + 1 + 4 us run from 0.95 to 6.7; reducing only the whole message (TCP's
+  // staging buffer, LinkCost::reducesWhole), the reduction starts at the last byte: 6.95.
+  MachineModel m = handModel();
+  m.messageOverhead = 0.25 * kUs;
+  for (LinkCost& path : m.paths) path.recvBeta = 0.25e-9;
+  m.paths[static_cast<int>(PathClass::kNetwork)].recvBeta = 0;
+  auto reduction = [] {
+    ScheduleBuilder a(0, 2), b(1, 2);
+    a.send(1, in());
+    b.recvReduce(0, in(), out());
+    std::vector<Schedule> pair;
+    pair.push_back(std::move(a).build());
+    pair.push_back(std::move(b).build());
+    return pair;
+  };
+  auto cores = Placement::synthetic(2, 2, 2);
+  ASSERT_TRUE(cores.ok());
+  EXPECT_NEAR(predictHandBuilt(reduction(), m, *cores), 6.7 * kUs, 1e-12);
+  for (LinkCost& path : m.paths) path.reducesWhole = true;
+  EXPECT_NEAR(predictHandBuilt(reduction(), m, *cores), 6.95 * kUs, 1e-12);
+}
+
 TEST(Simulate, AWokenRankWaitsForTheTurnsOfTheOtherWaitingRanksOfItsCore) {
   // The pair above on 1 core, and ranks 2 and 3, which wait for an empty message that rank 0
   // sends each once its first is delivered. When the first slot reaches rank 1 (0.95 us),
@@ -347,8 +373,10 @@ TEST(Simulate, AWokenRankWaitsForTheTurnsOfTheOtherWaitingRanksOfItsCore) {
 }
 
 TEST(Simulate, PastTheLastLevelCacheBytesMoveAtOneCoresShareOfMemory) {
-  // The same pair: a 4000-byte message, 16000 bytes of buffers on the host (2 ranks, in and
-  // out). With a 1 MiB cache they fit and each end copies at half the path's 1 ns a byte:
+  // The same pair: a 4000-byte message; of their buffers the ranks touch 8000 bytes (rank
+  // 0's input, rank 1's output; the outputs and inputs they leave alone do not count). With
+  // a 1 MiB cache, or one of those 8000 bytes, they fit and each end copies at half the
+  // path's 1 ns a byte:
   // the sender from 0.5 to 2.5 us, the receiver from the first slot (0.7 us) after its 0.5
   // us, until 3.2 us. With a 4 KiB cache they do not: each end copies at its share of the
   // 0.5 GB/s two cores copy from memory, 2 / 0.5e9 = 4 ns a byte: the sender from 0.5 to
@@ -362,6 +390,8 @@ TEST(Simulate, PastTheLastLevelCacheBytesMoveAtOneCoresShareOfMemory) {
   m.llcBytes = 1 << 20;
   auto placement = Placement::synthetic(2, 2, 2);
   ASSERT_TRUE(placement.ok());
+  EXPECT_NEAR(predictHandBuilt(pair, m, *placement), 3.2 * kUs, 1e-12);
+  m.llcBytes = 8000;
   EXPECT_NEAR(predictHandBuilt(pair, m, *placement), 3.2 * kUs, 1e-12);
   m.llcBytes = 4096;
   EXPECT_NEAR(predictHandBuilt(pair, m, *placement), 17.2 * kUs, 1e-12);
