@@ -30,9 +30,13 @@ namespace {
 
 // The shared-memory transport's single-copy threshold (ShmTransport::Options::cmaBytes).
 constexpr std::uint64_t kSingleCopyFrom = 256 << 10;
+// A call with a root is priced as one of this many run back to back (Run::laterCall), in
+// which the root runs ahead and receivers that fall behind find their messages waiting.
+// Call k's messages carry k in their indices from bit kCallShift, apart from the others'.
+constexpr int kRootedCalls = 4;
+constexpr int kCallShift = 28;
 // The second of two calls run back to back (Run::calls): its messages' indices, apart from
 // the first call's.
-constexpr std::uint32_t kSecondCall = 1u << 31;
 
 // What a waiting rank pays for a core on a host with more ranks than cores: another rank's
 // yield where waits yield (shared memory, and the hybrid transport's waits, which poll its
@@ -100,8 +104,8 @@ struct Later {
 
 class Run {
  public:
-  // `calls`: 1, or 2 for two blocking calls back to back (each rank starts the second once
-  // it has finished the first).
+  // `calls`: 1, or more for blocking calls back to back (each rank starts the next once it
+  // has finished the one before).
   Run(const AlgorithmInfo& algorithm, const CollectiveSpec& spec, const MachineModel& model,
       const Placement& placement, const Network& network, const SimOptions& options, Symmetry symmetry,
       int calls = 1)
@@ -120,10 +124,12 @@ class Run {
   Status build();
   Status run();
   double finish() const { return finish_; }
-  // With two calls: the longest a rank took over its second, from the end of its first.
-  double secondCall() const {
+  // With calls back to back: the longest a rank took per call over those after its first,
+  // from the end of its first.
+  double laterCall() const {
     double out = 0;
-    for (const Rank& rank : ranks_) out = std::max(out, rank.lastDone - rank.firstDone);
+    for (const Rank& rank : ranks_)
+      out = std::max(out, (rank.lastDone - rank.firstDone) / std::max(1, calls_ - 1));
     return out;
   }
   // Where the call runs again right after `previous` (a shaped link's buckets as that call
@@ -310,13 +316,15 @@ Status Run::build() {
       const bool fromSrc = s.op == OpCode::kSend || s.op == OpCode::kRecvReduce ||
                            s.op == OpCode::kRecvReduceSend;
       const std::uint64_t elements = fromSrc ? s.src.count : s.dst.count;
+      const std::uint32_t indices = calls_ > 1 ? (1u << kCallShift) : 0;
       if (elements > std::numeric_limits<std::uint32_t>::max() ||
-          s.depCount > std::numeric_limits<std::uint16_t>::max())
+          s.depCount > std::numeric_limits<std::uint16_t>::max() ||
+          (indices > 0 && std::max(s.recvIndex, s.sendIndex) >= indices))
         return Status(ErrorCode::kInvalidArgument,
                       strFormat("%s: a step of rank %d is beyond the simulator (%llu elements, "
-                                "%u dependencies)",
+                                "%u dependencies, message %u)",
                                 algorithm_.name, r, static_cast<unsigned long long>(elements),
-                                s.depCount));
+                                s.depCount, std::max(s.recvIndex, s.sendIndex)));
       c.elements = static_cast<std::uint32_t>(elements);
       c.depCount = static_cast<std::uint16_t>(s.depCount);
       rank.steps.push_back(c);
@@ -324,18 +332,18 @@ Status Run::build() {
                        schedule.deps.begin() + s.depBegin + s.depCount);
     }
     rank.perCall = rank.count;
-    if (calls_ == 2) {
-      // The same steps again, as the next call: its messages apart from the first call's,
-      // its dependencies among its own steps.
+    if (calls_ >= 2) {
       const std::size_t steps = rank.steps.size(), deps = rank.deps.size();
-      for (std::size_t i = 0; i < steps; ++i) {
-        SimStep c = rank.steps[i];
-        c.recvIndex |= kSecondCall;
-        c.sendIndex |= kSecondCall;
-        rank.steps.push_back(c);
+      for (int k = 1; k < calls_; ++k) {
+        for (std::size_t i = 0; i < steps; ++i) {
+          SimStep c = rank.steps[i];
+          c.recvIndex |= static_cast<std::uint32_t>(k) << kCallShift;
+          c.sendIndex |= static_cast<std::uint32_t>(k) << kCallShift;
+          rank.steps.push_back(c);
+        }
+        for (std::size_t i = 0; i < deps; ++i) rank.deps.push_back(rank.deps[i] + static_cast<std::uint32_t>(k) * rank.count);
       }
-      for (std::size_t i = 0; i < deps; ++i) rank.deps.push_back(rank.deps[i] + rank.count);
-      rank.count *= 2;
+      rank.count *= static_cast<std::uint32_t>(calls_);
     }
   }
 
@@ -378,6 +386,11 @@ double Run::cpu(std::uint32_t slot, double time, double work) {
 double Run::wakeCost(std::uint32_t slot, double time) const {
   const std::size_t machine = machineOf(slot);
   if (!machines_.oversubscribed[machine]) return 0;
+  // In a loop of calls with a root, a receiver still at work when its message comes takes
+  // it at its next step, without giving up its core (receivers fall behind the root and
+  // find their messages waiting). In a call whose ranks wait for each other the charge
+  // stays, standing in for the core's hand-overs between ranks that work (wakeCost).
+  if (calls_ > 1 && ranks_[slot].threadFree >= time) return 0;
   // The other ranks of the machine waiting now: those whose thread has no work left at `time`.
   // Where the fast path runs some of them only, those it runs stand for the rest.
   int waiting = 0, seen = 0;
@@ -409,7 +422,7 @@ void Run::issue(std::uint32_t slot, double time) {
   // In order, as the executor issues them: a step whose dependencies are not complete
   // holds back the ones after it; a second call starts once the first is complete.
   while (rank.next < rank.count && rank.active < window && depsComplete(slot, rank.next) &&
-         (rank.next < rank.perCall || rank.completed >= rank.perCall)) {
+         rank.completed >= rank.next / rank.perCall * rank.perCall) {
     const std::uint32_t id = rank.next++;
     rank.depCursor += rank.steps[id].depCount;
     ++rank.active;
@@ -718,14 +731,15 @@ Result<Prediction> predict(const AlgorithmInfo& algorithm, const CollectiveSpec&
   if (rootedCall(spec.kind)) {
     // Nothing makes the root wait for its receivers (nor a reduction's leaves for the
     // root): calls back to back overlap, one rank's next call under another's last. The
-    // price is a call's in that steady state: the second of two calls run back to back,
-    // from each rank's end of the first (a shaped link's buckets as the first left them).
-    Run run(algorithm, spec, model, placement, network, options, symmetry, 2);
+    // price is a call's in that steady state: the calls after the first of kRootedCalls run
+    // back to back, from each rank's end of the first (a shaped link's buckets as the first
+    // left them).
+    Run run(algorithm, spec, model, placement, network, options, symmetry, kRootedCalls);
     TUTTI_RETURN_IF_ERROR(run.build());
     TUTTI_RETURN_IF_ERROR(run.run());
-    out.seconds = std::max(run.secondCall(), run.sustained() / 2);
+    out.seconds = std::max(run.laterCall(), run.sustained() / kRootedCalls);
     out.fastPath = period < placement.size();
-    out.messages = run.messages() / 2;
+    out.messages = run.messages() / kRootedCalls;
     out.ranksRun = period;
     return out;
   }

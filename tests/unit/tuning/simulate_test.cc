@@ -569,5 +569,36 @@ TEST(Simulate, RefusesWhatDoesNotApply) {
   EXPECT_EQ(p.status().code(), ErrorCode::kInvalidArgument);
 }
 
+TEST(Simulate, ALoopOfCallsWithARootPaysNoHandOverOnceItsReceiversFallBehind) {
+  // A broadcast by hand on 3 ranks and 2 cores: rank 0 sends 4 bytes to ranks 1 and 2, each
+  // of which receives it (0.75 us, and 2 ns to copy it out) and then copies 4000 bytes (4
+  // us). The root's call takes 1.504 us of CPU (2 ns to copy each message in): 11.008 us
+  // per call in all, 5.504 us of the 2 cores. The receivers fall behind the root and find
+  // each later call's message waiting as they finish the call before, so they pay no
+  // hand-over of their core for it: the calls after the first run at the cores' pace (the
+  // first's stragglers aside), where a yield_cost of 1 us per message would add 1 us.
+  const AlgorithmInfo broadcast{"hand_built", Collective::kBroadcast, "a test's schedules",
+                                applies, buildHandBuilt};
+  ScheduleBuilder a(0, 3), b(1, 3), c(2, 3);
+  a.send(1, in(1));
+  a.send(2, in(1));
+  for (ScheduleBuilder* receiver : {&b, &c}) {
+    const StepId got = receiver->recv(0, out(1));
+    receiver->copy(in(), out(), {got});
+  }
+  handBuilt() = {std::move(a).build(), std::move(b).build(), std::move(c).build()};
+  MachineModel m = handModel();
+  m.messageOverhead = 0.25 * kUs;
+  m.yieldCost = 1 * kUs;
+  auto placement = Placement::synthetic(3, 3, 2);
+  ASSERT_TRUE(placement.ok());
+  CollectiveSpec spec = call(3);
+  spec.kind = Collective::kBroadcast;
+  auto p = predict(broadcast, spec, m, *placement, Network::flat());
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_GE(p->seconds, 5.5 * kUs);
+  EXPECT_LT(p->seconds, 5.55 * kUs);
+}
+
 }  // namespace
 }  // namespace tutti::tuning
