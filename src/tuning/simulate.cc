@@ -35,8 +35,6 @@ constexpr std::uint64_t kSingleCopyFrom = 256 << 10;
 // Call k's messages carry k in their indices from bit kCallShift, apart from the others'.
 constexpr int kRootedCalls = 4;
 constexpr int kCallShift = 28;
-// The second of two calls run back to back (Run::calls): its messages' indices, apart from
-// the first call's.
 
 // What a waiting rank pays for a core on a host with more ranks than cores: another rank's
 // yield where waits yield (shared memory, and the hybrid transport's waits, which poll its
@@ -205,14 +203,15 @@ class Run {
   std::size_t machineOf(std::uint32_t slot) const {
     return static_cast<std::size_t>(placement_.machineOf(hostOf(slot)));
   }
-  // What a rank pays to run again once a message ends its wait at `time`, on a host with
-  // more ranks than cores (nothing elsewhere): a hand-over of the core (handOver), or as
-  // many as there are waiting ranks per core, since waiting ranks hand the cores round (they
-  // yield, or sleep and are woken) and this one runs once the others of its core have had
-  // their turn. Charged for every message received, even one that came while the rank still
-  // had work: the core's hand-overs between ranks that work are charged nowhere else (not
+  // What a rank pays to run again for a message it takes at `time`, on a host with more
+  // ranks than cores (nothing elsewhere): a hand-over of the core (handOver), or as many as
+  // there are waiting ranks per core, since waiting ranks hand the cores round (they yield,
+  // or sleep and are woken) and this one runs once the others of its core have had their
+  // turn. Charged for every message received, even one that came while the rank still had
+  // work: the core's hand-overs between ranks that work are charged nowhere else (not
   // charging those messages priced ring-like schedules at 8 B and 64 KiB on 8 ranks over 2
-  // cores at half their time, and the model then chose them).
+  // cores at half their time, and the model then chose them). In a loop of calls with a
+  // root, not so (the definition says why).
   double wakeCost(std::uint32_t slot, double time) const;
   // Work of `bytes` through the host's memory from `start` to `end` (its CPU time): it ends
   // no earlier than the memory bus, shared by the host's ranks, can carry them.
@@ -389,7 +388,8 @@ double Run::wakeCost(std::uint32_t slot, double time) const {
   // In a loop of calls with a root, a receiver still at work when its message comes takes
   // it at its next step, without giving up its core (receivers fall behind the root and
   // find their messages waiting). In a call whose ranks wait for each other the charge
-  // stays, standing in for the core's hand-overs between ranks that work (wakeCost).
+  // stays, standing in for the core's hand-overs between ranks that work (see the
+  // declaration).
   if (calls_ > 1 && ranks_[slot].threadFree >= time) return 0;
   // The other ranks of the machine waiting now: those whose thread has no work left at `time`.
   // Where the fast path runs some of them only, those it runs stand for the rest.
@@ -420,7 +420,7 @@ void Run::issue(std::uint32_t slot, double time) {
   const std::uint32_t window =
       static_cast<std::uint32_t>(std::max(1, std::min<int>(options_.maxInflight, static_cast<int>(rank.perCall))));
   // In order, as the executor issues them: a step whose dependencies are not complete
-  // holds back the ones after it; a second call starts once the first is complete.
+  // holds back the ones after it; the next call starts once the one before is complete.
   while (rank.next < rank.count && rank.active < window && depsComplete(slot, rank.next) &&
          rank.completed >= rank.next / rank.perCall * rank.perCall) {
     const std::uint32_t id = rank.next++;
