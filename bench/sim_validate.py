@@ -153,9 +153,13 @@ def main():
         agree += chosen[key] in names
 
     # The same cells measured in the other runs: one run's time as the other's prediction.
-    again = {}
+    again, again_runs = {}, []
     for d in args.again:
         again.update(read_measured(os.path.join(d, "raw.txt"))[0])
+        header_path = os.path.join(d, "header.txt")
+        if os.path.exists(header_path):
+            with open(header_path) as f:
+                again_runs.append(f.readline().lstrip("# ").strip())
     spread = [again[(c["transport"], c["world"], c["collective"], c["bytes"], c["label"])] /
               c["measured_us"] - 1
               for c in cells
@@ -240,7 +244,7 @@ Result: {verdict}, over {len(cells)} cells{f"; {unpriced} forced cells the model
 
 The cells measured again in another run of the grid ({len(spread)} of them), that run's time
 taken as a prediction of this one's: the spread the machine's own noise puts under any
-model's error.
+model's error. The other runs: {"; ".join(again_runs) if again_runs else ", ".join(args.again)}.
 
 {table([floor])}
 ''' if floor else ''}
