@@ -679,21 +679,6 @@ double flatExchangeTime(const AlgorithmInfo& algorithm, const CollectiveSpec& sp
   return model.flatAlpha + model.flatBeta * read * share + switches;
 }
 
-// Collectives with a root, whose ranks do not all wait for each other.
-bool rootedCall(Collective kind) {
-  switch (kind) {
-    case Collective::kBroadcast:
-    case Collective::kReduce:
-    case Collective::kGather:
-    case Collective::kScatter:
-    case Collective::kGatherV:
-    case Collective::kScatterV:
-      return true;
-    default:
-      return false;
-  }
-}
-
 }  // namespace
 
 Result<Prediction> predict(const AlgorithmInfo& algorithm, const CollectiveSpec& callSpec,
@@ -728,7 +713,7 @@ Result<Prediction> predict(const AlgorithmInfo& algorithm, const CollectiveSpec&
                                ? findSymmetry(algorithm, spec, placement, network)
                                : Symmetry{placement.size(), false};
   const int period = symmetry.period;
-  if (rootedCall(spec.kind)) {
+  if (isRooted(spec.kind)) {
     // Nothing makes the root wait for its receivers (nor a reduction's leaves for the
     // root): calls back to back overlap, one rank's next call under another's last. The
     // price is a call's in that steady state: the calls after the first of kRootedCalls run

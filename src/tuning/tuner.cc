@@ -72,10 +72,9 @@ MachineModel effectiveModel(const TunerSetup& setup) {
     loopback.beta *= 2;
     if (m.kernelCopyRatio > 0 && m.copyBeta > 0)
       loopback.recvBeta = std::min(stream, m.kernelCopyRatio * m.copyBeta);
-    // TcpLink takes no combine sink: a message is reduced once it is whole.
-    loopback.reducesWhole = true;
     for (int c = 0; c < static_cast<int>(PathClass::kNetwork); ++c) {
       m.paths[static_cast<std::size_t>(c)] = known ? loopback : m.path(PathClass::kNetwork);
+      // TcpLink takes no combine sink: a message is reduced once it is whole.
       m.paths[static_cast<std::size_t>(c)].reducesWhole = true;
     }
     m.kernelCopyRatio = 0;  // no copy between processes: each kernel copies
