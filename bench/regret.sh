@@ -48,8 +48,11 @@
 # this host's cached model (a first run probes it), copied to DIR/model.json, so that every
 # round, namespaced host and prediction use the same parameters.
 # Round r runs every launch once; a time is the median over rounds of the cell's
-# out-of-place time (tutti-bench, mean over ranks), a ratio the median over rounds of the
-# ratio within a round's launch. Writes DIR/raw.txt (one line per run
+# out-of-place time, a ratio the median over rounds of the ratio within a round's launch. The
+# time is the slowest rank's (tutti-bench -a 3): a block of calls lasts until its last rank is
+# done, which is what the simulator prices. In a call with a root, the other ranks run ahead
+# into the transport's buffers, and their mean is a pace no loop keeps (2000 reduces of 8 B on
+# 8 ranks over TCP: mean over ranks 9.5 us a call, slowest rank 38). Writes DIR/raw.txt (one line per run
 # and size: round transport world collective bytes label time_us chosen), DIR/predicted.txt
 # (transport world collective bytes label, then explain's JSON), DIR/cells.csv, DIR/regret.png
 # (bench/plot_regret.py), DIR/validation.md, DIR/validation.csv and DIR/sim-vs-measured.png
@@ -229,7 +232,7 @@ run_one() {  # layout transport collective candidates suffix sizes env... -- ben
   [ -n "$list" ] && [ -n "$candidates" ] || return 0
   local tmp="$out/logs/$layout-$transport-$coll${suffix//\//_}.out" status=0
   launch "$layout" "$transport" "$tmp" "${envs[@]}" -- "$coll" --sizes "$list" -n "$iters" \
-    --iter-bytes "$iter_bytes" -w 20 --min-warmup 12 -c 1 --no-in-place --algo "$candidates" \
+    --iter-bytes "$iter_bytes" -w 20 --min-warmup 12 -c 1 --no-in-place -a 3 --algo "$candidates" \
     "$@" || status=$?
   if [ "$status" != 0 ]; then
     local refused
