@@ -52,9 +52,10 @@
 # time is the slowest rank's (tutti-bench -a 3): a block of calls lasts until its last rank is
 # done, which is what the simulator prices. In a call with a root, the other ranks run ahead
 # into the transport's buffers, and their mean is a pace no loop keeps (2000 reduces of 8 B on
-# 8 ranks over TCP: mean over ranks 9.5 us a call, slowest rank 38). Writes DIR/raw.txt (one line per run
-# and size: round transport world collective bytes label time_us chosen), DIR/predicted.txt
-# (transport world collective bytes label, then explain's JSON), DIR/cells.csv, DIR/regret.png
+# 8 ranks over TCP: mean over ranks 9.5 us a call, slowest rank 38). Writes DIR/raw.txt (one
+# line per run and size: round transport world collective bytes label time_us chosen),
+# DIR/predicted.txt (transport world collective bytes label, then explain's JSON),
+# DIR/cells.csv, DIR/regret.png
 # (bench/plot_regret.py), DIR/validation.md, DIR/validation.csv and DIR/sim-vs-measured.png
 # (bench/sim_validate.py), DIR/logs/ (the last run's output of each launch).
 # --summarize: measure nothing, summarize DIR again.
